@@ -1,0 +1,73 @@
+"""ChangeBatch: accumulated ``(item, diff)`` updates.
+
+>>> b = ChangeBatch()
+>>> b.update("a", 3); b.update("b", 1); b.update("a", -3)
+>>> b.drain()
+[('b', 1)]
+>>> b.is_empty()
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Hashable, Iterable, Iterator
+
+__all__ = ["ChangeBatch"]
+
+
+class ChangeBatch:
+    """A multiset of signed counts that compacts away zeros.
+
+    Updates accumulate in a dict, so any number of updates to one item cost one
+    entry; :meth:`drain` hands the non-zero totals over and empties the batch.
+    """
+
+    __slots__ = ("_counts",)
+
+    def __init__(self, updates: Iterable[tuple[Hashable, int]] = ()) -> None:
+        self._counts: dict[Any, int] = {}
+        self.extend(updates)
+
+    def update(self, item: Hashable, diff: int) -> None:
+        if diff:
+            counts = self._counts
+            counts[item] = counts.get(item, 0) + diff
+
+    def extend(self, updates: Iterable[tuple[Hashable, int]]) -> None:
+        counts = self._counts
+        for item, diff in updates:
+            if diff:
+                counts[item] = counts.get(item, 0) + diff
+
+    def compact(self) -> None:
+        self._counts = {k: v for k, v in self._counts.items() if v}
+
+    def is_empty(self) -> bool:
+        if not self._counts:
+            return True
+        self.compact()
+        return not self._counts
+
+    def drain(self) -> list[tuple[Any, int]]:
+        """Return the non-zero updates and leave the batch empty."""
+        counts, self._counts = self._counts, {}
+        return [(k, v) for k, v in counts.items() if v]
+
+    def drain_into(self, other: "ChangeBatch") -> None:
+        other.extend(self.drain())
+
+    def items(self) -> list[tuple[Any, int]]:
+        """The non-zero updates, leaving the batch as it is."""
+        return [(k, v) for k, v in self._counts.items() if v]
+
+    def __iter__(self) -> Iterator[tuple[Any, int]]:
+        return iter(self.items())
+
+    def __len__(self) -> int:
+        return len(self.items())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ChangeBatch) and dict(self.items()) == dict(other.items())
+
+    def __repr__(self) -> str:
+        return f"ChangeBatch({self.items()!r})"

@@ -1,0 +1,272 @@
+"""Reachability: compiled path summaries, and pointstamp tracking over them.
+
+:class:`Builder` collects nodes (with their internal summaries) and edges, and
+compiles for every location the minimal antichain of path summaries to every
+target.  :class:`Tracker` accumulates ``(location, time, diff)`` pointstamp
+updates and derives, at every target, the frontier of times that could still
+arrive there: the minimal ``s(t)`` over positive pointstamps ``(l, t)`` and
+summaries ``s`` from ``l`` to the target (the *could-result-in* order).
+
+>>> from timely_spark.progress import Add, Antichain
+>>> b = Builder(0)
+>>> b.add_node(0, 0, 1, [])                        # an input
+>>> b.add_node(1, 1, 1, [[Antichain([Add(0)])]])   # a map
+>>> b.add_edge(Source(0, 0), Target(1, 0))
+>>> tracker = b.build()
+>>> tracker.update_source(Source(0, 0), 0, 1)      # the input holds a capability at 0
+>>> tracker.propagate_all()
+>>> tracker.frontier(Target(1, 0)), tracker.drain_pushed()
+(Antichain([0]), [(Target(node=1, port=0), 0, 1)])
+>>> tracker.update_source(Source(0, 0), 0, -1); tracker.update_source(Source(0, 0), 3, 1)
+>>> tracker.propagate_all()
+>>> tracker.drain_pushed()
+[(Target(node=1, port=0), 0, -1), (Target(node=1, port=0), 3, 1)]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional, Sequence
+
+from .antichain import Antichain, MutableAntichain
+from .location import Location, Source, Target
+from .summary import identity
+
+__all__ = ["Builder", "Tracker", "CycleError"]
+
+
+class CycleError(ValueError):
+    """A cycle in the dataflow graph along which timestamps need not advance."""
+
+    def __init__(self, cycle: list[str]) -> None:
+        self.cycle = cycle
+        super().__init__(
+            "the dataflow has a cycle that does not strictly advance the timestamp "
+            "(every cycle must pass through a feedback edge with an advancing summary): "
+            + " -> ".join(cycle)
+        )
+
+
+class Builder:
+    """Collects a scope's graph and compiles it into a :class:`Tracker`.
+
+    ``time`` is any timestamp of the scope (its minimum is fine): it tells the
+    builder which identity summary edges carry.
+    """
+
+    def __init__(self, time: Any = 0) -> None:
+        self._identity = identity(time)
+        self.nodes: dict[int, tuple[int, int, list[list[Antichain]]]] = {}
+        self.names: dict[int, str] = {}
+        self.edges: list[tuple[Source, Target]] = []
+
+    def add_node(
+        self, node: int, inputs: int, outputs: int, summary: Sequence[Sequence[Iterable[Any]]], name: str = ""
+    ) -> None:
+        """Declare ``node`` with ``summary[input][output]``, the summaries from input to output.
+
+        An empty antichain means that input cannot reach that output.
+        """
+        if len(summary) != inputs or any(len(row) != outputs for row in summary):
+            raise ValueError(f"node {node} ({name or '?'}): summary must be {inputs} x {outputs}")
+        self.nodes[node] = (inputs, outputs, [[Antichain(a) for a in row] for row in summary])
+        self.names[node] = name
+
+    def add_edge(self, source: Source, target: Target) -> None:
+        self.edges.append((source, target))
+
+    def _describe(self, loc: Location) -> str:
+        name = self.names.get(loc.node)
+        kind = "output" if isinstance(loc, Source) else "input"
+        label = f"{name}[{loc.node}]" if name else f"node {loc.node}"
+        return f"{label} {kind} {loc.port}"
+
+    def _check_cycles(self) -> None:
+        """Refuse any cycle made only of steps that need not advance the time."""
+        succ: dict[Location, list[Location]] = {}
+        for s, t in self.edges:
+            succ.setdefault(s, []).append(t)
+        for node, (ins, outs, summary) in self.nodes.items():
+            for i in range(ins):
+                for o in range(outs):
+                    if any(not s.advances() for s in summary[i][o]):
+                        succ.setdefault(Target(node, i), []).append(Source(node, o))
+        color: dict[Location, int] = {}
+        for root in list(succ):
+            if root in color:
+                continue
+            stack: list[tuple[Location, int]] = [(root, 0)]
+            path: list[Location] = [root]
+            color[root] = 1
+            while stack:
+                loc, k = stack[-1]
+                nexts = succ.get(loc, [])
+                if k < len(nexts):
+                    stack[-1] = (loc, k + 1)
+                    nxt = nexts[k]
+                    c = color.get(nxt, 0)
+                    if c == 1:
+                        cycle = path[path.index(nxt):] + [nxt]
+                        raise CycleError([self._describe(x) for x in cycle])
+                    if c == 0:
+                        color[nxt] = 1
+                        stack.append((nxt, 0))
+                        path.append(nxt)
+                else:
+                    color[loc] = 2
+                    stack.pop()
+                    path.pop()
+
+    def summaries(self) -> dict[Location, dict[Target, Antichain]]:
+        """For every location, the minimal path summaries to each target it reaches."""
+        self._check_cycles()
+        ident = self._identity
+        out_edges: dict[Source, list[Target]] = {}
+        for s, t in self.edges:
+            out_edges.setdefault(s, []).append(t)
+        for s, t in self.edges:
+            for loc, kind in ((s, 1), (t, 0)):
+                node = self.nodes.get(loc.node)
+                if node is None or not 0 <= loc.port < node[kind]:
+                    raise ValueError(f"edge {s} -> {t}: {loc} is not a declared port")
+        sources = [Source(n, o) for n, (_, outs, _) in self.nodes.items() for o in range(outs)]
+        targets = [Target(n, i) for n, (ins, _, _) in self.nodes.items() for i in range(ins)]
+
+        # Sources first: a fixpoint over (source, target, summary) discoveries.
+        from_source: dict[Location, dict[Target, Antichain]] = {}
+        for s in sources:
+            reach: dict[Target, Antichain] = {}
+            work = []
+            for t in out_edges.get(s, ()):
+                if reach.setdefault(t, Antichain()).insert(ident):
+                    work.append((t, ident))
+            while work:
+                t, summ = work.pop()
+                node = self.nodes.get(t.node)
+                if node is None:
+                    continue
+                _, outs, internal = node
+                for o in range(outs):
+                    for a in internal[t.port][o]:
+                        s2 = summ.followed_by(a)
+                        if s2 is None:
+                            continue
+                        for t2 in out_edges.get(Source(t.node, o), ()):
+                            if reach.setdefault(t2, Antichain()).insert(s2):
+                                work.append((t2, s2))
+            from_source[s] = reach
+
+        result = dict(from_source)
+        for t in targets:
+            reach = {t: Antichain([ident])}
+            _, outs, internal = self.nodes[t.node]
+            for o in range(outs):
+                for a in internal[t.port][o]:
+                    for t2, summs in from_source[Source(t.node, o)].items():
+                        for s in summs:
+                            s2 = a.followed_by(s)
+                            if s2 is not None:
+                                reach.setdefault(t2, Antichain()).insert(s2)
+            result[t] = reach
+        return result
+
+    def build(self, observed: Optional[Iterable[Target]] = None) -> "Tracker":
+        """Compile the graph.  ``observed`` limits frontier upkeep to those targets
+        (default: every target)."""
+        return Tracker(self, None if observed is None else set(observed))
+
+
+class Tracker:
+    """Pointstamp counts at every location, and the frontiers they imply at targets.
+
+    Updates may be applied in any order and counts may go transiently negative;
+    :meth:`propagate_all` folds pending updates in and records the frontier
+    changes, which :meth:`drain_pushed` hands out.
+    """
+
+    def __init__(self, builder: Builder, observed: Optional[set[Target]] = None) -> None:
+        compiled = builder.summaries()
+        ident = builder._identity
+        locations: list[Location] = list(compiled)
+        self._index: dict[Location, int] = {loc: i for i, loc in enumerate(locations)}
+        self.locations = locations
+        self._targets = [loc for loc in locations if isinstance(loc, Target) and (observed is None or loc in observed)]
+        self._implications: dict[Target, MutableAntichain] = {t: MutableAntichain() for t in self._targets}
+        # per location id: [(target, implications, [summary or None for identity])]
+        self._reach: list[list[tuple[Target, MutableAntichain, list[Any]]]] = []
+        for loc in locations:
+            row = []
+            for t, summs in compiled[loc].items():
+                if t in self._implications:
+                    row.append((t, self._implications[t], [None if s == ident else s for s in summs]))
+            self._reach.append(row)
+        self._pointstamps = [MutableAntichain() for _ in locations]
+        self._pending: dict[int, list[tuple[Any, int]]] = {}
+        self._pushed: list[tuple[Target, Any, int]] = []
+
+    # ---- updates -------------------------------------------------------------------
+    def location_id(self, loc: Location) -> int:
+        try:
+            return self._index[loc]
+        except KeyError:
+            raise KeyError(f"{loc} is not a location of this graph") from None
+
+    def update(self, loc: Location, time: Any, diff: int) -> None:
+        self.update_id(self.location_id(loc), time, diff)
+
+    update_source = update
+    update_target = update
+
+    def update_id(self, loc_id: int, time: Any, diff: int) -> None:
+        pending = self._pending.get(loc_id)
+        if pending is None:
+            self._pending[loc_id] = [(time, diff)]
+        else:
+            pending.append((time, diff))
+
+    # ---- propagation ---------------------------------------------------------------
+    def propagate_all(self) -> None:
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        implied: dict[Target, list[tuple[Any, int]]] = {}
+        reach = self._reach
+        pointstamps = self._pointstamps
+        for loc_id, updates in pending.items():
+            changes = pointstamps[loc_id].update_iter(updates)
+            if not changes:
+                continue
+            for target, _, summs in reach[loc_id]:
+                lst = implied.get(target)
+                if lst is None:
+                    lst = implied[target] = []
+                for t, d in changes:
+                    for s in summs:
+                        if s is None:
+                            lst.append((t, d))
+                        else:
+                            t2 = s.results_in(t)
+                            if t2 is not None:
+                                lst.append((t2, d))
+        pushed = self._pushed
+        implications = self._implications
+        for target, updates in implied.items():
+            for t, d in implications[target].update_iter(updates):
+                pushed.append((target, t, d))
+
+    def drain_pushed(self) -> list[tuple[Target, Any, int]]:
+        """The frontier changes ``(target, time, diff)`` since the last call."""
+        pushed, self._pushed = self._pushed, []
+        return pushed
+
+    # ---- queries -------------------------------------------------------------------
+    def frontier(self, target: Target) -> Antichain:
+        """Times that may still arrive at ``target`` (as of the last propagation)."""
+        return self._implications[target].frontier()
+
+    def pointstamps(self, loc: Location) -> dict[Any, int]:
+        """The accumulated counts at ``loc`` (as of the last propagation)."""
+        return self._pointstamps[self.location_id(loc)].counts()
+
+    def tracking_anything(self) -> bool:
+        """Whether any location holds a non-zero count (pending updates included)."""
+        return bool(self._pending) or any(p._counts for p in self._pointstamps)

@@ -1,0 +1,185 @@
+"""Path summaries: what must happen to a timestamp along a path of the dataflow.
+
+Every summary has
+
+* ``results_in(t)`` -- the earliest time a message at ``t`` can become after the
+  path, or ``None`` when no message can pass (an overflow, or a loop bound);
+  it never moves a time backwards;
+* ``followed_by(other)`` -- the summary of this path then ``other``, or ``None``;
+* ``less_equal(other)`` -- the partial order: ``s <= o`` iff ``s(t) <= o(t)``
+  for every ``t`` that ``o`` passes;
+* ``advances()`` -- whether every time that passes strictly increases.
+
+``Add(k, limit)`` acts on ints: ``t -> t + k`` while the result is at most
+``limit`` (default ``2**64 - 1``, so that ints overflow as timely's ``u64`` do).
+A small ``limit`` bounds a loop: ``Add(1, limit=9)`` passes at most ten rounds.
+``ProductSummary(outer, inner)`` acts on each coordinate of a ``Product``;
+``TupleSummary`` on each field of a lexicographic tuple.
+
+>>> Add(1).results_in(4), Add(1, limit=4).results_in(4)
+(5, None)
+>>> s = ProductSummary(Add(0), Add(1))
+>>> s.results_in(Product(3, 7)), s.advances(), identity(Product(0, 0)).advances()
+(Product(3, 8), True, False)
+>>> Add(2).followed_by(Add(3))
+Add(5)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .timestamp import Product
+
+__all__ = ["Add", "ProductSummary", "TupleSummary", "identity", "advance", "MAX_INT"]
+
+MAX_INT = 2**64 - 1
+
+
+class Add:
+    """The int summary ``t -> t + delta`` for results at most ``limit``."""
+
+    __slots__ = ("delta", "limit")
+
+    def __init__(self, delta: int, limit: int = MAX_INT) -> None:
+        if delta < 0:
+            raise ValueError(f"a path summary cannot move time backwards (delta {delta})")
+        self.delta = delta
+        self.limit = limit
+
+    def results_in(self, t: int) -> Optional[int]:
+        r = t + self.delta
+        return r if r <= self.limit else None
+
+    def followed_by(self, other: "Add") -> Optional["Add"]:
+        delta = self.delta + other.delta
+        limit = min(self.limit + other.delta, other.limit)
+        return Add(delta, limit) if delta <= limit else None
+
+    def less_equal(self, other: "Add") -> bool:
+        return self.delta <= other.delta and self.limit - self.delta >= other.limit - other.delta
+
+    def advances(self) -> bool:
+        return self.delta > 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Add) and self.delta == other.delta and self.limit == other.limit
+
+    def __hash__(self) -> int:
+        return hash((self.delta, self.limit))
+
+    def __repr__(self) -> str:
+        return f"Add({self.delta})" if self.limit == MAX_INT else f"Add({self.delta}, limit={self.limit})"
+
+
+class ProductSummary:
+    """Acts on ``Product(outer, inner)`` coordinate by coordinate."""
+
+    __slots__ = ("outer", "inner")
+
+    def __init__(self, outer: Any, inner: Any) -> None:
+        self.outer = outer
+        self.inner = inner
+
+    def results_in(self, t: Product) -> Optional[Product]:
+        o = self.outer.results_in(t[0])
+        if o is None:
+            return None
+        i = self.inner.results_in(t[1])
+        if i is None:
+            return None
+        return Product(o, i)
+
+    def followed_by(self, other: "ProductSummary") -> Optional["ProductSummary"]:
+        o = self.outer.followed_by(other.outer)
+        i = self.inner.followed_by(other.inner)
+        if o is None or i is None:
+            return None
+        return ProductSummary(o, i)
+
+    def less_equal(self, other: "ProductSummary") -> bool:
+        return self.outer.less_equal(other.outer) and self.inner.less_equal(other.inner)
+
+    def advances(self) -> bool:
+        return self.outer.advances() or self.inner.advances()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ProductSummary) and self.outer == other.outer and self.inner == other.inner
+
+    def __hash__(self) -> int:
+        return hash((self.outer, self.inner))
+
+    def __repr__(self) -> str:
+        return f"ProductSummary({self.outer!r}, {self.inner!r})"
+
+
+class TupleSummary:
+    """Acts on lexicographically ordered tuples, one summary per field."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, *fields: Any) -> None:
+        self.fields = tuple(fields)
+
+    def results_in(self, t: tuple) -> Optional[tuple]:
+        out = []
+        for s, x in zip(self.fields, t):
+            r = s.results_in(x)
+            if r is None:
+                return None
+            out.append(r)
+        return tuple(out)
+
+    def followed_by(self, other: "TupleSummary") -> Optional["TupleSummary"]:
+        out = []
+        for a, b in zip(self.fields, other.fields):
+            r = a.followed_by(b)
+            if r is None:
+                return None
+            out.append(r)
+        return TupleSummary(*out)
+
+    def less_equal(self, other: "TupleSummary") -> bool:
+        # Sufficient (never wrongly true): ``other`` passes no time that we do
+        # not, and our increments are lexicographically no larger.
+        passes = all(a.limit - a.delta >= b.limit - b.delta for a, b in zip(self.fields, other.fields))
+        deltas = tuple(a.delta for a in self.fields) <= tuple(b.delta for b in other.fields)
+        return passes and deltas
+
+    def advances(self) -> bool:
+        return any(s.advances() for s in self.fields)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TupleSummary) and self.fields == other.fields
+
+    def __hash__(self) -> int:
+        return hash(self.fields)
+
+    def __repr__(self) -> str:
+        return f"TupleSummary{self.fields!r}"
+
+
+def identity(example: Any) -> Any:
+    """The summary that leaves timestamps like ``example`` unchanged."""
+    if type(example) is Product:
+        return ProductSummary(identity(example[0]), identity(example[1]))
+    if isinstance(example, tuple):
+        return TupleSummary(*(identity(x) for x in example))
+    return Add(0)
+
+
+def advance(example: Any, amount: int = 1, limit: int = MAX_INT) -> Any:
+    """The summary that adds ``amount`` to the innermost coordinate of times like ``example``.
+
+    ``Product``: the inner part; tuple: the last field; int: the int itself.
+
+    >>> advance(Product(0, 0), 1)
+    ProductSummary(Add(0), Add(1))
+    """
+    if type(example) is Product:
+        return ProductSummary(identity(example[0]), advance(example[1], amount, limit))
+    if isinstance(example, tuple):
+        if not example:
+            raise ValueError("the timestamp () has a single value and cannot advance")
+        return TupleSummary(*(identity(x) for x in example[:-1]), advance(example[-1], amount, limit))
+    return Add(amount, limit)
