@@ -1,7 +1,36 @@
-"""timely_spark: timely dataflow in Python, run on Spark barrier tasks."""
+"""timely_spark: timely dataflow in Python, run on Spark barrier tasks.
+
+>>> import timely_spark as ts
+>>> def work(worker):
+...     seen = []
+...     def build(scope):
+...         inp, stream = scope.new_input()
+...         probe = stream.exchange(lambda x: x).inspect(seen.append).probe()
+...         return inp, probe
+...     inp, probe = worker.dataflow(build)
+...     for epoch in range(3):
+...         if worker.index == 0:
+...             inp.send_batch(range(epoch * 4, epoch * 4 + 4))
+...         inp.advance_to(epoch + 1)
+...         worker.step_while(lambda: probe.less_than(inp.time), timeout=10)
+...     return sorted(seen)
+>>> ts.execute(work, threads=2)
+[[0, 2, 4, 6, 8, 10], [1, 3, 5, 7, 9, 11]]
+"""
 
 from . import progress
 from ._version import __version__
+from .dataflow import (
+    Capability, CapabilitySet, Exchange, InputCapability, InputHandle, LoopHandle, Notificator,
+    OperatorBuilder, Pipeline, ProbeHandle, Scope, Stream, Vertex, Worker, source, stable_hash,
+)
+from .errors import CapabilityError, TimelyError, WorkerError, WorkerFailure
+from .execute import example, execute
 from .progress import Product
 
-__all__ = ["Product", "__version__", "progress"]
+__all__ = [
+    "Capability", "CapabilityError", "CapabilitySet", "Exchange", "InputCapability", "InputHandle",
+    "LoopHandle", "Notificator", "OperatorBuilder", "Pipeline", "ProbeHandle", "Product", "Scope",
+    "Stream", "TimelyError", "Vertex", "Worker", "WorkerError", "WorkerFailure", "__version__",
+    "example", "execute", "progress", "source", "stable_hash",
+]

@@ -185,6 +185,7 @@ class Tracker:
 
     def __init__(self, builder: Builder, observed: Optional[set[Target]] = None) -> None:
         compiled = builder.summaries()
+        self.summaries = compiled
         ident = builder._identity
         locations: list[Location] = list(compiled)
         self._index: dict[Location, int] = {loc: i for i, loc in enumerate(locations)}

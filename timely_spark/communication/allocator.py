@@ -1,0 +1,133 @@
+"""The allocator interface: numbered channels between worker indices.
+
+Each worker owns one :class:`Allocator`.  ``allocate(channel, inbox)`` registers
+where messages for ``channel`` land on this worker and returns one pusher per
+worker (``pushers[j].push(payload)`` sends to worker ``j``).  Payloads sent by
+one worker on one channel arrive at each other worker in the order sent (FIFO
+per channel and peer), which progress tracking relies on.
+
+Messages from other workers are staged in the worker's mailbox until
+:meth:`Allocator.receive` moves them into their inboxes (and activates the
+inbox's consumer).  Messages for a channel this worker has not allocated yet
+wait until it does.  A pusher to the worker itself delivers at once.
+
+The layer knows nothing of dataflows: a payload is any Python object in one
+process, and bytes on the wire (see the TCP allocator).
+"""
+
+from __future__ import annotations
+
+import queue
+from collections import deque
+from typing import Any, Callable, Optional
+
+__all__ = ["Allocator", "Inbox", "LocalPusher", "MailboxPusher", "WAKE"]
+
+WAKE = object()  # put into a mailbox to wake a parked worker (e.g. on failure)
+
+
+class Inbox:
+    """Where one channel's messages land on this worker, and whom to wake."""
+
+    __slots__ = ("queue", "activate")
+
+    def __init__(self, activate: Callable[[], None]) -> None:
+        self.queue: deque = deque()
+        self.activate = activate
+
+
+class LocalPusher:
+    """Delivers to an inbox of the same worker, at once."""
+
+    __slots__ = ("_inbox",)
+
+    def __init__(self, inbox: Inbox) -> None:
+        self._inbox = inbox
+
+    def push(self, payload: Any) -> None:
+        self._inbox.queue.append(payload)
+        self._inbox.activate()
+
+
+class MailboxPusher:
+    """Delivers to another worker of this process through its mailbox."""
+
+    __slots__ = ("_put", "_channel")
+
+    def __init__(self, mailbox: "queue.SimpleQueue", channel: int) -> None:
+        self._put = mailbox.put
+        self._channel = channel
+
+    def push(self, payload: Any) -> None:
+        self._put((self._channel, payload))
+
+
+class Allocator:
+    """Base class: mailbox draining and channel registration; subclasses make pushers."""
+
+    index: int
+    peers: int
+
+    def __init__(self, index: int, peers: int, mailbox: "queue.SimpleQueue") -> None:
+        self.index = index
+        self.peers = peers
+        self.mailbox = mailbox
+        self._inboxes: dict[int, Inbox] = {}
+        self._early: dict[int, list[Any]] = {}
+
+    # -- subclasses ---------------------------------------------------------------
+    def pushers(self, channel: int, inbox: Inbox) -> list[Any]:
+        """One pusher per worker for ``channel`` (index ``self.index`` is local)."""
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Raise if the run has failed elsewhere (called on every receive)."""
+
+    def release(self) -> None:
+        """Flush anything buffered for other workers (called after each step)."""
+
+    def close(self) -> None:
+        """Release resources once the worker is done."""
+
+    # -- shared -------------------------------------------------------------------
+    def allocate(self, channel: int, inbox: Inbox) -> list[Any]:
+        if channel in self._inboxes:
+            raise ValueError(f"channel {channel} allocated twice on worker {self.index}")
+        self._inboxes[channel] = inbox
+        early = self._early.pop(channel, None)
+        if early:
+            inbox.queue.extend(early)
+            inbox.activate()
+        return self.pushers(channel, inbox)
+
+    def _deliver(self, item: Any) -> None:
+        if item is WAKE:
+            return
+        channel, payload = item
+        inbox = self._inboxes.get(channel)
+        if inbox is None:
+            self._early.setdefault(channel, []).append(payload)
+        else:
+            inbox.queue.append(payload)
+            inbox.activate()
+
+    def receive(self, timeout: Optional[float] = None) -> bool:
+        """Move arrived messages into their inboxes; with a ``timeout``, first wait
+        up to that long for one.  Returns whether anything arrived."""
+        self.check()
+        get = self.mailbox.get_nowait
+        got = False
+        if timeout:
+            try:
+                self._deliver(self.mailbox.get(timeout=timeout))
+                got = True
+            except queue.Empty:
+                return False
+            self.check()
+        try:
+            while True:
+                self._deliver(get())
+                got = True
+        except queue.Empty:
+            pass
+        return got

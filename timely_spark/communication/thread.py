@@ -1,0 +1,65 @@
+"""Workers as threads of one process, joined by in-process queues.
+
+>>> fabric = ThreadFabric(2)
+>>> a, b = ThreadAllocator(0, fabric), ThreadAllocator(1, fabric)
+>>> from timely_spark.communication.allocator import Inbox
+>>> seen = []
+>>> pa = a.allocate(7, Inbox(lambda: None)); inbox_b = Inbox(lambda: seen.append("woken"))
+>>> pb = b.allocate(7, inbox_b)
+>>> pa[1].push("hello"); b.receive()
+True
+>>> list(inbox_b.queue), seen
+(['hello'], ['woken'])
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any, Optional
+
+from ..errors import WorkerAborted
+from .allocator import WAKE, Allocator, Inbox, LocalPusher, MailboxPusher
+
+__all__ = ["ThreadFabric", "ThreadAllocator"]
+
+
+class ThreadFabric:
+    """What the threads of one process share: a mailbox per worker, and the
+    first failure, which stops every worker."""
+
+    def __init__(self, peers: int, offset: int = 0) -> None:
+        self.peers = peers
+        self.offset = offset  # global index of local worker 0 (processes x threads)
+        self.mailboxes: list[queue.SimpleQueue] = [queue.SimpleQueue() for _ in range(peers)]
+        self.failure: Optional[tuple[int, BaseException]] = None
+        self._lock = threading.Lock()
+
+    def fail(self, worker: int, exc: BaseException) -> bool:
+        """Record the first failure and wake every worker; True if this one was first."""
+        with self._lock:
+            first = self.failure is None
+            if first:
+                self.failure = (worker, exc)
+        for m in self.mailboxes:
+            m.put(WAKE)
+        return first
+
+
+class ThreadAllocator(Allocator):
+    """Allocator for worker ``index`` of a :class:`ThreadFabric` (all workers local)."""
+
+    def __init__(self, index: int, fabric: ThreadFabric) -> None:
+        super().__init__(index, fabric.peers, fabric.mailboxes[index])
+        self.fabric = fabric
+
+    def pushers(self, channel: int, inbox: Inbox) -> list[Any]:
+        return [
+            LocalPusher(inbox) if j == self.index else MailboxPusher(self.fabric.mailboxes[j], channel)
+            for j in range(self.peers)
+        ]
+
+    def check(self) -> None:
+        failure = self.fabric.failure
+        if failure is not None and failure[0] != self.index:
+            raise WorkerAborted(f"worker {failure[0]} failed")

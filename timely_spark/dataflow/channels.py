@@ -1,0 +1,120 @@
+"""Parallelization contracts: how a batch ``(time, records)`` reaches the workers.
+
+* :data:`Pipeline` -- stays on the worker that produced it;
+* :class:`Exchange` ``(key)`` -- each record goes to worker ``key(record) % peers``;
+* broadcast -- every worker gets every record (see ``Stream.broadcast``).
+
+A pact turns the allocator's per-worker pushers into one *tee pusher*: a
+function ``push(time, records)`` that the producing output calls once per batch.
+Batches are shared, not copied: operators must not mutate the lists they receive.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any, Callable, Optional, Sequence
+
+__all__ = ["Pipeline", "Exchange", "Broadcast", "as_pact", "stable_hash"]
+
+
+class _Pipeline:
+    def tee_pusher(self, pushers: Sequence[Any], index: int) -> Callable[[Any, list], None]:
+        push = pushers[index].push
+
+        def pipeline(time: Any, data: list) -> None:
+            push((time, data))
+
+        return pipeline
+
+    def __repr__(self) -> str:
+        return "Pipeline"
+
+
+Pipeline = _Pipeline()
+
+
+class Exchange:
+    """Route each record to worker ``key(record) % peers``.
+
+    ``key`` must return an int that is the same on every worker for the same
+    record; :func:`stable_hash` is such a function for common Python values.
+    """
+
+    def __init__(self, key: Callable[[Any], int]) -> None:
+        self.key = key
+
+    def tee_pusher(self, pushers: Sequence[Any], index: int) -> Callable[[Any, list], None]:
+        peers = len(pushers)
+        if peers == 1:
+            return _Pipeline().tee_pusher(pushers, index)
+        key = self.key
+        pushes = [p.push for p in pushers]
+
+        def exchange(time: Any, data: list) -> None:
+            buckets: list[list] = [[] for _ in range(peers)]
+            appends = [b.append for b in buckets]
+            for x in data:
+                appends[key(x) % peers](x)
+            for push, bucket in zip(pushes, buckets):
+                if bucket:
+                    push((time, bucket))
+
+        return exchange
+
+    def __repr__(self) -> str:
+        return f"Exchange({getattr(self.key, '__name__', self.key)!r})"
+
+
+class Broadcast:
+    """Every worker receives every batch.  Only ``Stream.broadcast`` uses it, as
+    its output counts each record once per worker."""
+
+    def tee_pusher(self, pushers: Sequence[Any], index: int) -> Callable[[Any, list], None]:
+        pushes = [p.push for p in pushers]
+
+        def broadcast(time: Any, data: list) -> None:
+            message = (time, data)
+            for push in pushes:
+                push(message)
+
+        return broadcast
+
+
+def as_pact(pact: Optional[Any]) -> Any:
+    """``None`` -> Pipeline; a callable -> Exchange(callable); a pact -> itself."""
+    if pact is None:
+        return Pipeline
+    if hasattr(pact, "tee_pusher"):
+        return pact
+    if callable(pact):
+        return Exchange(pact)
+    raise TypeError(f"{pact!r} is not a pact (Pipeline, Exchange(key) or a key function)")
+
+
+def stable_hash(value: Any) -> int:
+    """A hash that is the same in every process (Python's ``hash`` of str is not).
+
+    >>> stable_hash(7), stable_hash("a") == stable_hash("a"), stable_hash((1, "b")) >= 0
+    (7, True, True)
+    """
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value if value >= 0 else -value
+    if isinstance(value, str):
+        return zlib.crc32(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return zlib.crc32(value)
+    if isinstance(value, float):
+        return stable_hash(value.hex())
+    if isinstance(value, tuple):
+        h = 0x345678
+        for v in value:
+            h = (h * 1000003) ^ stable_hash(v)
+            h &= 0xFFFFFFFFFFFF
+        return h
+    if value is None:
+        return 0
+    import pickle
+
+    return zlib.crc32(pickle.dumps(value, protocol=5))

@@ -1,0 +1,127 @@
+"""Inputs: feeding records into a dataflow from the worker's own code."""
+
+from __future__ import annotations
+
+from itertools import islice
+from typing import Any, Iterable
+
+from ..progress import check_time, less_equal
+from .operator import OperatorBuilder
+
+__all__ = ["InputHandle", "new_input", "to_stream"]
+
+BATCH = 4096
+
+
+class InputHandle:
+    """Send records at the input's current time; advance the time; close.
+
+    ``send`` buffers records and sends them in batches; ``advance_to``, ``close``
+    and every ``worker.step()`` flush the buffer.  Advancing promises that no more
+    records at earlier times will come from this worker, which is what lets
+    frontiers move.
+
+    >>> import timely_spark as ts
+    >>> def work(worker):
+    ...     out = []
+    ...     inp, probe = worker.dataflow(lambda s: (lambda i, st: (i, st.inspect(out.append).probe()))(*s.new_input()))
+    ...     inp.send_batch([1, 2]); inp.advance_to(1); inp.send(3); inp.close()
+    ...     worker.step_while(lambda: not probe.done(), timeout=10)
+    ...     return out
+    >>> ts.execute(work)
+    [[1, 2, 3]]
+    """
+
+    def __init__(self, scope: Any, name: str = "Input") -> None:
+        b = OperatorBuilder(scope, name)
+        self.name = name
+        self._port, self.stream = b.new_output()
+        self._cap = b.initial_capability()
+        self._buffer: list = []
+        self._closed = False
+        self._like = scope._graph.min_time
+        b.build(_nothing)
+        self._activate = b.core.activate
+
+    @property
+    def time(self) -> Any:
+        """The time at which records are sent now."""
+        return self._cap._time
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"input {self.name!r} is closed; nothing more can be sent")
+
+    def send(self, record: Any) -> None:
+        self._check_open()
+        buf = self._buffer
+        buf.append(record)
+        if len(buf) >= BATCH:
+            self.flush()
+
+    def send_batch(self, records: Iterable[Any]) -> None:
+        """Send a batch as it is (after anything buffered)."""
+        self._check_open()
+        self.flush()
+        batch = records if isinstance(records, list) else list(records)
+        if batch:
+            self._port.push(self._cap._time, batch)
+            self._activate()
+
+    def flush(self) -> None:
+        if self._buffer:
+            buf, self._buffer = self._buffer, []
+            self._port.push(self._cap._time, buf)
+            self._activate()
+
+    def advance_to(self, t: Any) -> None:
+        """Move to time ``t``; raises if ``t`` is earlier than the current time."""
+        self._check_open()
+        check_time(t, self._like)
+        if not less_equal(self._cap._time, t):
+            raise ValueError(f"input {self.name!r}: cannot advance to {t!r}, before its current time {self.time!r}")
+        self.flush()
+        self._cap.downgrade(t)
+
+    def close(self) -> None:
+        """Flush and give up the input's capability: the input ends (idempotent)."""
+        if not self._closed:
+            self.flush()
+            self._closed = True
+            self._cap.drop()
+
+
+def _nothing() -> None:
+    return None
+
+
+def new_input(scope: Any, name: str = "Input") -> tuple[InputHandle, Any]:
+    handle = InputHandle(scope, name)
+    scope._graph.worker._inputs.append(handle)
+    return handle, handle.stream
+
+
+def to_stream(scope: Any, iterable: Iterable[Any], name: str = "ToStream") -> Any:
+    from .operators.generic import source
+
+    it = iter(iterable)
+
+    def constructor(cap: Any, info: Any) -> Any:
+        def logic(output: Any) -> None:
+            if not cap.valid:
+                return
+            batch = list(islice(it, BATCH))
+            if batch:
+                output.session(cap).give_batch(batch)
+            if len(batch) < BATCH:
+                cap.drop()
+            else:
+                info.activate()
+
+        return logic
+
+    return source(scope, name, constructor)

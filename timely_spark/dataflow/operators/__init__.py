@@ -1,0 +1,1 @@
+"""The engine's operators, one family a module; ``Stream`` methods call them."""

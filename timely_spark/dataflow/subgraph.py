@@ -1,0 +1,300 @@
+"""A scope at run time: children, their progress, and its exchange among workers.
+
+A :class:`Subgraph` is both a scope (it owns operators, edges and a
+:class:`~timely_spark.progress.Tracker`) and, to its parent, one operator that
+implements :class:`~timely_spark.progress.Operate`.  Child 0 stands for the
+parent: ``Source(0, i)`` is scope input ``i`` and ``Target(0, o)`` scope output ``o``.
+
+Each run (``schedule``):
+
+1. external frontier changes pushed by the parent enter the tracker at ``Source(0, i)``;
+2. progress batches from every worker (this one included) are applied, except that
+   statements about child 0 are reported upward instead: ``Source(0, i)`` entries
+   as messages consumed at scope input ``i``, ``Target(0, o)`` entries as messages
+   produced at scope output ``o``;
+3. the tracker propagates; frontier changes go to children that observe frontiers
+   (which are activated), and changes at ``Target(0, o)`` become this subgraph's
+   internal capability changes at output ``o``;
+4. activated children run in index order; what each consumed, produced and did with
+   capabilities is collected -- into one batch for local operators, which is then
+   broadcast to all workers (atomic), or applied directly for nested subgraphs,
+   whose reports are already global.
+
+Time crosses the boundary through ``to_inner`` / ``to_outer`` (``Product(t, 0)``
+and ``.outer`` for loops, the identity for regions).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any, Callable, Optional
+
+from ..communication.allocator import Inbox
+from ..progress import Antichain, Builder, ChangeBatch, Operate, SharedProgress, Source, Target
+
+__all__ = ["Subgraph"]
+
+
+class Subgraph(Operate):
+    local = False
+    notify = True
+
+    def __init__(self, worker: Any, parent: Optional["Subgraph"], name: str, min_time: Any,
+                 to_inner: Optional[Callable[[Any], Any]] = None,
+                 to_outer: Optional[Callable[[Any], Any]] = None,
+                 project: Optional[Callable[[Any], Any]] = None,
+                 path: tuple = ()) -> None:
+        self.worker = worker
+        self.parent = parent
+        self.name = name
+        self.min_time = min_time
+        self.peers = worker.peers
+        self.to_inner = to_inner or _same
+        self.to_outer = to_outer or _same
+        self._project = project or _same
+        self.inputs = 0
+        self.outputs = 0
+        self.index = parent.add_child(self) if parent is not None else 0
+        self.path = path if parent is None else parent.path + (self.index,)
+        self.children: list[Any] = [None]
+        self.edges: list[tuple[Source, Target]] = []
+        self.loops: list[Any] = []          # feedback handles, checked at build time
+        self.finalized = False
+        self.ingress: list[ChangeBatch] = []  # per scope input: messages entered here (inner time)
+        self.shared_progress = SharedProgress(0, 0)
+        # activation
+        self._pending: set[int] = set()
+        self._heap: list[int] = []
+        self._in_pass = False
+        self._running = -1
+        self._self_active = False
+        # progress exchange
+        self._progress_inbox = Inbox(self._activate_self)
+        self._progress_pushers = worker._allocate(self._progress_inbox)
+        self._remote = [p.push for j, p in enumerate(self._progress_pushers) if j != worker.index]
+        self._batch: list[tuple[int, Any, int]] = []
+        self._incomplete: set[int] = set()
+
+    # ---- construction ----------------------------------------------------------------
+    def add_child(self, child: Any) -> int:
+        if self.finalized:
+            raise RuntimeError(f"scope {self.name!r} is already built; add operators inside its build function")
+        self.children.append(child)
+        return len(self.children) - 1
+
+    def add_edge(self, source: Source, target: Target) -> None:
+        if self.finalized:
+            raise RuntimeError(f"scope {self.name!r} is already built; connect streams inside its build function")
+        self.edges.append((source, target))
+
+    def new_scope_input(self) -> int:
+        self.inputs += 1
+        self.ingress.append(ChangeBatch())
+        return self.inputs - 1
+
+    def new_scope_output(self) -> int:
+        self.outputs += 1
+        return self.outputs - 1
+
+    def finalize(self) -> None:
+        """Compile the scope once its build function has returned."""
+        for handle in self.loops:
+            if not handle.connected:
+                raise ValueError(
+                    f"scope {self.name!r}: feedback {handle.name!r} was never connected "
+                    "(call stream.connect_loop(handle))")
+        self.shared_progress = SharedProgress(self.inputs, self.outputs)
+        builder = Builder(self.min_time)
+        builder.add_node(0, self.outputs, self.inputs, [[[] for _ in range(self.inputs)] for _ in range(self.outputs)],
+                         name=f"{self.name} boundary")
+        initial: dict[int, list] = {}
+        for i, child in enumerate(self.children[1:], start=1):
+            summary, init = child.get_internal_summary()
+            builder.add_node(i, child.inputs, child.outputs, summary, name=child.name)
+            initial[i] = init
+        for s, t in self.edges:
+            builder.add_edge(s, t)
+        observed = [Target(0, o) for o in range(self.outputs)]
+        observed += [Target(i, p) for i, c in enumerate(self.children) if i and c.notify for p in range(c.inputs)]
+        self.tracker = tracker = builder.build(observed)   # raises CycleError
+        self._compiled = tracker.summaries
+        lid = tracker.location_id
+        targets_of: dict[Source, list[int]] = {}
+        for s, t in self.edges:
+            targets_of.setdefault(s, []).append(lid(t))
+        self._child_ids = [None] + [
+            ([lid(Target(i, p)) for p in range(c.inputs)],
+             [lid(Source(i, o)) for o in range(c.outputs)],
+             [targets_of.get(Source(i, o), []) for o in range(c.outputs)])
+            for i, c in enumerate(self.children[1:], start=1)
+        ]
+        self._input_ids = [lid(Source(0, i)) for i in range(self.inputs)]
+        self._input_targets = [targets_of.get(Source(0, i), []) for i in range(self.inputs)]
+        self._divert: list[Optional[tuple[int, int]]] = [None] * len(tracker.locations)
+        for i in range(self.inputs):
+            self._divert[lid(Source(0, i))] = (0, i)
+        for o in range(self.outputs):
+            self._divert[lid(Target(0, o))] = (1, o)
+        for i, init in initial.items():
+            for o, updates in enumerate(init):
+                sid = self._child_ids[i][1][o]
+                for t, n in updates:
+                    tracker.update_id(sid, t, n)
+        self.finalized = True
+        for i in range(1, len(self.children)):
+            self.activate_child(i)
+
+    # ---- Operate (as seen by the parent) ----------------------------------------------
+    def get_internal_summary(self) -> tuple[list[list[Antichain]], list[list[tuple[Any, int]]]]:
+        summary = []
+        for i in range(self.inputs):
+            reach = self._compiled[Source(0, i)]
+            row = []
+            for o in range(self.outputs):
+                row.append(Antichain(self._project(s) for s in reach.get(Target(0, o), ())))
+            summary.append(row)
+        self._propagate()
+        initial = [b.drain() for b in self.shared_progress.internals]
+        return summary, initial
+
+    def schedule(self) -> bool:
+        self._self_active = False
+        tracker = self.tracker
+        for i, changes in enumerate(self.shared_progress.frontiers):
+            if changes._counts:
+                sid = self._input_ids[i]
+                to_inner = self.to_inner
+                for t, d in changes.drain():
+                    tracker.update_id(sid, to_inner(t), d)
+        self._receive_progress()
+        self._propagate()
+        if self._pending:
+            self._run_children()
+        self._send_progress()
+        return bool(self._incomplete) or tracker.tracking_anything()
+
+    # ---- activation ----------------------------------------------------------------------
+    def activate_child(self, i: int) -> None:
+        if self._in_pass and i > self._running:
+            heapq.heappush(self._heap, i)
+            return
+        self._pending.add(i)
+        if not self._self_active:
+            self._activate_self()
+
+    def _activate_self(self) -> None:
+        if self._self_active:
+            return
+        self._self_active = True
+        if self.parent is None:
+            self.worker._activate_dataflow(self)
+        else:
+            self.parent.activate_child(self.index)
+
+    # ---- progress ---------------------------------------------------------------------
+    def _receive_progress(self) -> None:
+        q = self._progress_inbox.queue
+        while q:
+            self._apply(q.popleft())
+
+    def _apply(self, batch: list) -> None:
+        update = self.tracker.update_id
+        divert = self._divert
+        for loc, t, d in batch:
+            where = divert[loc]
+            if where is None:
+                update(loc, t, d)
+            elif where[0] == 0:   # entered at scope input: consumed there
+                self.shared_progress.consumeds[where[1]].update(self.to_outer(t), -d)
+            else:                 # sent to scope output: produced there
+                self.shared_progress.produceds[where[1]].update(self.to_outer(t), d)
+
+    def _propagate(self) -> None:
+        tracker = self.tracker
+        tracker.propagate_all()
+        pushed = tracker.drain_pushed()
+        if not pushed:
+            return
+        children = self.children
+        internals = self.shared_progress.internals
+        for target, t, d in pushed:
+            node = target.node
+            if node == 0:
+                internals[target.port].update(self.to_outer(t), d)
+            else:
+                children[node].shared_progress.frontiers[target.port].update(t, d)
+                self.activate_child(node)
+
+    def _run_children(self) -> None:
+        heap = self._heap = sorted(self._pending)
+        self._pending = set()
+        children = self.children
+        last = -1
+        self._in_pass = True
+        try:
+            while heap:
+                i = heapq.heappop(heap)
+                if i == last:
+                    continue
+                last = self._running = i
+                child = children[i]
+                if child.schedule():
+                    self._incomplete.add(i)
+                else:
+                    self._incomplete.discard(i)
+                self._collect(i, child)
+        finally:
+            self._in_pass = False
+            self._running = -1
+            if heap:   # an error interrupted the pass: keep the rest for later
+                self._pending.update(heap)
+
+    def _collect(self, i: int, child: Any) -> None:
+        sp = child.shared_progress
+        target_ids, source_ids, produced_ids = self._child_ids[i]
+        if child.local:
+            batch = self._batch
+            for tid, b in zip(target_ids, sp.consumeds):
+                if b._counts:
+                    batch.extend((tid, t, -n) for t, n in b.drain())
+            for sid, b in zip(source_ids, sp.internals):
+                if b._counts:
+                    batch.extend((sid, t, d) for t, d in b.drain())
+            for tids, b in zip(produced_ids, sp.produceds):
+                if b._counts:
+                    for t, n in b.drain():
+                        batch.extend((tid, t, n) for tid in tids)
+        else:
+            update = self.tracker.update_id
+            for tid, b in zip(target_ids, sp.consumeds):
+                for t, n in b.drain():
+                    update(tid, t, -n)
+            for sid, b in zip(source_ids, sp.internals):
+                for t, d in b.drain():
+                    update(sid, t, d)
+            for tids, b in zip(produced_ids, sp.produceds):
+                for t, n in b.drain():
+                    for tid in tids:
+                        update(tid, t, n)
+
+    def _send_progress(self) -> None:
+        batch = self._batch
+        for sid, tids, entered in zip(self._input_ids, self._input_targets, self.ingress):
+            if entered._counts:
+                for t, n in entered.drain():
+                    batch.append((sid, t, -n))
+                    batch.extend((tid, t, n) for tid in tids)
+        if batch:
+            self._batch = []
+            for push in self._remote:
+                push(batch)
+            self._apply(batch)
+        self._propagate()   # our own batch, and what nested subgraphs applied directly
+
+    # ---- introspection -------------------------------------------------------------------
+    def frontier(self, target: Target) -> Antichain:
+        return self.tracker.frontier(target)
+
+
+def _same(x: Any) -> Any:
+    return x

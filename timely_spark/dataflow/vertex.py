@@ -1,0 +1,135 @@
+"""Naiad's vertex model: ``on_recv`` / ``on_notify`` callbacks, ``send_by`` / ``notify_at``.
+
+Subclass :class:`Vertex` and connect it with ``stream.vertex(v)`` (or
+``stream.vertex(v, other_stream)`` for more inputs).  Messages and notifications
+never go backwards: inside a callback for time ``t`` you may send and request
+notifications at times ``>= t`` only.
+
+>>> import timely_spark as ts
+>>> class Select(ts.Vertex):
+...     def __init__(self, selector):
+...         self.selector = selector
+...     def on_recv(self, input, records, time):
+...         self.send_by(self.output, [self.selector(r) for r in records], time)
+>>> class Count(ts.Vertex):
+...     def __init__(self):
+...         self.counts = {}
+...     def on_recv(self, input, records, time):
+...         if time not in self.counts:
+...             self.counts[time] = 0
+...             self.notify_at(time)          # ask to hear when time is complete
+...         self.counts[time] += len(records)
+...     def on_notify(self, time):
+...         self.send_by(self.output, [self.counts.pop(time)], time)
+>>> _ = ts.example(lambda s: s.to_stream("abc").vertex(Select(str.upper)).inspect(print).vertex(Count()).inspect(print))
+A
+B
+C
+3
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from ..errors import CapabilityError
+from ..progress import less_equal
+from .notificator import Notificator
+from .operator import OperatorBuilder
+from .ports import OutputHandle
+
+__all__ = ["Vertex", "connect_vertex"]
+
+
+class Vertex:
+    """A stateful vertex.  ``outputs`` (class attribute) is its number of outputs;
+    ``self.output`` names output 0."""
+
+    outputs: int = 1
+    output: int = 0
+    name: Optional[str] = None
+    _ctx: Any = None
+
+    def on_recv(self, input: int, records: list, time: Any) -> None:
+        """``records`` arrived on ``input`` at ``time``."""
+
+    def on_notify(self, time: Any) -> None:
+        """No more messages at times ``<= time`` can arrive (requested by ``notify_at``)."""
+
+    def send_by(self, output: int, records: Sequence[Any], time: Any) -> None:
+        """Send ``records`` on ``output`` at ``time`` (not before the callback's time)."""
+        self._context().send_by(output, records, time)
+
+    def notify_at(self, time: Any) -> None:
+        """Ask for ``on_notify(time)`` once ``time`` is complete (not before the callback's time)."""
+        self._context().notify_at(time)
+
+    def _context(self) -> "_Context":
+        ctx = self._ctx
+        if ctx is None:
+            raise RuntimeError(f"vertex {type(self).__name__}: send_by/notify_at work only inside a callback")
+        return ctx
+
+
+class _Context:
+    def __init__(self, name: str, outputs: list[OutputHandle], notificator: Notificator) -> None:
+        self.name = name
+        self.outputs = outputs
+        self.notificator = notificator
+        self.current: Any = None
+
+    def _cap_for(self, time: Any, verb: str) -> Any:
+        cap = self.current
+        if cap is None:
+            raise CapabilityError(f"vertex {self.name!r}: cannot {verb} outside on_recv/on_notify")
+        if not less_equal(cap.time, time):
+            raise CapabilityError(
+                f"vertex {self.name!r}: cannot {verb} at {time!r} from a callback at {cap.time!r} "
+                "(messages and notifications never go backwards in time)")
+        return cap
+
+    def send_by(self, output: int, records: Sequence[Any], time: Any) -> None:
+        cap = self._cap_for(time, "send")
+        if cap.time == time:
+            self.outputs[output].session(cap).give_batch(records)
+        else:
+            later = cap.delayed(time)
+            self.outputs[output].session(later).give_batch(records)
+            later.drop()  # the batch leaves in the same progress batch as the drop
+
+    def notify_at(self, time: Any) -> None:
+        self.notificator.notify_at(self._cap_for(time, "request a notification").delayed(time))
+
+
+def connect_vertex(vertex: Vertex, streams: list, pact: Any = None) -> Any:
+    name = vertex.name or type(vertex).__name__
+    b = OperatorBuilder(streams[0].scope, name)
+    inputs = [b.new_input(s, pact) for s in streams]
+    handles, results = [], []
+    for _ in range(vertex.outputs):
+        port, stream = b.new_output()
+        handles.append(OutputHandle(port, b.core))
+        results.append(stream)
+    b.core.handles.extend(handles)
+    notificator = Notificator(b.core.frontiers, b.core)
+    b.initial_capability().drop()
+    ctx = _Context(name, handles, notificator)
+    vertex._ctx = ctx
+    activate = b.core.activate
+
+    def logic() -> None:
+        try:
+            for i, inp in enumerate(inputs):
+                for cap, data in inp:
+                    ctx.current = cap
+                    vertex.on_recv(i, data, cap.time)
+            for cap in notificator:
+                ctx.current = cap
+                vertex.on_notify(cap.time)
+        finally:
+            ctx.current = None
+        if notificator.has_deliverable():
+            activate()
+
+    b.build(logic, notify=True)
+    return results[0] if len(results) == 1 else tuple(results)

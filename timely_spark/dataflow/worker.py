@@ -1,0 +1,115 @@
+"""Worker: one thread of control that builds dataflows and runs them.
+
+Every worker runs the same program and builds the same dataflows in the same
+order (channels are numbered in build order, so this is what lines them up).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Optional, TypeVar
+
+from ..progress import minimum
+from .scope import Scope
+from .subgraph import Subgraph
+
+__all__ = ["Worker"]
+
+R = TypeVar("R")
+
+PARK = 0.05  # seconds an idle worker waits for a message before returning from step()
+
+
+class Worker:
+    """A timely worker.
+
+    * ``index``, ``peers`` -- this worker's index and the number of workers;
+    * ``dataflow(build)`` -- build a dataflow; returns what ``build`` returned;
+    * ``step()`` -- run what is ready (waiting briefly when nothing is);
+      returns whether any dataflow is still incomplete;
+    * ``step_while(cond)`` -- step while ``cond()`` holds;
+    * ``timer`` -- ``time.monotonic()`` when the worker started.
+    """
+
+    def __init__(self, allocator: Any) -> None:
+        self.allocator = allocator
+        self.index: int = allocator.index
+        self.peers: int = allocator.peers
+        self.timer = time.monotonic()
+        self._channels = 0
+        self._dataflows: list[Subgraph] = []
+        self._active: list[Subgraph] = []
+        self._inputs: list[Any] = []
+
+    def __repr__(self) -> str:
+        return f"Worker({self.index} of {self.peers})"
+
+    def elapsed(self) -> float:
+        """Seconds since the worker started."""
+        return time.monotonic() - self.timer
+
+    # ---- building -------------------------------------------------------------------
+    def _allocate(self, inbox: Any) -> list[Any]:
+        channel = self._channels
+        self._channels += 1
+        return self.allocator.allocate(channel, inbox)
+
+    def dataflow(self, build: Callable[[Scope], R], time: Any = 0, name: Optional[str] = None) -> R:
+        """Build a dataflow whose top-scope times are like ``time`` (an int by default;
+        a tuple, or ``()`` for a dataflow with a single time) and return ``build``'s result."""
+        number = len(self._dataflows)
+        graph = Subgraph(self, None, name or f"Dataflow{number}", minimum(time), path=(self._channels,))
+        result = build(Scope(graph))
+        graph.finalize()
+        self._dataflows.append(graph)
+        return result
+
+    def _activate_dataflow(self, graph: Subgraph) -> None:
+        self._active.append(graph)
+
+    # ---- running --------------------------------------------------------------------
+    def step(self) -> bool:
+        """Run every activated operator once; if nothing was ready, wait up to a short
+        while for a message first.  Returns whether some dataflow is incomplete."""
+        if self._inputs:
+            for handle in self._inputs:
+                if handle._buffer:
+                    handle.flush()
+        allocator = self.allocator
+        allocator.receive()
+        if not self._active:
+            if not self._dataflows:
+                return False
+            allocator.receive(PARK)
+        if self._active:
+            active, self._active = self._active, []
+            seen = set()
+            for graph in active:
+                if id(graph) in seen:
+                    continue
+                seen.add(id(graph))
+                if not graph.schedule() and graph in self._dataflows:
+                    self._dataflows.remove(graph)
+            allocator.release()
+        return bool(self._dataflows)
+
+    def step_while(self, condition: Callable[[], bool], timeout: Optional[float] = None) -> None:
+        """Step while ``condition()`` is true; ``timeout`` (seconds) bounds the wait and
+        raises ``TimeoutError``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while condition():
+            self.step()
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"worker {self.index}: condition still true after {timeout} s")
+
+    def has_dataflows(self) -> bool:
+        return bool(self._dataflows)
+
+    def _finish(self) -> None:
+        """What happens when the worker function returns: close this worker's inputs
+        and run the dataflows to completion."""
+        for handle in self._inputs:
+            handle.close()
+        while self.step():
+            pass
+        self.allocator.close()
