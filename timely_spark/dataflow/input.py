@@ -40,8 +40,25 @@ class InputHandle:
         self._buffer: list = []
         self._closed = False
         self._like = scope._graph.min_time
-        b.build(_nothing)
+        self._graph = scope._graph
+        self._early: list[tuple[Any, list]] = []   # sent while the dataflow is being built
+        b.build(self._release)
         self._activate = b.core.activate
+
+    def _release(self) -> None:
+        """The input operator's logic: send what arrived before the dataflow was built
+        (its consumers are connected now; the counts go out in this run's batch)."""
+        if self._early:
+            early, self._early = self._early, []
+            for t, batch in early:
+                self._port.push(t, batch)
+
+    def _push(self, batch: list) -> None:
+        if self._graph.finalized:
+            self._port.push(self._cap._time, batch)
+        else:
+            self._early.append((self._cap._time, batch))
+        self._activate()
 
     @property
     def time(self) -> Any:
@@ -69,14 +86,12 @@ class InputHandle:
         self.flush()
         batch = records if isinstance(records, list) else list(records)
         if batch:
-            self._port.push(self._cap._time, batch)
-            self._activate()
+            self._push(batch)
 
     def flush(self) -> None:
         if self._buffer:
             buf, self._buffer = self._buffer, []
-            self._port.push(self._cap._time, buf)
-            self._activate()
+            self._push(buf)
 
     def advance_to(self, t: Any) -> None:
         """Move to time ``t``; raises if ``t`` is earlier than the current time."""
@@ -93,10 +108,6 @@ class InputHandle:
             self.flush()
             self._closed = True
             self._cap.drop()
-
-
-def _nothing() -> None:
-    return None
 
 
 def new_input(scope: Any, name: str = "Input") -> tuple[InputHandle, Any]:

@@ -14,7 +14,10 @@ Each run (``schedule``):
    produced at scope output ``o``;
 3. the tracker propagates; frontier changes go to children that observe frontiers
    (which are activated), and changes at ``Target(0, o)`` become this subgraph's
-   internal capability changes at output ``o``;
+   internal capability changes at output ``o``.  That frontier reflects only work
+   inside the scope: the parent accounts for paths from the scope's inputs to its
+   outputs through the scope's summary, and counting the input frontier again as an
+   output capability would let a loop around the scope justify itself forever;
 4. activated children run in index order; what each consumed, produced and did with
    capabilities is collected -- into one batch for local operators, which is then
    broadcast to all workers (atomic), or applied directly for nested subgraphs,
@@ -116,7 +119,7 @@ class Subgraph(Operate):
             builder.add_edge(s, t)
         observed = [Target(0, o) for o in range(self.outputs)]
         observed += [Target(i, p) for i, c in enumerate(self.children) if i and c.notify for p in range(c.inputs)]
-        self.tracker = tracker = builder.build(observed)   # raises CycleError
+        self.tracker = tracker = builder.build(observed, scope_boundary=True)   # raises CycleError
         self._compiled = tracker.summaries
         lid = tracker.location_id
         targets_of: dict[Source, list[int]] = {}

@@ -169,10 +169,13 @@ class Builder:
             result[t] = reach
         return result
 
-    def build(self, observed: Optional[Iterable[Target]] = None) -> "Tracker":
+    def build(self, observed: Optional[Iterable[Target]] = None, scope_boundary: bool = False) -> "Tracker":
         """Compile the graph.  ``observed`` limits frontier upkeep to those targets
-        (default: every target)."""
-        return Tracker(self, None if observed is None else set(observed))
+        (default: every target).  With ``scope_boundary``, node 0 is a scope's boundary:
+        the frontier at its targets (the scope outputs) reflects only work inside the
+        scope, not the frontier at its sources (the scope inputs) -- the parent scope
+        accounts for input-to-output paths itself, through the scope's summary."""
+        return Tracker(self, None if observed is None else set(observed), scope_boundary)
 
 
 class Tracker:
@@ -183,7 +186,8 @@ class Tracker:
     changes, which :meth:`drain_pushed` hands out.
     """
 
-    def __init__(self, builder: Builder, observed: Optional[set[Target]] = None) -> None:
+    def __init__(self, builder: Builder, observed: Optional[set[Target]] = None,
+                 scope_boundary: bool = False) -> None:
         compiled = builder.summaries()
         self.summaries = compiled
         ident = builder._identity
@@ -197,6 +201,8 @@ class Tracker:
         for loc in locations:
             row = []
             for t, summs in compiled[loc].items():
+                if scope_boundary and loc.node == 0 and t.node == 0:
+                    continue
                 if t in self._implications:
                     row.append((t, self._implications[t], [None if s == ident else s for s in summs]))
             self._reach.append(row)

@@ -1,0 +1,101 @@
+"""Several workers as threads: routing, broadcast, global aggregates, probes across epochs."""
+
+import pytest
+
+import timely_spark as ts
+
+from .helpers import collect, epochs, per_worker
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_exchange_routes_each_record_to_its_worker(threads):
+    def work(worker):
+        got = []
+        worker.dataflow(lambda s: s.to_stream(range(30) if s.index == 0 else [])
+                        .exchange(lambda x: x).inspect(got.append))
+        return got
+
+    results = ts.execute(work, threads=threads)
+    for index, got in enumerate(results):
+        assert sorted(got) == [x for x in range(30) if x % threads == index]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_broadcast_gives_every_worker_everything(threads):
+    got = per_worker(lambda s: s.to_stream([s.index * 10, s.index * 10 + 1]).broadcast(), threads)
+    everything = sorted(x for i in range(threads) for x in (i * 10, i * 10 + 1))
+    assert got == [everything] * threads
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_distinct_count_across_workers(threads):
+    """Each worker reads a slice with duplicates; distinct values per epoch are
+    counted once globally (exchange by value, dedupe per worker, sum the counts)."""
+    data = [[i % 7 for i in range(40)], [i % 11 for i in range(40)], []]
+
+    def build(scope, stream):
+        distinct = (stream.exchange(lambda x: x)
+                    .accumulate(set(), lambda acc, batch: acc | set(batch))
+                    .map(lambda s: ("n", len(s))))
+        return distinct.aggregate(lambda k, v, acc: (acc or 0) + v, lambda k, acc: acc)
+
+    def work(worker):
+        return epochs(worker, build, data)
+
+    seen = [pair for part in ts.execute(work, threads=threads) for pair in part]
+    assert sorted(seen) == [(0, 7), (1, 11)]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_probe_tracks_epochs_in_order(threads):
+    def build(scope, stream):
+        return stream.exchange(lambda x: x).map(lambda x: x + 1)
+
+    def work(worker):
+        return epochs(worker, build, [[1, 2], [3], [], [4, 5, 6]])
+
+    seen = sorted(pair for part in ts.execute(work, threads=threads) for pair in part)
+    assert seen == [(0, 2), (0, 3), (1, 4), (3, 5), (3, 6), (3, 7)]
+
+
+def test_probe_frontier_does_not_pass_an_open_epoch():
+    def work(worker):
+        def build(s):
+            inp, stream = s.new_input()
+            return inp, stream.probe()
+
+        inp, probe = worker.dataflow(build)
+        frontiers = []
+        for epoch in range(3):
+            inp.advance_to(epoch + 1)
+            worker.step_while(lambda: probe.less_than(inp.time), timeout=10)
+            frontiers.append(probe.frontier.elements())
+            # without the input's consent the frontier cannot move further
+            for _ in range(3):
+                worker.step()
+            assert not probe.less_equal(epoch) and probe.less_equal(epoch + 1)
+        inp.close()
+        worker.step_while(lambda: not probe.done(), timeout=10)
+        return frontiers
+
+    assert ts.execute(work, threads=2) == [[[1], [2], [3]]] * 2
+
+
+def test_several_dataflows_per_worker():
+    def work(worker):
+        a, b = [], []
+        worker.dataflow(lambda s: s.to_stream([1, 2]).inspect(a.append))
+        inp, probe = worker.dataflow(lambda s: (lambda i, st: (i, st.inspect(b.append).probe()))(*s.new_input()))
+        inp.send(worker.index)
+        inp.close()
+        worker.step_while(lambda: not probe.done(), timeout=10)
+        while worker.step():
+            pass
+        return a, b
+
+    assert ts.execute(work, threads=2) == [([1, 2], [0]), ([1, 2], [1])]
+
+
+def test_worker_index_and_peers():
+    assert ts.execute(lambda w: (w.index, w.peers), threads=3) == [(0, 3), (1, 3), (2, 3)]
+    assert collect(lambda s: s.to_stream([s.index]), threads=3) == [(0, 0), (0, 1), (0, 2)]
