@@ -127,29 +127,31 @@ def test_nested_loops_two_levels():
 
 
 def test_parent_sees_only_the_projection_of_the_loop():
-    """While a loop circulates a record for many rounds, the outer probe's frontier
-    stays at outer time 0 (an int: inner rounds are invisible outside) and then empties."""
-    frontiers = []
+    """While a loop circulates a record for many rounds, the outer probe's frontier --
+    sampled from inside the loop at every round -- stays at outer time 0 (an int:
+    inner rounds are invisible outside), and empties once the loop is done."""
+    seen = []
 
     def work(worker):
+        probe = ts.ProbeHandle()
+
         def build(scope):
             def loop(inner):
                 handle, cycle = inner.feedback(1)
-                x = scope.to_stream([0]).enter(inner).concat(cycle)
+                x = (scope.to_stream([0]).enter(inner).concat(cycle)
+                     .inspect_time(lambda t, v: seen.append((t, probe.frontier.elements()))))
                 x.filter(lambda v: v < 50).map(lambda v: v + 1).connect_loop(handle)
                 return x.filter(lambda v: v == 50).leave()
 
-            return scope.iterative(loop).probe()
+            scope.iterative(loop).probe_with(probe)
 
-        probe = worker.dataflow(build)
-        while not probe.done():
-            frontiers.append(tuple(probe.frontier.elements()))
-            worker.step()
-        return len(frontiers)
+        worker.dataflow(build)
+        worker.step_while(lambda: not probe.done(), timeout=10)
+        return probe.frontier.elements()
 
-    steps = ts.execute(work)[0]
-    assert steps > 50                     # the loop really ran many rounds
-    assert set(frontiers) <= {(0,)}
+    assert ts.execute(work) == [[]]
+    assert [t for t, _ in seen] == [Product(0, r) for r in range(51)]   # 51 rounds ran
+    assert all(frontier == [0] for _, frontier in seen)
 
 
 def test_bounded_feedback_summary_ends_a_loop():

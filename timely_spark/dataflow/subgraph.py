@@ -37,6 +37,8 @@ from ..progress import Antichain, Builder, ChangeBatch, Operate, SharedProgress,
 
 __all__ = ["Subgraph"]
 
+PASSES = 8  # passes over activated children per run (see _run_children)
+
 
 class Subgraph(Operate):
     local = False
@@ -75,7 +77,7 @@ class Subgraph(Operate):
         self._progress_inbox = Inbox(self._activate_self)
         self._progress_pushers = worker._allocate(self._progress_inbox)
         self._remote = [p.push for j, p in enumerate(self._progress_pushers) if j != worker.index]
-        self._batch: list[tuple[int, Any, int]] = []
+        self._batch: dict[tuple[int, Any], int] = {}   # this run's changes, consolidated
         self._incomplete: set[int] = set()
 
     # ---- construction ----------------------------------------------------------------
@@ -125,10 +127,11 @@ class Subgraph(Operate):
         targets_of: dict[Source, list[int]] = {}
         for s, t in self.edges:
             targets_of.setdefault(s, []).append(lid(t))
-        self._child_ids = [None] + [
-            ([lid(Target(i, p)) for p in range(c.inputs)],
-             [lid(Source(i, o)) for o in range(c.outputs)],
-             [targets_of.get(Source(i, o), []) for o in range(c.outputs)])
+        # per child: (target id, consumed batch), (source id, internal batch), (target ids, produced batch)
+        self._child_ports = [None] + [
+            ([(lid(Target(i, p)), c.shared_progress.consumeds[p]) for p in range(c.inputs)],
+             [(lid(Source(i, o)), c.shared_progress.internals[o]) for o in range(c.outputs)],
+             [(targets_of.get(Source(i, o), []), c.shared_progress.produceds[o]) for o in range(c.outputs)])
             for i, c in enumerate(self.children[1:], start=1)
         ]
         self._input_ids = [lid(Source(0, i)) for i in range(self.inputs)]
@@ -140,7 +143,7 @@ class Subgraph(Operate):
             self._divert[lid(Target(0, o))] = (1, o)
         for i, init in initial.items():
             for o, updates in enumerate(init):
-                sid = self._child_ids[i][1][o]
+                sid = self._child_ports[i][1][o][0]
                 for t, n in updates:
                     tracker.update_id(sid, t, n)
         self.finalized = True
@@ -178,7 +181,7 @@ class Subgraph(Operate):
 
     # ---- activation ----------------------------------------------------------------------
     def activate_child(self, i: int) -> None:
-        if self._in_pass and i > self._running:
+        if self._in_pass and i > self._running >= 0:
             heapq.heappush(self._heap, i)
             return
         self._pending.add(i)
@@ -214,6 +217,8 @@ class Subgraph(Operate):
 
     def _propagate(self) -> None:
         tracker = self.tracker
+        if not tracker._pending:
+            return
         tracker.propagate_all()
         pushed = tracker.drain_pushed()
         if not pushed:
@@ -229,69 +234,98 @@ class Subgraph(Operate):
                 self.activate_child(node)
 
     def _run_children(self) -> None:
-        heap = self._heap = sorted(self._pending)
-        self._pending = set()
+        """Run activated children in index order.  A child activated during the pass
+        runs in the same pass if its index is higher, else in another pass, up to
+        ``PASSES`` passes: work circulating in a loop goes several rounds per run, and
+        its progress leaves as one consolidated batch (safe: merging one worker's
+        consecutive batches is what an observer sees when they arrive together)."""
         children = self.children
-        last = -1
         self._in_pass = True
         try:
-            while heap:
-                i = heapq.heappop(heap)
-                if i == last:
-                    continue
-                last = self._running = i
-                child = children[i]
-                if child.schedule():
-                    self._incomplete.add(i)
-                else:
-                    self._incomplete.discard(i)
-                self._collect(i, child)
+            for _ in range(PASSES):
+                if not self._pending:
+                    break
+                heap = self._heap = sorted(self._pending)
+                self._pending = set()
+                last = -1
+                while heap:
+                    i = heapq.heappop(heap)
+                    if i == last:
+                        continue
+                    last = self._running = i
+                    child = children[i]
+                    if child.schedule():
+                        self._incomplete.add(i)
+                    elif self._incomplete:
+                        self._incomplete.discard(i)
+                    self._collect(i, child)
+                self._running = -1
         finally:
             self._in_pass = False
             self._running = -1
-            if heap:   # an error interrupted the pass: keep the rest for later
-                self._pending.update(heap)
+            if self._heap:   # an error interrupted the pass: keep the rest for later
+                self._pending.update(self._heap)
+                self._heap = []
 
     def _collect(self, i: int, child: Any) -> None:
-        sp = child.shared_progress
-        target_ids, source_ids, produced_ids = self._child_ids[i]
+        """Move a child's consumed / internal / produced changes into this run's batch
+        (local children) or straight into the tracker (nested subgraphs)."""
+        consumeds, internals, produceds = self._child_ports[i]
         if child.local:
             batch = self._batch
-            for tid, b in zip(target_ids, sp.consumeds):
-                if b._counts:
-                    batch.extend((tid, t, -n) for t, n in b.drain())
-            for sid, b in zip(source_ids, sp.internals):
-                if b._counts:
-                    batch.extend((sid, t, d) for t, d in b.drain())
-            for tids, b in zip(produced_ids, sp.produceds):
-                if b._counts:
-                    for t, n in b.drain():
-                        batch.extend((tid, t, n) for tid in tids)
+            get = batch.get
+            for tid, b in consumeds:
+                counts = b._counts
+                if counts:
+                    b._counts = {}
+                    for t, n in counts.items():
+                        key = (tid, t)
+                        batch[key] = get(key, 0) - n
+            for sid, b in internals:
+                counts = b._counts
+                if counts:
+                    b._counts = {}
+                    for t, d in counts.items():
+                        key = (sid, t)
+                        batch[key] = get(key, 0) + d
+            for tids, b in produceds:
+                counts = b._counts
+                if counts:
+                    b._counts = {}
+                    for t, n in counts.items():
+                        for tid in tids:
+                            key = (tid, t)
+                            batch[key] = get(key, 0) + n
         else:
             update = self.tracker.update_id
-            for tid, b in zip(target_ids, sp.consumeds):
+            for tid, b in consumeds:
                 for t, n in b.drain():
                     update(tid, t, -n)
-            for sid, b in zip(source_ids, sp.internals):
+            for sid, b in internals:
                 for t, d in b.drain():
                     update(sid, t, d)
-            for tids, b in zip(produced_ids, sp.produceds):
+            for tids, b in produceds:
                 for t, n in b.drain():
                     for tid in tids:
                         update(tid, t, n)
 
     def _send_progress(self) -> None:
+        """Broadcast this run's consolidated batch (one message per worker), and apply it here."""
         batch = self._batch
         for sid, tids, entered in zip(self._input_ids, self._input_targets, self.ingress):
             if entered._counts:
+                get = batch.get
                 for t, n in entered.drain():
-                    batch.append((sid, t, -n))
-                    batch.extend((tid, t, n) for tid in tids)
+                    batch[(sid, t)] = get((sid, t), 0) - n
+                    for tid in tids:
+                        batch[(tid, t)] = get((tid, t), 0) + n
         if batch:
-            self._batch = []
-            for push in self._remote:
-                push(batch)
-            self._apply(batch)
+            self._batch = {}
+            message = [(loc, t, d) for (loc, t), d in batch.items() if d]
+            if message:
+                for push in self._remote:
+                    push(message)
+                self._apply(message)
         self._propagate()   # our own batch, and what nested subgraphs applied directly
 
     # ---- introspection -------------------------------------------------------------------
