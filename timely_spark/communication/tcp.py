@@ -1,0 +1,396 @@
+"""The TCP mesh between worker processes: authenticated, framed, FIFO, fail-stop.
+
+Every process has a listening socket that is already bound (port 0 on the host it
+was given, never closed and re-bound), the addresses of all processes, and a
+secret shared by the run.  Process ``i`` connects to every process ``j < i`` and
+accepts from every ``j > i``: one connection per pair.
+
+Authentication comes before anything is decoded: the accepting side sends a
+random challenge; the connecting side answers with its process index, its own
+challenge and ``HMAC(secret, ...)`` over both; the acceptor checks it (and that the
+index is expected and not already connected) and answers with its own HMAC.  The
+secret never crosses the wire.  Connections that fail this are closed; the run
+goes on.
+
+Each message is one frame -- a fixed header ``(channel, source worker, target
+worker, sequence number, kind, length)`` and the payload (see :mod:`.codec`) --
+written with one gathered ``sendmsg`` under the connection's lock, so frames of
+one sender stay in order (FIFO per channel and peer).  A reader thread per
+connection decodes frames and puts them into the target worker's mailbox.
+
+Failure: a peer that closes without saying goodbye, or stays silent (no frame,
+not even a heartbeat) for ``timeout`` seconds, fails the run with
+:class:`~timely_spark.errors.WorkerFailure` naming it; a peer whose worker raised
+sends the error, which fails the run here with the same error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import pickle
+import socket
+import struct
+import threading
+import time
+from typing import Any, Optional
+
+from ..errors import WorkerError, WorkerFailure
+from .allocator import Allocator, Inbox, LocalPusher, MailboxPusher
+from .codec import decode, encode
+from .thread import ThreadFabric
+
+__all__ = ["Mesh", "TcpAllocator", "bind_listener"]
+
+log = logging.getLogger(__name__)
+
+MAGIC = b"TSMESH01"
+NONCE = 32
+MAC = 32
+HEADER = struct.Struct("<IIIQBQ")     # channel, source, target, seq, kind, length
+CONTROL = 0xFFFFFFFF                  # channel of control frames
+HEARTBEAT, GOODBYE, ERROR = 10, 11, 12
+MAX_FRAME = 1 << 40
+
+
+def bind_listener(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    """A listening socket bound to ``host:port`` (port 0: any free port), kept bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(64)
+    return sock
+
+
+def _mac(secret: bytes, *parts: bytes) -> bytes:
+    return hmac.new(secret, b"".join(parts), hashlib.sha256).digest()
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytearray:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            raise EOFError("connection closed")
+        got += k
+    return buf
+
+
+def _send_parts(sock: socket.socket, parts: list) -> None:
+    views = [memoryview(p).cast("B") for p in parts]
+    views = [v for v in views if v.nbytes]
+    while views:
+        sent = sock.sendmsg(views)
+        while sent:
+            if sent >= views[0].nbytes:
+                sent -= views[0].nbytes
+                views.pop(0)
+            else:
+                views[0] = views[0][sent:]
+                sent = 0
+
+
+class _Connection:
+    def __init__(self, mesh: "Mesh", sock: socket.socket, peer: int) -> None:
+        self.mesh = mesh
+        self.sock = sock
+        self.peer = peer
+        self.lock = threading.Lock()
+        self.seq: dict[tuple[int, int, int], int] = {}
+        self.goodbye = threading.Event()
+        self.closed = False
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def describe(self) -> str:
+        host, port = self.mesh.addresses[self.peer]
+        return f"process {self.peer} ({host}:{port})"
+
+    def send(self, channel: int, source: int, target: int, kind: int, parts: list) -> None:
+        length = sum(memoryview(p).nbytes for p in parts)
+        with self.lock:
+            key = (channel, source, target)
+            seq = self.seq.get(key, 0)
+            self.seq[key] = seq + 1
+            header = HEADER.pack(channel, source, target, seq, kind, length)
+            try:
+                _send_parts(self.sock, [header, *parts])
+            except OSError as exc:
+                failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
+                self.mesh.fail(failure)
+                raise failure from exc
+
+    def control(self, kind: int, body: bytes = b"") -> None:
+        try:
+            self.send(CONTROL, 0, 0, kind, [body])
+        except WorkerFailure:
+            pass
+
+    def read_loop(self) -> None:
+        mesh = self.mesh
+        sock = self.sock
+        sock.settimeout(mesh.timeout)
+        expected: dict[tuple[int, int, int], int] = {}
+        try:
+            while True:
+                channel, source, target, seq, kind, length = HEADER.unpack(_recv_exact(sock, HEADER.size))
+                if length > MAX_FRAME:
+                    raise ValueError(f"frame of {length} bytes")
+                body = memoryview(_recv_exact(sock, length)) if length else memoryview(b"")
+                if channel == CONTROL:
+                    if kind == GOODBYE:
+                        self.goodbye.set()
+                    elif kind == ERROR:
+                        mesh.fail(pickle.loads(body), remote=True)
+                    continue
+                key = (channel, source, target)
+                if seq != expected.get(key, 0):
+                    raise ValueError(f"frame {seq} on channel {channel} from worker {source}, "
+                                     f"expected {expected.get(key, 0)}")
+                expected[key] = seq + 1
+                mesh.deliver(target, channel, decode(kind, body))
+        except socket.timeout:
+            if not self.goodbye.is_set():
+                mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.timeout} s"))
+        except (EOFError, OSError) as exc:
+            if not self.goodbye.is_set() and not mesh.closing:
+                mesh.fail(WorkerFailure(f"{self.describe()} closed the connection ({exc})"))
+        except Exception as exc:  # a corrupt frame from an authenticated peer
+            mesh.fail(WorkerFailure(f"bad frame from {self.describe()}: {exc}"))
+        finally:
+            self.goodbye.set()
+
+
+class Mesh:
+    """The connections of process ``process`` to all others, and their threads.
+
+    ``addresses[j]`` is process ``j``'s ``(host, port)``; ``listener`` is this process's
+    bound listening socket (its address is ``addresses[process]``).
+    """
+
+    def __init__(self, process: int, addresses: list[tuple[str, int]], listener: socket.socket, secret: bytes,
+                 fabric: ThreadFabric, threads: int, timeout: float = 30.0, connect_timeout: float = 60.0) -> None:
+        if not secret:
+            raise ValueError("the mesh needs a non-empty secret")
+        self.process = process
+        self.addresses = [(str(h), int(p)) for h, p in addresses]
+        self.listener = listener
+        self.secret = secret
+        self.fabric = fabric
+        self.threads = threads
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.connections: dict[int, _Connection] = {}
+        self.closing = False
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        self._threads: list[threading.Thread] = []
+        self.rejected: list[str] = []     # why connections were refused (for tests and logs)
+
+    # ---- establishing ---------------------------------------------------------------
+    def connect(self) -> None:
+        """Connect to every peer (authenticated) or raise WorkerFailure by the deadline."""
+        deadline = time.monotonic() + self.connect_timeout
+        acceptor = threading.Thread(target=self._accept_loop, name=f"timely-accept-{self.process}", daemon=True)
+        acceptor.start()
+        self._threads.append(acceptor)
+        for j in range(self.process):
+            self._connect_to(j, deadline)
+        with self._ready:
+            while len(self.connections) < len(self.addresses) - 1:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    missing = [j for j in range(len(self.addresses)) if j != self.process and j not in self.connections]
+                    raise WorkerFailure(f"process {self.process}: no authenticated connection from process(es) "
+                                        f"{missing} within {self.connect_timeout} s")
+                self._ready.wait(min(left, 0.5))
+        for conn in self.connections.values():
+            t = threading.Thread(target=conn.read_loop, name=f"timely-read-{self.process}-{conn.peer}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        hb = threading.Thread(target=self._heartbeat_loop, name=f"timely-heartbeat-{self.process}", daemon=True)
+        hb.start()
+        self._threads.append(hb)
+
+    def _connect_to(self, j: int, deadline: float) -> None:
+        host, port = self.addresses[j]
+        delay = 0.01
+        while True:
+            try:
+                sock = socket.create_connection((host, port), timeout=max(0.1, min(10.0, deadline - time.monotonic())))
+                break
+            except OSError as exc:
+                if time.monotonic() + delay > deadline:
+                    raise WorkerFailure(f"process {self.process}: cannot connect to process {j} at {host}:{port} "
+                                        f"within {self.connect_timeout} s ({exc})") from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+        try:
+            sock.settimeout(10.0)
+            hello = _recv_exact(sock, len(MAGIC) + NONCE)
+            if bytes(hello[:len(MAGIC)]) != MAGIC:
+                raise WorkerFailure(f"{host}:{port} is not a timely_spark mesh listener")
+            challenge = bytes(hello[len(MAGIC):])
+            mine = os.urandom(NONCE)
+            me = struct.pack("<I", self.process)
+            sock.sendall(MAGIC + me + mine + _mac(self.secret, b"connect", challenge, me, mine))
+            answer = bytes(_recv_exact(sock, MAC))
+            them = struct.pack("<I", j)
+            if not hmac.compare_digest(answer, _mac(self.secret, b"accept", mine, challenge, them)):
+                raise WorkerFailure(f"process {j} at {host}:{port} did not prove the run's secret")
+            sock.settimeout(None)
+        except (OSError, EOFError) as exc:
+            sock.close()
+            raise WorkerFailure(f"handshake with process {j} at {host}:{port} failed: {exc}") from exc
+        with self._ready:
+            self.connections[j] = _Connection(self, sock, j)
+            self._ready.notify_all()
+
+    def _accept_loop(self) -> None:
+        self.listener.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                sock, addr = self.listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._handshake, args=(sock, addr), daemon=True).start()
+
+    def _refuse(self, sock: socket.socket, addr: Any, why: str) -> None:
+        self.rejected.append(f"{addr}: {why}")
+        log.warning("timely_spark mesh, process %d: refused a connection from %s: %s", self.process, addr, why)
+        try:
+            sock.close()
+        except OSError:
+            pass
+
+    def _handshake(self, sock: socket.socket, addr: Any) -> None:
+        try:
+            sock.settimeout(10.0)
+            challenge = os.urandom(NONCE)
+            sock.sendall(MAGIC + challenge)
+            reply = bytes(_recv_exact(sock, len(MAGIC) + 4 + NONCE + MAC))
+        except (OSError, EOFError) as exc:
+            return self._refuse(sock, addr, f"no valid greeting ({exc})")
+        if reply[:len(MAGIC)] != MAGIC:
+            return self._refuse(sock, addr, "not a timely_spark peer (bad greeting)")
+        me_bytes = reply[len(MAGIC):len(MAGIC) + 4]
+        theirs = reply[len(MAGIC) + 4:len(MAGIC) + 4 + NONCE]
+        mac = reply[len(MAGIC) + 4 + NONCE:]
+        if not hmac.compare_digest(mac, _mac(self.secret, b"connect", challenge, me_bytes, theirs)):
+            return self._refuse(sock, addr, "failed authentication (wrong secret, or another run)")
+        (peer,) = struct.unpack("<I", me_bytes)
+        with self._ready:
+            if not self.process < peer < len(self.addresses):
+                return self._refuse(sock, addr, f"authenticated, but process index {peer} is not expected here")
+            if peer in self.connections:
+                return self._refuse(sock, addr, f"authenticated, but process {peer} is already connected")
+            try:
+                sock.sendall(_mac(self.secret, b"accept", theirs, challenge, struct.pack("<I", self.process)))
+                sock.settimeout(None)
+            except OSError as exc:
+                return self._refuse(sock, addr, f"handshake failed ({exc})")
+            self.connections[peer] = _Connection(self, sock, peer)
+            self._ready.notify_all()
+
+    # ---- running ----------------------------------------------------------------------
+    def _heartbeat_loop(self) -> None:
+        interval = max(self.timeout / 4, 0.05)
+        while not self._stop.wait(interval):
+            for conn in list(self.connections.values()):
+                conn.control(HEARTBEAT)
+
+    def connection_for(self, worker: int) -> _Connection:
+        return self.connections[worker // self.threads]
+
+    def deliver(self, target: int, channel: int, payload: Any) -> None:
+        self.fabric.mailboxes[target - self.fabric.offset].put((channel, payload))
+
+    def fail(self, exc: BaseException, remote: bool = False) -> None:
+        if remote:
+            exc._from_peer = True  # type: ignore[attr-defined]   (not to be reported back)
+        worker = getattr(exc, "worker", None)
+        self.fabric.fail(worker if isinstance(worker, int) else -1, exc)
+
+    def report_error(self, exc: BaseException) -> None:
+        """Tell every peer that this process failed with ``exc``."""
+        try:
+            body = pickle.dumps(exc, protocol=5)
+        except Exception:
+            body = pickle.dumps(WorkerFailure(f"process {self.process} failed: {exc!r}"), protocol=5)
+        for conn in list(self.connections.values()):
+            conn.control(ERROR, body)
+
+    def shutdown(self, clean: bool) -> None:
+        """Say goodbye and wait (bounded) for everyone's goodbye, then close everything."""
+        if clean:
+            for conn in list(self.connections.values()):
+                conn.control(GOODBYE)
+            deadline = time.monotonic() + self.timeout
+            for conn in list(self.connections.values()):
+                conn.goodbye.wait(max(0.0, deadline - time.monotonic()))
+        self.closing = True
+        self._stop.set()
+        for conn in list(self.connections.values()):
+            try:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            conn.sock.close()
+        try:
+            self.listener.close()
+        except OSError:
+            pass
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join(timeout=5)
+
+
+class _TcpPusher:
+    __slots__ = ("_conn", "_channel", "_source", "_target")
+
+    def __init__(self, conn: _Connection, channel: int, source: int, target: int) -> None:
+        self._conn = conn
+        self._channel = channel
+        self._source = source
+        self._target = target
+
+    def push(self, payload: Any) -> None:
+        kind, parts = encode(payload)
+        self._conn.send(self._channel, self._source, self._target, kind, parts)
+
+
+class TcpAllocator(Allocator):
+    """Allocator for global worker ``index``: in-process peers through mailboxes,
+    other processes through the mesh."""
+
+    def __init__(self, index: int, fabric: ThreadFabric, mesh: Mesh, peers: int) -> None:
+        super().__init__(index, peers, fabric.mailboxes[index - fabric.offset])
+        self.fabric = fabric
+        self.mesh = mesh
+
+    def pushers(self, channel: int, inbox: Inbox) -> list[Any]:
+        fabric = self.fabric
+        local = range(fabric.offset, fabric.offset + fabric.peers)
+        out: list[Any] = []
+        for j in range(self.peers):
+            if j == self.index:
+                out.append(LocalPusher(inbox))
+            elif j in local:
+                out.append(MailboxPusher(fabric.mailboxes[j - fabric.offset], channel))
+            else:
+                out.append(_TcpPusher(self.mesh.connection_for(j), channel, self.index, j))
+        return out
+
+    def check(self) -> None:
+        failure = self.fabric.failure
+        if failure is not None and failure[0] != self.index:
+            from ..errors import WorkerAborted
+
+            raise WorkerAborted(f"the run failed: {failure[1]}")
