@@ -25,11 +25,11 @@ from .dataflow import (
     OperatorBuilder, Pipeline, ProbeHandle, Scope, Stream, Vertex, Worker, source, stable_hash,
 )
 from .errors import CapabilityError, TimelyError, WorkerError, WorkerFailure
-from .execute import example, execute
+from .execute import Config, example, execute, execute_from_args
 from .progress import Product
 
 __all__ = [
-    "Capability", "CapabilityError", "CapabilitySet", "Exchange", "InputCapability", "InputHandle",
+    "Capability", "CapabilityError", "Config", "execute_from_args", "CapabilitySet", "Exchange", "InputCapability", "InputHandle",
     "LoopHandle", "Notificator", "OperatorBuilder", "Pipeline", "ProbeHandle", "Product", "Scope",
     "Stream", "TimelyError", "Vertex", "Worker", "WorkerError", "WorkerFailure", "__version__",
     "example", "execute", "progress", "source", "stable_hash",

@@ -6,7 +6,7 @@ import timely_spark as ts
 from timely_spark.progress import sort_key
 
 
-def collect(build, threads=1, time=0):
+def collect(build, threads=1, time=0, processes=1):
     """Run ``build(scope) -> stream`` on every worker; return the sorted list of
     ``(time, record)`` that reached the stream, over all workers."""
 
@@ -15,11 +15,11 @@ def collect(build, threads=1, time=0):
         worker.dataflow(lambda scope: build(scope).inspect_time(lambda t, x: seen.append((t, x))), time=time)
         return seen
 
-    out = [pair for part in ts.execute(work, threads=threads) for pair in part]
+    out = [pair for part in ts.execute(work, threads=threads, processes=processes) for pair in part]
     return sorted(out, key=lambda p: (sort_key(p[0]), repr(p[1])))
 
 
-def per_worker(build, threads):
+def per_worker(build, threads, processes=1):
     """Like ``collect`` but the records each worker saw (without times), sorted."""
 
     def work(worker):
@@ -27,7 +27,7 @@ def per_worker(build, threads):
         worker.dataflow(lambda scope: build(scope).inspect(seen.append))
         return seen   # filled as the dataflow runs, after this function returns
 
-    return [sorted(seen, key=repr) for seen in ts.execute(work, threads=threads)]
+    return [sorted(seen, key=repr) for seen in ts.execute(work, threads=threads, processes=processes)]
 
 
 def epochs(worker, build, batches):
