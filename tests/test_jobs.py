@@ -25,10 +25,15 @@ def test_hello_timely_counts_each_epoch():
 
 
 def test_jobs_have_help():
-    for job in ["hello_timely.py", "bench_engine.py"]:
+    for job in ["hello_timely.py", "bench_engine.py", "bench_mesh.py"]:
         assert "usage" in run_job(job, "--help")
 
 
 def test_bench_engine_runs_small():
     out = run_job("bench_engine.py", "--records", "20000", "--rounds", "200", timeout=300)
     assert "timely/plain" in out and "us per round" in out
+
+
+def test_bench_mesh_runs_small():
+    out = run_job("bench_mesh.py", "--records", "40000", "--arrow-mb", "16", "--trips", "50", timeout=300)
+    assert "records/s per worker" in out and "GB/s" in out and "per round trip" in out

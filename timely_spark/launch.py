@@ -132,8 +132,8 @@ def launch_local(fn: Callable, config: Any) -> list:
                     pending.pop(fd)
                     errors.append(WorkerFailure(f"process {c.index} exited with code {c.proc.returncode} "
                                                 "without a result"))
-            if errors and limit is None:   # the others should notice within the mesh timeout
-                limit = time.monotonic() + config.timeout + 10
+            if errors and limit is None:   # the others notice in the same window: a short grace
+                limit = time.monotonic() + 3
             if limit is not None and time.monotonic() > limit:
                 break
         if errors:

@@ -1,0 +1,201 @@
+"""Benchmark of the TCP mesh: 2 processes on loopback, next to raw sockets in the same run.
+
+1. Exchange of (int, int) records in batches of 10,000: records/s per worker.
+2. Exchange of Arrow record batches: GB/s, next to a raw socket copy of the same bytes.
+3. Ping-pong: a record crosses between two workers in different processes each
+   round, with progress tracking: microseconds per round trip, next to a raw Python
+   socket ping-pong between two processes.
+
+    python jobs/bench_mesh.py [--records N] [--arrow-mb N] [--trips N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import timely_spark as ts
+
+BATCH = 10_000
+
+
+def sync(worker) -> None:
+    """Wait until every worker gets here (a one-shot barrier dataflow)."""
+    inp, probe = worker.dataflow(lambda s: (lambda i, st: (i, st.probe()))(*s.new_input()), time=())
+    inp.close()
+    worker.step_while(lambda: not probe.done(), timeout=120)
+
+
+def exchange_records(records: int) -> float:
+    def work(worker):
+        mine = records // worker.peers
+        batches = [[(i, i) for i in range(s, min(s + BATCH, mine))] for s in range(0, mine, BATCH)]
+        received = [0]
+
+        def build(scope):
+            inp, stream = scope.new_input()
+            probe = stream.exchange(lambda r: r[0]).inspect_batch(
+                lambda t, b: received.__setitem__(0, received[0] + len(b))).probe()
+            return inp, probe
+
+        inp, probe = worker.dataflow(build)
+        sync(worker)
+        start = time.perf_counter()
+        for b in batches:
+            inp.send_batch(b)
+            worker.step()
+        inp.close()
+        worker.step_while(lambda: not probe.done(), timeout=600)
+        return mine, time.perf_counter() - start, received[0]
+
+    results = ts.execute(work, processes=2)
+    assert sum(r[2] for r in results) == sum(r[0] for r in results), "records were lost"
+    return max(r[1] for r in results)
+
+
+def exchange_arrow(total_mb: int, batch_mb: int = 4) -> tuple[float, int]:
+    def work(worker):
+        import pyarrow as pa
+
+        rows = batch_mb * (1 << 20) // 16
+        rb = pa.record_batch({"a": pa.array(range(rows), pa.int64()), "b": pa.array(range(rows), pa.float64())})
+        count = total_mb // batch_mb // worker.peers
+        got = [0]
+
+        def build(scope):
+            inp, stream = scope.new_input()
+            probe = stream.exchange(lambda b: worker.index + 1).inspect(
+                lambda b: got.__setitem__(0, got[0] + b.nbytes)).probe()
+            return inp, probe
+
+        inp, probe = worker.dataflow(build)
+        sync(worker)
+        start = time.perf_counter()
+        for _ in range(count):
+            inp.send_batch([rb])
+            worker.step()
+        inp.close()
+        worker.step_while(lambda: not probe.done(), timeout=600)
+        return got[0], time.perf_counter() - start
+
+    results = ts.execute(work, processes=2)
+    moved = sum(r[0] for r in results)
+    return max(r[1] for r in results), moved
+
+
+RAW_PEER = r"""
+import socket, sys
+mode, port, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.create_connection(("127.0.0.1", port))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+if mode == "sink":
+    buf = bytearray(1 << 22); view = memoryview(buf); left = size
+    while left:
+        n = s.recv_into(view[:min(left, len(buf))])
+        if not n: break
+        left -= n
+    s.sendall(b"k")
+else:
+    buf = bytearray(size)
+    while True:
+        n = s.recv_into(buf)
+        if not n: break
+        s.sendall(buf[:n])
+"""
+
+
+def _raw_peer(mode: str, size: int):
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-c", RAW_PEER, mode, str(port), str(size)])
+    conn, _ = listener.accept()
+    listener.close()
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return proc, conn
+
+
+def raw_copy(total_bytes: int, chunk: int = 4 << 20) -> float:
+    proc, conn = _raw_peer("sink", total_bytes)
+    data = bytes(chunk)
+    start = time.perf_counter()
+    sent = 0
+    while sent < total_bytes:
+        n = min(chunk, total_bytes - sent)
+        conn.sendall(memoryview(data)[:n])
+        sent += n
+    conn.recv(1)
+    elapsed = time.perf_counter() - start
+    conn.close()
+    proc.wait()
+    return elapsed
+
+
+def raw_ping_pong(trips: int) -> float:
+    proc, conn = _raw_peer("echo", 64)
+    msg = b"x" * 16
+    start = time.perf_counter()
+    for _ in range(trips):
+        conn.sendall(msg)
+        got = 0
+        while got < len(msg):
+            got += len(conn.recv(64))
+    elapsed = time.perf_counter() - start
+    conn.close()
+    proc.wait()
+    return elapsed / trips
+
+
+def ping_pong(trips: int) -> float:
+    rounds = 2 * trips
+
+    def work(worker):
+        def build(scope):
+            def loop(inner):
+                handle, cycle = inner.feedback(1)
+                x = scope.to_stream([0] if scope.index == 0 else []).enter(inner).concat(cycle)
+                again, done = x.branch(lambda r: r >= rounds)
+                # round r is handled by worker r % 2: every round crosses the mesh
+                again.map(lambda r: r + 1).exchange(lambda r: r).connect_loop(handle)
+                return done.leave()
+
+            return scope.iterative(loop).probe()
+
+        probe = worker.dataflow(build)
+        sync(worker)
+        start = time.perf_counter()
+        worker.step_while(lambda: not probe.done(), timeout=600)
+        return time.perf_counter() - start
+
+    results = ts.execute(work, processes=2)
+    return max(results) / trips
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=10_000_000)
+    parser.add_argument("--arrow-mb", type=int, default=2048)
+    parser.add_argument("--trips", type=int, default=5_000)
+    args = parser.parse_args()
+
+    elapsed = exchange_records(args.records)
+    per_worker = args.records / 2 / elapsed
+    print(f"exchange, {args.records:,} (int, int) records, 2 processes: {per_worker:,.0f} records/s per worker "
+          f"({elapsed:.2f} s)")
+
+    t_arrow, moved = exchange_arrow(args.arrow_mb)
+    t_raw = raw_copy(moved)
+    print(f"arrow exchange, {moved / 1e9:.2f} GB: {moved / t_arrow / 1e9:.2f} GB/s; raw socket copy "
+          f"{moved / t_raw / 1e9:.2f} GB/s; ratio {t_raw / t_arrow:.2f}")
+
+    rt = ping_pong(args.trips)
+    raw = raw_ping_pong(args.trips)
+    print(f"ping-pong across processes: {rt * 1e6:.1f} us per round trip; raw Python sockets "
+          f"{raw * 1e6:.1f} us; ratio {rt / raw:.1f} (timely-dataflow in Rust: about 49 us)")
+
+
+if __name__ == "__main__":
+    main()
