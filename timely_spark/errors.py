@@ -5,7 +5,7 @@ from __future__ import annotations
 import traceback
 from typing import Optional
 
-__all__ = ["TimelyError", "CapabilityError", "WorkerError", "WorkerFailure", "operator_of"]
+__all__ = ["TimelyError", "CapabilityError", "WorkerError", "WorkerFailure", "operator_of", "most_telling"]
 
 
 class TimelyError(Exception):
@@ -51,3 +51,12 @@ class WorkerAborted(TimelyError):
 def operator_of(exc: BaseException) -> Optional[str]:
     """The name of the operator an exception was raised in, if the engine noted it."""
     return getattr(exc, "_timely_operator", None)
+
+
+def most_telling(errors: list) -> BaseException:
+    """Of the errors a failed run produced, the one to show: a worker's own error
+    beats the failures it caused elsewhere."""
+    for e in errors:
+        if isinstance(e, WorkerError):
+            return e
+    return errors[0]

@@ -101,24 +101,34 @@ def _raise_failure(failure: Optional[tuple[int, BaseException]]) -> None:
 
 def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threads: int,
                 addresses: Sequence[tuple[str, int]], listener: Any, secret: bytes,
-                timeout: float = 30.0, connect_timeout: float = 60.0) -> list:
+                timeout: float = 30.0, connect_timeout: float = 60.0,
+                stats: Optional[dict] = None) -> list:
     """Run process ``process``'s workers of a multi-process run; return their results.
 
     ``listener`` is this process's bound listening socket (``addresses[process]``).
-    Raises WorkerError / WorkerFailure if the run fails anywhere.
+    Raises WorkerError / WorkerFailure if the run fails anywhere.  ``stats``, if
+    given, receives ``connect_seconds`` (building the mesh) and ``run_seconds``.
     """
+    import time as _time
+
     from .communication.tcp import Mesh, TcpAllocator
 
     fabric = ThreadFabric(threads, offset=process * threads)
     mesh = Mesh(process, list(addresses), listener, secret, fabric, threads, timeout, connect_timeout)
+    start = _time.perf_counter()
     try:
         mesh.connect()
     except BaseException:
         mesh.shutdown(clean=False)
         raise
+    connected = _time.perf_counter()
+    if stats is not None:
+        stats["connect_seconds"] = connected - start
     peers = processes * threads
     allocators = [TcpAllocator(process * threads + t, fabric, mesh, peers) for t in range(threads)]
     results = _run_threads(fn, fabric, allocators)
+    if stats is not None:
+        stats["run_seconds"] = _time.perf_counter() - connected
     failure = fabric.failure
     if failure is not None and not getattr(failure[1], "_from_peer", False):
         mesh.report_error(_picklable(failure[1]))

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, Callable
 
 import cloudpickle
 
-from .errors import WorkerError, WorkerFailure
+from .errors import WorkerFailure, most_telling
 
 __all__ = ["launch_local"]
 
@@ -137,7 +137,7 @@ def launch_local(fn: Callable, config: Any) -> list:
             if limit is not None and time.monotonic() > limit:
                 break
         if errors:
-            raise _best(errors)
+            raise most_telling(errors)
         for p in range(config.processes):
             results.extend(outcome[p])
         ok = True
@@ -145,14 +145,6 @@ def launch_local(fn: Callable, config: Any) -> list:
     finally:
         for c in children:
             c.close(kill=not ok)
-
-
-def _best(errors: list[BaseException]) -> BaseException:
-    """The most telling error: a worker's own error beats a failure it caused elsewhere."""
-    for e in errors:
-        if isinstance(e, WorkerError):
-            return e
-    return errors[0]
 
 
 def _child_error(child: _Child, value: Any) -> BaseException:

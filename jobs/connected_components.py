@@ -1,0 +1,150 @@
+"""Connected components by label propagation in a timely loop, across Spark barrier workers.
+
+Reads an edge list (Parquet or CSV with columns ``src``, ``dst``; or generates a
+random graph), runs label propagation inside ``scope.iterative`` with one timely
+worker per barrier task -- each vertex's label is the smallest vertex id in its
+component -- and writes ``(vertex, component)`` as Parquet, then prints a summary.
+
+    spark-submit jobs/connected_components.py --vertices 10000 --edges 20000 --out /tmp/cc
+    python jobs/connected_components.py --edges-path edges.parquet --out /tmp/cc --workers 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import cloudpickle
+
+import timely_spark as ts
+
+if __name__ != "__main__":   # imported (by the benchmark, tests): executors cannot import jobs/
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+INF = float("inf")
+
+
+def label_propagation(scope, edges):
+    """``edges``: a stream of ``(a, b)`` in both directions.  Returns a stream of
+    ``(vertex, smallest vertex id in its component)`` at the outer time, one per vertex."""
+
+    def loop(inner):
+        handle, cycle = inner.feedback(1)
+        links = edges.enter(inner)
+        proposals = edges.map(lambda e: (e[0], e[0])).enter(inner).concat(cycle)
+
+        def propagate(cap, info):
+            cap.drop()
+            adjacency: dict = {}
+            label: dict = {}
+            waiting: list = []
+
+            def logic(edge_in, proposal_in, out):
+                for _, batch in edge_in:
+                    for a, b in batch:
+                        adjacency.setdefault(a, []).append(b)
+                for icap, batch in proposal_in:
+                    waiting.append((icap.retain(), batch))
+                if not edge_in.frontier.is_empty():   # every edge first
+                    return
+                for held, batch in waiting:
+                    changed = {}
+                    for v, l in batch:
+                        if l < label.get(v, INF):
+                            label[v] = l
+                            changed[v] = l
+                    best: dict = {}
+                    for v, l in changed.items():
+                        for n in adjacency.get(v, ()):
+                            if l < best.get(n, INF) and l < label.get(n, INF):
+                                best[n] = l
+                    session = out.session(held)
+                    session.give_batch([("P", p) for p in best.items()])
+                    session.give_batch([("L", p) for p in changed.items()])
+                    held.drop()
+                waiting.clear()
+
+            return logic
+
+        step = links.binary_frontier(proposals, lambda e: e[0], lambda p: p[0], "Propagate", propagate)
+        updates, more = step.branch(lambda x: x[0] == "P")
+        more.map(lambda x: x[1]).connect_loop(handle)
+        return updates.map(lambda x: x[1]).leave()
+
+    def keep_min(acc, batch):
+        for v, l in batch:
+            if l < acc.get(v, INF):
+                acc[v] = l
+        return acc
+
+    return scope.iterative(loop).accumulate({}, keep_min).flat_map(lambda labels: labels.items())
+
+
+def components(scope, batches):
+    """The DataFrame bridge's dataflow: record batches of (src, dst) in, of
+    (vertex, component) out."""
+    import pyarrow as pa
+
+    edges = batches.flat_map(lambda rb: zip(rb.column(0).to_pylist(), rb.column(1).to_pylist()))
+    both = edges.flat_map(lambda e: (e, (e[1], e[0])))
+    labels = label_propagation(scope, both)
+    return labels.map_batches(lambda rows: [pa.record_batch(
+        {"vertex": pa.array([v for v, _ in rows], pa.int64()),
+         "component": pa.array([c for _, c in rows], pa.int64())})])
+
+
+def connected_components(edges_df, workers: int):
+    """``(vertex, component)`` for an edge DataFrame with columns ``src``, ``dst``."""
+    from pyspark.sql import functions as F
+
+    edges_df = edges_df.select(F.col("src").cast("long"), F.col("dst").cast("long")).repartition(workers)
+    return ts.spark.transform(edges_df, components, "vertex long, component long")
+
+
+def random_edges(spark, vertices: int, edges: int, seed: int):
+    from pyspark.sql import functions as F
+
+    return spark.range(edges).select(
+        (F.rand(seed) * vertices).cast("long").alias("src"),
+        (F.rand(seed + 1) * vertices).cast("long").alias("dst"))
+
+
+def read_edges(spark, path: str):
+    if path.endswith(".csv") or os.path.isfile(path) and not path.endswith(".parquet"):
+        return spark.read.csv(path, header=True, inferSchema=True)
+    return spark.read.parquet(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--edges-path", help="Parquet or CSV edge list with columns src, dst")
+    parser.add_argument("--vertices", type=int, default=10_000, help="random graph: vertex ids 0..N-1")
+    parser.add_argument("--edges", type=int, default=20_000, help="random graph: number of edges")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--workers", type=int, default=2, help="timely workers (barrier tasks)")
+    parser.add_argument("--out", default="out/connected_components", help="Parquet output directory")
+    parser.add_argument("--master", help="Spark master (default: conf/spark-defaults.conf, or spark-submit's)")
+    args = parser.parse_args()
+
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
+    spark = ts.spark.get_session("timely connected components", master=args.master, conf_dir=conf_dir)
+    edges = read_edges(spark, args.edges_path) if args.edges_path else random_edges(
+        spark, args.vertices, args.edges, args.seed)
+    start = time.perf_counter()
+    labels = connected_components(edges, args.workers)
+    labels.write.mode("overwrite").parquet(args.out)
+    elapsed = time.perf_counter() - start
+    result = spark.read.parquet(args.out)
+    sizes = result.groupBy("component").count()
+    n_vertices = result.count()
+    n_components = sizes.count()
+    largest = sizes.agg({"count": "max"}).collect()[0][0]
+    print(f"{n_vertices} vertices, {n_components} components, largest {largest} vertices; "
+          f"{args.workers} timely workers, {elapsed:.1f} s; written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,14 @@
+"""timely_spark on Spark: one timely worker per barrier task.
+
+* :func:`run` -- ``run(spark, fn, workers=N)``: ``fn(worker)`` in N barrier tasks;
+* :func:`transform` -- a DataFrame through a timely dataflow (``mapInArrow``, barrier);
+* :func:`get_session` -- a session for jobs, from ``conf/spark-defaults.conf``.
+"""
+
+from .dataframe import transform
+from .preflight import SparkSetupError, check_session, task_slots
+from .runner import SparkJobError, run
+from .session import get_session, read_conf
+
+__all__ = ["SparkJobError", "SparkSetupError", "check_session", "get_session", "read_conf", "run",
+           "task_slots", "transform"]

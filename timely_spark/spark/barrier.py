@@ -1,0 +1,43 @@
+"""One timely worker per Spark barrier task.
+
+Inside a barrier task: bind a listener on the host Spark gave the task (port 0,
+kept bound), swap ``host:port`` with every task through
+``BarrierTaskContext.allGather``, build the authenticated mesh with the secret the
+driver shipped in the task's closure, run the worker, and close everything.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable, Optional
+
+from ..communication.tcp import bind_listener
+from ..execute import run_process
+
+__all__ = ["run_in_barrier_task"]
+
+
+def run_in_barrier_task(fn: Callable[[Any], Any], secret: bytes, timeout: float,
+                        stats: Optional[dict] = None) -> tuple[int, Any]:
+    """Run ``fn(worker)`` as this barrier task's worker; return ``(index, result)``.
+
+    Raises the run's WorkerError / WorkerFailure.  ``stats`` receives the time spent
+    binding and swapping addresses (``gather_seconds``) and connecting the mesh
+    (``connect_seconds``).
+    """
+    from pyspark import BarrierTaskContext
+
+    ctx = BarrierTaskContext.get()
+    index = ctx.partitionId()
+    infos = ctx.getTaskInfos()
+    host = infos[index].address.rsplit(":", 1)[0].strip("[]") or "127.0.0.1"
+    start = time.perf_counter()
+    listener = bind_listener(host, 0)
+    port = listener.getsockname()[1]
+    addresses = [tuple(json.loads(a)) for a in ctx.allGather(json.dumps([host, port]))]
+    if stats is not None:
+        stats["gather_seconds"] = time.perf_counter() - start
+    results = run_process(fn, index, len(addresses), 1, addresses, listener, secret,
+                          timeout=timeout, connect_timeout=max(timeout, 30.0), stats=stats)
+    return index, results[0]

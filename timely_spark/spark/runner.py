@@ -1,0 +1,94 @@
+"""``ts.spark.run``: run a worker function in N Spark barrier tasks."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Optional
+
+import cloudpickle
+
+from ..errors import TimelyError, most_telling
+from ..execute import _picklable, new_secret
+from .barrier import run_in_barrier_task
+from .preflight import check_session, task_slots
+
+__all__ = ["run", "SparkJobError"]
+
+log = logging.getLogger(__name__)
+
+
+class SparkJobError(TimelyError):
+    """The barrier job itself failed (a task or executor died, Spark gave up)."""
+
+
+def _partition_fn(fn_bytes: bytes, secret: bytes, timeout: float) -> Callable:
+    def partition(_: Any) -> Any:
+        from pyspark import BarrierTaskContext
+
+        fn = cloudpickle.loads(fn_bytes)
+        stats: dict = {}
+        index = BarrierTaskContext.get().partitionId()
+        try:
+            index, result = run_in_barrier_task(fn, secret, timeout, stats)
+            outcome = ("ok", result)
+        except (OSError, TimelyError, Exception) as exc:  # after the mesh: every task reports
+            outcome = ("error", _picklable(exc))
+        yield cloudpickle.dumps((index, outcome, stats), protocol=5)
+
+    return partition
+
+
+def _short(exc: BaseException, limit: int = 4000) -> str:
+    text = str(exc)
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max_attempts: int = 1,
+        timeout: float = 30.0, stats: Optional[dict] = None) -> list:
+    """Run ``fn(worker)`` in ``workers`` Spark barrier tasks (default: all task slots)
+    and return the results in worker order.
+
+    Each task binds a listener on its host, swaps addresses with ``allGather``,
+    builds the authenticated mesh (secret made here, shipped in the task closure)
+    and runs one worker.  Before launching, a clear ``SparkSetupError`` when the
+    session is stopped, dynamic allocation is on, or there are fewer task slots than
+    workers.  An error in a worker is raised here as ``WorkerError`` (worker index,
+    operator, original traceback).  Spark does not retry a failed barrier stage;
+    ``max_attempts`` retries the whole run from here.  ``stats`` (a dict) receives
+    per-task timings under ``"tasks"``.
+
+        results = ts.spark.run(spark, lambda worker: worker.index, workers=2)   # [0, 1]
+    """
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+    sc = check_session(spark, 1 if workers is None else workers)
+    if workers is None:
+        workers = task_slots(sc)
+        check_session(spark, workers)
+    fn_bytes = cloudpickle.dumps(fn, protocol=5)
+    failure: Optional[BaseException] = None
+    for attempt in range(1, max_attempts + 1):
+        secret = new_secret()
+        sc.setJobDescription(f"timely_spark.run: {workers} workers (attempt {attempt} of {max_attempts})")
+        try:
+            rows = (sc.parallelize(range(workers), workers).barrier()
+                    .mapPartitions(_partition_fn(fn_bytes, secret, timeout)).collect())
+        except Exception as exc:  # the stage failed; Spark will not retry it
+            failure = SparkJobError(f"the barrier job failed (attempt {attempt} of {max_attempts}): {_short(exc)}")
+            failure.__cause__ = exc
+        else:
+            decoded = sorted((cloudpickle.loads(r) for r in rows), key=lambda r: r[0])
+            errors = [outcome[1] for _, outcome, _ in decoded if outcome[0] == "error"]
+            if not errors:
+                if stats is not None:
+                    stats["tasks"] = [s for _, _, s in decoded]
+                    stats["attempts"] = attempt
+                return [outcome[1] for _, outcome, _ in decoded]
+            failure = most_telling(errors)
+        finally:
+            sc.setJobDescription(None)
+        if attempt < max_attempts:
+            log.warning("timely_spark.run: attempt %d of %d failed (%s); retrying", attempt, max_attempts,
+                        str(failure).splitlines()[0])
+    assert failure is not None
+    raise failure
