@@ -29,50 +29,81 @@ INF = float("inf")
 
 def label_propagation(scope, edges):
     """``edges``: a stream of ``(a, b)`` in both directions.  Returns a stream of
-    ``(vertex, smallest vertex id in its component)`` at the outer time, one per vertex."""
+    ``(vertex, smallest vertex id in its component)`` at the outer time, one per vertex.
+
+    Each edge lives on the worker that owns its first vertex (``a % peers``).  Once
+    all edges are in, each worker contracts its edges with a union-find; inside the
+    timely loop, a component's label is the smallest id it has heard of, and
+    whenever it drops, the new label goes to the component's vertices owned by other
+    workers.  The loop ends when no label changes anywhere.
+    """
+    from timely_spark.dataflow.operator import OperatorBuilder
+    from timely_spark.dataflow.ports import OutputHandle
 
     def loop(inner):
         handle, cycle = inner.feedback(1)
         links = edges.enter(inner)
-        proposals = edges.map(lambda e: (e[0], e[0])).enter(inner).concat(cycle)
+        b = OperatorBuilder(inner, "Propagate")
+        edge_in = b.new_input(links, lambda e: e[0])
+        proposal_in = b.new_input(cycle, lambda p: p[0])
+        ports = [b.new_output() for _ in range(2)]
+        out_proposals, out_labels = (OutputHandle(port, b.core) for port, _ in ports)
+        b.core.handles.extend([out_proposals, out_labels])
+        cap = {"initial": b.initial_capability()}
+        peers, index = inner.peers, inner.index
+        parent: dict = {}
+        label: dict = {}                  # root -> smallest id heard of
+        members: dict = {}                # root -> vertices this worker owns
+        boundary: dict = {}               # root -> vertices owned by other workers
 
-        def propagate(cap, info):
-            cap.drop()
-            adjacency: dict = {}
-            label: dict = {}
-            waiting: list = []
+        def find(x):
+            root = x
+            while parent.get(root, root) != root:
+                root = parent[root]
+            while parent.get(x, x) != root:
+                parent[x], x = root, parent[x]
+            return root
 
-            def logic(edge_in, proposal_in, out):
-                for _, batch in edge_in:
-                    for a, b in batch:
-                        adjacency.setdefault(a, []).append(b)
-                for icap, batch in proposal_in:
-                    waiting.append((icap.retain(), batch))
-                if not edge_in.frontier.is_empty():   # every edge first
-                    return
-                for held, batch in waiting:
-                    changed = {}
+        def contract():
+            for v in list(parent):
+                find(v)
+            for v in parent:
+                r = parent[v]
+                label[r] = min(label.get(r, v), v)
+                (members if v % peers == index else boundary).setdefault(r, []).append(v)
+
+        def send(held, roots):
+            out_proposals.session(held).give_batch([(b, label[r]) for r in roots for b in boundary.get(r, ())])
+            out_labels.session(held).give_batch([(v, label[r]) for r in roots for v in members.get(r, ())])
+
+        def logic():
+            for _, batch in edge_in:
+                for a, c in batch:
+                    ra, rc = find(a), find(c)
+                    if ra != rc:                       # the smaller root wins
+                        parent[max(ra, rc)] = min(ra, rc)
+                    parent.setdefault(a, a)            # every vertex is known (roots point to themselves)
+                    parent.setdefault(c, c)
+            initial = cap["initial"]
+            if initial is not None and edge_in.frontier.is_empty():   # every edge is in
+                contract()
+                send(initial, list(label))
+                initial.drop()
+                cap["initial"] = None
+            if initial is None or edge_in.frontier.is_empty():
+                for held, batch in proposal_in:
+                    changed = set()
                     for v, l in batch:
-                        if l < label.get(v, INF):
-                            label[v] = l
-                            changed[v] = l
-                    best: dict = {}
-                    for v, l in changed.items():
-                        for n in adjacency.get(v, ()):
-                            if l < best.get(n, INF) and l < label.get(n, INF):
-                                best[n] = l
-                    session = out.session(held)
-                    session.give_batch([("P", p) for p in best.items()])
-                    session.give_batch([("L", p) for p in changed.items()])
-                    held.drop()
-                waiting.clear()
+                        r = find(v)
+                        if l < label.get(r, l + 1):
+                            label[r] = l
+                            changed.add(r)
+                    if changed:
+                        send(held, changed)
 
-            return logic
-
-        step = links.binary_frontier(proposals, lambda e: e[0], lambda p: p[0], "Propagate", propagate)
-        updates, more = step.branch(lambda x: x[0] == "P")
-        more.map(lambda x: x[1]).connect_loop(handle)
-        return updates.map(lambda x: x[1]).leave()
+        b.build(logic, notify=True)
+        ports[0][1].connect_loop(handle)
+        return ports[1][1].leave()
 
     def keep_min(acc, batch):
         for v, l in batch:

@@ -1,6 +1,8 @@
 """The local jobs run as the README shows them."""
 
 import subprocess
+
+import pytest
 import sys
 from pathlib import Path
 
@@ -25,7 +27,8 @@ def test_hello_timely_counts_each_epoch():
 
 
 def test_jobs_have_help():
-    for job in ["hello_timely.py", "bench_engine.py", "bench_mesh.py"]:
+    for job in ["hello_timely.py", "bench_engine.py", "bench_mesh.py", "connected_components.py",
+                "wordcount.py", "bench_connected_components.py"]:
         assert "usage" in run_job(job, "--help")
 
 
@@ -37,3 +40,9 @@ def test_bench_engine_runs_small():
 def test_bench_mesh_runs_small():
     out = run_job("bench_mesh.py", "--records", "40000", "--arrow-mb", "16", "--trips", "50", timeout=300)
     assert "records/s per worker" in out and "GB/s" in out and "per round trip" in out
+
+
+@pytest.mark.slow
+def test_bench_connected_components_runs_small():
+    out = run_job("bench_connected_components.py", "--vertices", "2000", "--edges", "3000", timeout=600)
+    assert "(b)/(a)" in out and "(a)/(c)" in out and "mesh set-up" in out
