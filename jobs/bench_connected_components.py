@@ -22,28 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import timely_spark as ts  # noqa: E402
-from connected_components import connected_components, random_edges  # noqa: E402
-
-
-def union_find(edges: list[tuple[int, int]]) -> dict[int, int]:
-    parent: dict[int, int] = {}
-
-    def find(x: int) -> int:
-        root = x
-        while parent.get(root, root) != root:
-            root = parent[root]
-        while parent.get(x, x) != root:
-            parent[x], x = root, parent[x]
-        return root
-
-    for a, b in edges:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            if ra < rb:
-                parent[rb] = ra
-            else:
-                parent[ra] = rb
-    return {v: find(v) for e in edges for v in e}
+from connected_components import connected_components, random_edges, union_find  # noqa: E402
 
 
 def dataframe_label_propagation(edges_df) -> tuple[dict[int, int], int]:

@@ -57,12 +57,7 @@ def label_propagation(scope, edges):
         boundary: dict = {}               # root -> vertices owned by other workers
 
         def find(x):
-            root = x
-            while parent.get(root, root) != root:
-                root = parent[root]
-            while parent.get(x, x) != root:
-                parent[x], x = root, parent[x]
-            return root
+            return find_root(parent, x)
 
         def contract():
             for v in list(parent):
@@ -112,6 +107,26 @@ def label_propagation(scope, edges):
         return acc
 
     return scope.iterative(loop).accumulate({}, keep_min).flat_map(lambda labels: labels.items())
+
+
+def find_root(parent: dict, x):
+    """Union-find lookup with path compression (a vertex missing from ``parent`` is a root)."""
+    root = x
+    while parent.get(root, root) != root:
+        root = parent[root]
+    while parent.get(x, x) != root:
+        parent[x], x = root, parent[x]
+    return root
+
+
+def union_find(edges) -> dict:
+    """The plain reference: ``{vertex: smallest vertex id in its component}`` by union-find."""
+    parent: dict = {}
+    for a, b in edges:
+        ra, rb = find_root(parent, a), find_root(parent, b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return {v: find_root(parent, v) for e in edges for v in e}
 
 
 def components(scope, batches):

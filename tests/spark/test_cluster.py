@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from .unionfind import components
+from .jobs_path import union_find as components
 
 ROOT = Path(__file__).resolve().parents[2]
 

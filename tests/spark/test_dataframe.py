@@ -6,7 +6,7 @@ import pytest
 
 import timely_spark as ts
 
-from .unionfind import components
+from .jobs_path import union_find as components
 
 
 def test_record_batches_in_and_out(spark):
@@ -33,10 +33,6 @@ def test_plain_rows_in_and_out_with_exchange_and_aggregation(spark):
 
 
 def test_connected_components_through_the_bridge(spark):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "jobs"))
     from connected_components import connected_components
 
     edges = [(1, 2), (2, 3), (4, 5), (6, 6), (7, 8), (8, 9), (9, 7), (3, 10)]

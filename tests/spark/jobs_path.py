@@ -1,0 +1,10 @@
+"""The jobs' own modules, importable from the tests."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "jobs"))
+
+from connected_components import union_find  # noqa: E402
+
+__all__ = ["union_find"]
