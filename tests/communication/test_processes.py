@@ -4,8 +4,7 @@ import pytest
 
 import timely_spark as ts
 
-from ..dataflow.helpers import collect, epochs, per_worker
-from ..dataflow.test_loops import collatz_steps
+from ..dataflow.helpers import collatz_dataflow, collatz_steps, collect, epochs, per_worker
 
 
 LAYOUTS = [(2, 1), (3, 1), (2, 2)]   # (processes, threads)
@@ -33,25 +32,7 @@ def test_broadcast_matches_threads(processes, threads):
 
 @pytest.mark.parametrize("processes,threads", [(2, 1), (3, 1)])
 def test_loop_with_exchange_across_processes(processes, threads):
-    def build(scope):
-        start = scope.to_stream(range(1, 201) if scope.index == 0 else [])
-
-        def loop(inner):
-            handle, cycle = inner.feedback(1)
-            state = start.map(lambda n: (n, n)).enter(inner).concat(cycle)
-            done, going = state.branch(lambda s: s[1] != 1)
-            going.exchange(lambda s: s[1]).map(
-                lambda s: (s[0], s[1] // 2 if s[1] % 2 == 0 else 3 * s[1] + 1)).connect_loop(handle)
-
-            def rounds(cap, info):
-                cap.drop()
-                return lambda i, o: [o.session(t).give_batch([(s[0], t.time.inner) for s in b]) for t, b in i]
-
-            return done.unary(None, "Rounds", rounds).leave()
-
-        return scope.iterative(loop)
-
-    out = collect(build, threads=threads, processes=processes)
+    out = collect(lambda scope: collatz_dataflow(scope, range(1, 201)), threads=threads, processes=processes)
     assert sorted(x for _, x in out) == [(n, collatz_steps(n)) for n in range(1, 201)]
 
 

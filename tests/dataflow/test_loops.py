@@ -5,42 +5,12 @@ import pytest
 import timely_spark as ts
 from timely_spark import Product
 
-from .helpers import collect
-
-
-def collatz_steps(n):
-    steps = 0
-    while n != 1:
-        n = n // 2 if n % 2 == 0 else 3 * n + 1
-        steps += 1
-    return steps
+from .helpers import collatz_dataflow, collatz_steps, collect
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_collatz_step_counts_of_1_to_1000(threads):
-    def build(scope):
-        start = scope.to_stream(range(1, 1001) if scope.index == 0 else [])
-
-        def loop(inner):
-            handle, cycle = inner.feedback(1)
-            state = start.map(lambda n: (n, n)).enter(inner).concat(cycle)
-            done, going = state.branch(lambda s: s[1] != 1)
-            step = going.exchange(lambda s: s[0]).map(lambda s: (s[0], s[1] // 2 if s[1] % 2 == 0 else 3 * s[1] + 1))
-            step.connect_loop(handle)
-            # the round at which a number reaches 1 is its step count
-            return done.inspect_time(lambda t, s: None).map_batches(lambda b: b).leave_with_round()
-
-        return scope.iterative(loop)
-
-    def leave_with_round(stream):
-        return stream.unary(None, "Round", lambda cap, info: (cap.drop(), lambda i, o: [
-            o.session(t).give_batch([(s[0], t.time.inner) for s in b]) for t, b in i])[1]).leave()
-
-    ts.Stream.leave_with_round = leave_with_round
-    try:
-        out = collect(build, threads=threads)
-    finally:
-        del ts.Stream.leave_with_round
+    out = collect(lambda scope: collatz_dataflow(scope, range(1, 1001)), threads=threads)
     assert sorted(x for _, x in out) == [(n, collatz_steps(n)) for n in range(1, 1001)]
     assert {t for t, _ in out} == {0}       # all results leave at the outer time 0
 
