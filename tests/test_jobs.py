@@ -28,7 +28,8 @@ def test_hello_timely_counts_each_epoch():
 
 def test_jobs_have_help():
     for job in ["hello_timely.py", "bench_engine.py", "bench_mesh.py", "connected_components.py",
-                "wordcount.py", "bench_connected_components.py"]:
+                "wordcount.py", "bench_connected_components.py", "barrier_demo.py", "sequencer_demo.py",
+                "bench_sync.py"]:
         assert "usage" in run_job(job, "--help")
 
 
@@ -46,3 +47,28 @@ def test_bench_mesh_runs_small():
 def test_bench_connected_components_runs_small():
     out = run_job("bench_connected_components.py", "--vertices", "2000", "--edges", "3000", timeout=600)
     assert "(b)/(a)" in out and "(a)/(c)" in out and "mesh set-up" in out
+
+
+def test_barrier_demo_resynchronizes():
+    out = run_job("barrier_demo.py", "-w", "2", "--rounds", "3", "--unit", "0.1")
+    lines = [line.split() for line in out.splitlines()]
+    assert len(lines) == 6
+    for r in range(3):
+        after = [float(line[3].rstrip("s")) for line in lines if line[1] == "0:"][r], \
+                [float(line[3].rstrip("s")) for line in lines if line[1] == "1:"][r]
+        before1 = [float(line[2].rstrip("s")) for line in lines if line[1] == "1:"][r]
+        assert min(after) >= before1 - 0.001      # nobody left before worker 1 arrived
+
+
+def test_sequencer_demo_shows_one_order():
+    out = run_job("sequencer_demo.py", "-w", "2", "--rounds", "3", "--unit", "0.05")
+    seen = {0: [], 1: []}
+    for line in out.splitlines():
+        parts = line.split("\t")
+        seen[int(parts[1].split()[1].rstrip(":"))].append(parts[2].split("recv'd: ")[1])
+    assert seen[0] == seen[1] and len(seen[0]) == 6
+
+
+def test_bench_sync_runs_small():
+    out = run_job("bench_sync.py", "--rounds", "200", "--no-spark", timeout=300)
+    assert "Barrier, 2 processes" in out and "median" in out

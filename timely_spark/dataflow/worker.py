@@ -40,6 +40,7 @@ class Worker:
         self._dataflows: list[Subgraph] = []
         self._active: list[Subgraph] = []
         self._inputs: list[Any] = []
+        self._closers: list[Any] = []     # closed when the worker function returns (sequencers)
 
     def __repr__(self) -> str:
         return f"Worker({self.index} of {self.peers})"
@@ -108,7 +109,7 @@ class Worker:
     def _finish(self) -> None:
         """What happens when the worker function returns: close this worker's inputs
         and run the dataflows to completion."""
-        for handle in self._inputs:
+        for handle in self._inputs + self._closers:
             handle.close()
         while self.step():
             pass
