@@ -32,8 +32,6 @@ from typing import Any, Iterator, Optional
 
 __all__ = ["Sequencer"]
 
-_EMPTY = object()
-
 
 class Sequencer:
     """Atomic broadcast among the workers.  Create in the same order on every worker."""
@@ -85,9 +83,9 @@ class Sequencer:
             return logic
 
         proposals = source(scope, "SequencerSource", constructor).broadcast()
+        pending: dict[int, list] = {}      # time -> elements received at that time
 
         def release(input: Any) -> None:
-            pending = release.pending
             for cap, batch in input:
                 pending.setdefault(cap.time, []).extend(batch)
                 if cap.time > self._seen[0]:
@@ -99,7 +97,6 @@ class Sequencer:
                 for _, _, element in sorted(pending.pop(t), key=lambda e: (e[0], e[1])):
                     self._recv.append(element)
 
-        release.pending = {}  # type: ignore[attr-defined]
         proposals.sink(None, "SequencerSink", release)
 
     # ---- the API ---------------------------------------------------------------------
