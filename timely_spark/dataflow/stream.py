@@ -429,6 +429,25 @@ class Stream:
 
         return connect_vertex(vertex, [self, *others], pact)
 
+    # ---- capture (see timely_spark.capture) --------------------------------------------------
+    def capture_into(self, pusher: Any, name: str = "Capture") -> None:
+        """Record everything this stream shows -- data batches and frontier changes -- as
+        events pushed into ``pusher`` (anything with ``push(event)``)."""
+        from ..capture.capture import capture_into
+
+        capture_into(self, pusher, name)
+
+    def capture(self, name: str = "Capture") -> Any:
+        """Capture into an in-process :class:`~timely_spark.capture.EventQueue`, returned.
+
+        >>> import timely_spark as ts
+        >>> ts.capture.extract(ts.example(lambda s: s.to_stream([2, 1]).capture()))
+        [(0, [1, 2])]
+        """
+        from ..capture.capture import capture
+
+        return capture(self, name)
+
 
 from .operators import aggregation as _agg  # noqa: E402
 from .operators import core as _core  # noqa: E402

@@ -177,7 +177,9 @@ class Subgraph(Operate):
         if self._pending:
             self._run_children()
         self._send_progress()
-        return bool(self._incomplete) or tracker.tracking_anything()
+        # children activated by the last propagation (a final frontier change) must
+        # still run: the scope is complete only when nothing is pending either
+        return bool(self._incomplete) or bool(self._pending) or tracker.tracking_anything()
 
     # ---- activation ----------------------------------------------------------------------
     def activate_child(self, i: int) -> None:

@@ -6,6 +6,7 @@ order (channels are numbered in build order, so this is what lines them up).
 
 from __future__ import annotations
 
+import heapq
 import time
 from typing import Any, Callable, Optional, TypeVar
 
@@ -41,6 +42,7 @@ class Worker:
         self._active: list[Subgraph] = []
         self._inputs: list[Any] = []
         self._closers: list[Any] = []     # closed when the worker function returns (sequencers)
+        self._timers: list[tuple[float, int, Callable[[], None]]] = []   # (deadline, n, activate)
 
     def __repr__(self) -> str:
         return f"Worker({self.index} of {self.peers})"
@@ -68,6 +70,11 @@ class Worker:
     def _activate_dataflow(self, graph: Subgraph) -> None:
         self._active.append(graph)
 
+    def activate_after(self, activate: Callable[[], None], delay: float) -> None:
+        """Call ``activate()`` (an operator's activator) once ``delay`` seconds have passed;
+        until then the worker may park instead of spinning."""
+        heapq.heappush(self._timers, (time.monotonic() + delay, len(self._timers), activate))
+
     # ---- running --------------------------------------------------------------------
     def step(self) -> bool:
         """Run every activated operator once; if nothing was ready, wait up to a short
@@ -78,10 +85,17 @@ class Worker:
                     handle.flush()
         allocator = self.allocator
         allocator.receive()
+        timers = self._timers
+        if timers:
+            now = time.monotonic()
+            while timers and timers[0][0] <= now:
+                heapq.heappop(timers)[2]()
         if not self._active:
             if not self._dataflows:
                 return False
-            allocator.receive(PARK)
+            park = PARK if not timers else max(0.0, min(PARK, timers[0][0] - time.monotonic()))
+            if park:
+                allocator.receive(park)
         if self._active:
             active, self._active = self._active, []
             seen = set()

@@ -1,0 +1,14 @@
+"""Capture and replay: streams as event logs, and event logs as streams.
+
+``stream.capture_into(pusher)`` / ``stream.capture()`` record data and frontier
+changes; ``replay_into(sources, scope)`` rebuilds a stream from any number of them;
+``extract(events)`` groups data by time.  ``EventWriter`` / ``EventReader`` carry
+events over sockets and files; ``ParquetEventWriter`` / ``ParquetEventReader``
+keep them as Parquet datasets that Spark reads.
+"""
+
+from .event import Event, EventQueue, Messages, Progress, as_source
+from .extract import extract
+from .replay import replay_into
+
+__all__ = ["Event", "EventQueue", "Messages", "Progress", "as_source", "extract", "replay_into"]
