@@ -10,5 +10,6 @@ keep them as Parquet datasets that Spark reads.
 from .event import Event, EventQueue, Messages, Progress, as_source
 from .extract import extract
 from .replay import replay_into
+from .stream_io import EventReader, EventStreamError, EventWriter
 
-__all__ = ["Event", "EventQueue", "Messages", "Progress", "as_source", "extract", "replay_into"]
+__all__ = ["EventReader", "EventStreamError", "EventWriter", "Event", "EventQueue", "Messages", "Progress", "as_source", "extract", "replay_into"]

@@ -1,0 +1,44 @@
+"""The capture seed's receiver: replay N captured streams into this run's workers.
+
+``capture_recv.py N`` listens for N senders on 127.0.0.1:(port_base + i), i < N;
+worker w takes the senders with i % peers == w, and all of them replay what they
+receive into one stream, printing each record.  With 5 senders the output is 50
+lines: five copies of 0..9, interleaved.
+
+    python jobs/capture_recv.py 5 -w 3 &
+    python jobs/capture_send.py -w 5
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import timely_spark as ts
+from timely_spark.capture import EventReader, replay_into
+from timely_spark.communication.tcp import bind_listener
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     add_help=False)
+    parser.add_argument("--help", action="help")
+    parser.add_argument("source_peers", type=int)
+    parser.add_argument("--port-base", type=int, default=8000)
+    args, timely_args = parser.parse_known_args()
+
+    def work(worker):
+        listeners = [bind_listener("127.0.0.1", args.port_base + i)
+                     for i in range(args.source_peers) if i % worker.peers == worker.index]
+        readers = []
+        for listener in listeners:
+            listener.settimeout(120)
+            sock, _ = listener.accept()
+            listener.close()
+            readers.append(EventReader(sock))
+        worker.dataflow(lambda scope: replay_into(readers, scope).inspect(lambda x: print(f"replayed: {x}", flush=True)))
+
+    ts.execute_from_args(work, timely_args)
+
+
+if __name__ == "__main__":
+    main()
