@@ -1,0 +1,415 @@
+"""Event logs as Parquet datasets that Spark reads directly.
+
+Layout: one directory per capturing worker, ``<path>/worker=<i>/``, holding
+``part-<n>.parquet`` files written in order (each written to a hidden temporary
+file, then renamed: a reader never sees half a file) and, once the writer is
+closed, an empty ``_CLOSED`` file.
+
+Each file's rows, in event order:
+
+* ``seq`` (int64) -- the event's number in this worker's stream (rows of one event
+  share it; files and rows are in ``seq`` order);
+* ``kind`` (int8) -- 0 for a data record, 1 for a progress update;
+* ``time`` -- int64 for int times, a struct for ``Product`` (``outer``, ``inner``) and
+  tuple (``f0``, ``f1``...) times;
+* ``diff`` (int64) -- the progress update's count (null on data rows);
+* the record: its fields as typed columns when records are dicts of scalars,
+  tuples of scalars (``f0``...), scalars (``value``) or Arrow record batches;
+  otherwise ``payload``, the pickled record.
+
+The file metadata names the log format, the time type, the record layout, the
+worker and the number of capturing workers, which is how readers check that a
+file belongs to the log and that a time is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import time as _time
+from pathlib import Path
+from typing import Any, Optional
+
+from ..errors import TimelyError
+from ..progress import Product
+from .event import Messages, Progress
+
+__all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_dirs", "time_type"]
+
+FORMAT = "timely_spark.event_log.v1"
+RESERVED = ("seq", "kind", "time", "diff", "worker")
+_PART = re.compile(r"^part-(\d{6,})\.parquet$")
+
+
+class EventLogError(TimelyError):
+    """A file or directory that is not (a valid part of) the expected event log."""
+
+
+# ---- times -------------------------------------------------------------------------------
+def time_type(t: Any) -> Any:
+    """A JSON-able description of a timestamp's type: "int", {"product": [o, i]}, {"tuple": [...]}."""
+    if type(t) is Product:
+        return {"product": [time_type(t[0]), time_type(t[1])]}
+    if isinstance(t, tuple):
+        return {"tuple": [time_type(x) for x in t]}
+    if isinstance(t, int) and not isinstance(t, bool):
+        return "int"
+    raise EventLogError(f"{t!r} is not a timestamp an event log can hold")
+
+
+def _arrow_time(desc: Any) -> Any:
+    import pyarrow as pa
+
+    if desc == "int":
+        return pa.int64()
+    if "product" in desc:
+        return pa.struct([("outer", _arrow_time(desc["product"][0])), ("inner", _arrow_time(desc["product"][1]))])
+    return pa.struct([(f"f{i}", _arrow_time(d)) for i, d in enumerate(desc["tuple"])])
+
+
+def _to_plain(t: Any) -> Any:
+    if type(t) is Product:
+        return {"outer": _to_plain(t[0]), "inner": _to_plain(t[1])}
+    if isinstance(t, tuple):
+        return {f"f{i}": _to_plain(x) for i, x in enumerate(t)}
+    return t
+
+
+def _from_plain(v: Any, desc: Any) -> Any:
+    if desc == "int":
+        return v
+    if "product" in desc:
+        return Product(_from_plain(v["outer"], desc["product"][0]), _from_plain(v["inner"], desc["product"][1]))
+    return tuple(_from_plain(v[f"f{i}"], d) for i, d in enumerate(desc["tuple"]))
+
+
+# ---- records -----------------------------------------------------------------------------
+_SCALARS = (bool, int, float, str, bytes, type(None))
+
+
+def _layout(record: Any) -> str:
+    if type(record).__name__ == "RecordBatch" and type(record).__module__.startswith("pyarrow"):
+        return "arrow"
+    if isinstance(record, dict) and record and all(isinstance(k, str) for k in record) \
+            and all(isinstance(v, _SCALARS) for v in record.values()):
+        return "dict"
+    if isinstance(record, tuple) and record and all(isinstance(v, _SCALARS) for v in record):
+        return "tuple"
+    if isinstance(record, _SCALARS):
+        return "value"
+    return "pickle"
+
+
+class ParquetEventWriter:
+    """Push events into ``<path>/worker=<worker>/`` as Parquet files.
+
+    Data is buffered and written as a new file when a progress event arrives and
+    ``flush_seconds`` have passed since the last file, when ``max_rows`` rows are
+    buffered, and at ``close()``.  A crashed writer loses only its unflushed tail.
+
+    >>> import tempfile, timely_spark as ts
+    >>> from timely_spark.capture import ParquetEventWriter, ParquetEventReader, extract
+    >>> path = tempfile.mkdtemp()
+    >>> w = ParquetEventWriter(path)
+    >>> ts.example(lambda s: s.to_stream([{"word": "a", "n": 1}]).capture_into(w)); w.close()
+    >>> extract(iter(ParquetEventReader(path)))
+    [(0, [{'word': 'a', 'n': 1}])]
+    """
+
+    def __init__(self, path: Any, worker: int = 0, peers: int = 1, flush_seconds: float = 1.0,
+                 max_rows: int = 1_000_000) -> None:
+        self.root = Path(path)
+        self.dir = self.root / f"worker={worker}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        existing = [p for p in self.dir.iterdir() if _PART.match(p.name)]
+        if existing or (self.dir / "_CLOSED").exists():
+            raise EventLogError(f"{self.dir}: already holds an event log; write a new one elsewhere")
+        self.worker, self.peers = worker, peers
+        self.flush_seconds, self.max_rows = flush_seconds, max_rows
+        self._events: list[Any] = []
+        self._rows = 0
+        self._seq = 0
+        self._part = 0
+        self._last_flush = _time.monotonic()
+        self._time_desc: Any = None
+        self._layout: Optional[str] = None
+        self._schema: Any = None
+        self.closed = False
+
+    def push(self, event: Any) -> None:
+        if self.closed:
+            raise EventLogError(f"{self.dir}: the writer is closed")
+        self._events.append((self._seq, event))
+        self._seq += 1
+        if type(event) is Messages:
+            self._rows += len(event.data) if self._layout != "arrow" else sum(rb.num_rows for rb in event.data)
+        else:
+            self._rows += len(event.updates)
+            if _time.monotonic() - self._last_flush >= self.flush_seconds:
+                self.flush()
+                return
+        if self._rows >= self.max_rows:
+            self.flush()
+
+    def _record_columns(self, records: list, n_progress: int) -> dict[str, Any]:
+        """Columns for the data rows (then ``n_progress`` null rows)."""
+        import pyarrow as pa
+
+        layout = self._layout
+        if layout == "arrow":
+            table = pa.Table.from_batches(records)
+            cols = {name: table.column(name) for name in table.column_names}
+        elif layout == "dict":
+            cols = {k: pa.array([r[k] for r in records]) for k in records[0]} if records else {}
+        elif layout == "tuple":
+            cols = {f"f{i}": pa.array(list(c)) for i, c in enumerate(zip(*records))} if records else {}
+        elif layout == "value":
+            cols = {"value": pa.array(records)} if records else {}
+        else:
+            cols = {"payload": pa.array([pickle.dumps(r, protocol=5) for r in records], pa.binary())}
+        return cols
+
+    def flush(self, closing: bool = False) -> None:
+        """Write what is buffered as one new file (atomically).  Until the first data
+        record shows the records' columns, progress waits in the buffer (every file of
+        a log has the same columns), except when closing."""
+        if not self._events:
+            return
+        if self._layout is None and not closing and not any(
+                type(e) is Messages and e.data for _, e in self._events):
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        events, self._events, self._rows = self._events, [], 0
+        seqs: list[int] = []
+        kinds: list[int] = []
+        times: list[Any] = []
+        diffs: list[Any] = []
+        records: list[Any] = []
+        p_seqs, p_times, p_diffs = [], [], []
+        for seq, event in events:
+            if type(event) is Messages:
+                t = event.time
+                if self._time_desc is None:
+                    self._time_desc = time_type(t)
+                if event.data and self._layout is None:
+                    self._layout = _layout(event.data[0])
+                if self._layout == "arrow":
+                    n = sum(rb.num_rows for rb in event.data)
+                    records.extend(event.data)
+                else:
+                    n = len(event.data)
+                    records.extend(event.data)
+                seqs.extend([seq] * n)
+                times.extend([_to_plain(t)] * n)
+            else:
+                for t, d in event.updates:
+                    if self._time_desc is None:
+                        self._time_desc = time_type(t)
+                    p_seqs.append(seq)
+                    p_times.append(_to_plain(t))
+                    p_diffs.append(d)
+        n_data = len(seqs)
+        kinds = [0] * n_data + [1] * len(p_seqs)
+        diffs = [None] * n_data + p_diffs
+        time_arrow = _arrow_time(self._time_desc or "int")
+        columns: dict[str, Any] = {
+            "seq": pa.array(seqs + p_seqs, pa.int64()),
+            "kind": pa.array(kinds, pa.int8()),
+            "time": pa.array(times + p_times, time_arrow),
+            "diff": pa.array(diffs, pa.int64()),
+        }
+        if self._layout is not None and not records and self._schema is not None:
+            for field in self._schema:   # a file of progress only: the record columns are null
+                if field.name not in columns:
+                    columns[field.name] = pa.nulls(len(p_seqs), field.type)
+        elif self._layout is not None:
+            for name, col in self._record_columns(records, len(p_seqs)).items():
+                if name in RESERVED:
+                    raise EventLogError(f"{self.dir}: record field {name!r} clashes with the event log's columns "
+                                        f"{RESERVED}")
+                col = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+                columns[name] = pa.concat_arrays([col, pa.nulls(len(p_seqs), col.type)]) if p_seqs else col
+        table = pa.table(columns)
+        if p_seqs and n_data:   # interleave data and progress rows in event order (stable)
+            import pyarrow.compute as pc
+
+            table = table.take(pc.sort_indices(table, [("seq", "ascending")]))
+        if self._schema is None:
+            self._schema = table.schema
+        elif not table.schema.equals(self._schema):
+            if set(table.schema.names) == set(self._schema.names):
+                table = table.select(self._schema.names).cast(self._schema)
+            else:
+                raise EventLogError(f"{self.dir}: records changed shape: {table.schema} after {self._schema}")
+        meta = {"format": FORMAT, "time": self._time_desc or "int", "records": self._layout or "none",
+                "worker": self.worker, "peers": self.peers}
+        table = table.replace_schema_metadata({b"timely": json.dumps(meta).encode()})
+        name = f"part-{self._part:06d}.parquet"
+        tmp = self.dir / f".{name}.tmp"
+        pq.write_table(table, tmp)
+        os.replace(tmp, self.dir / name)
+        self._part += 1
+        self._last_flush = _time.monotonic()
+
+    def close(self) -> None:
+        """Flush and mark the log complete (idempotent)."""
+        if not self.closed:
+            self.flush(closing=True)
+            self.closed = True
+            (self.dir / "_CLOSED").touch()
+
+
+def worker_dirs(path: Any) -> list[Path]:
+    """The ``worker=<i>`` directories of an event log, by worker index."""
+    root = Path(path)
+    if not root.is_dir():
+        raise EventLogError(f"{root}: no such directory")
+    found = []
+    for p in root.iterdir():
+        m = re.match(r"^worker=(\d+)$", p.name)
+        if m and p.is_dir():
+            found.append((int(m.group(1)), p))
+    if not found:
+        raise EventLogError(f"{root}: not an event log (no worker=<i> directories)")
+    return [p for _, p in sorted(found)]
+
+
+def read_meta(file: Path) -> dict:
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(file)
+    except Exception as exc:
+        raise EventLogError(f"{file}: not a readable Parquet file ({exc})") from exc
+    raw = (schema.metadata or {}).get(b"timely")
+    if raw is None:
+        raise EventLogError(f"{file}: not part of a timely_spark event log (no timely metadata)")
+    meta = json.loads(raw)
+    if meta.get("format") != FORMAT:
+        raise EventLogError(f"{file}: unknown event log format {meta.get('format')!r}")
+    return meta
+
+
+class ParquetEventReader:
+    """Events from one worker's directory of a Parquet event log (``<path>/worker=<i>``,
+    or ``path`` itself with ``worker=None``), in order.
+
+    ``next()`` returns the next event, None when the writer has not written more yet,
+    and raises StopIteration once every file is read and the writer closed the log.
+    Hidden temporary files (a writer's unfinished or crashed tail) are ignored.
+    ``time`` (an example timestamp) makes a mismatched time type an error.
+    """
+
+    def __init__(self, path: Any, worker: Optional[int] = 0, time: Any = None) -> None:
+        root = Path(path)
+        self.dir = root / f"worker={worker}" if worker is not None else root
+        if not self.dir.is_dir():
+            if root.is_dir() and worker is not None:
+                worker_dirs(root)   # raises "not an event log" when it is not one
+            raise EventLogError(f"{self.dir}: no such event log directory")
+        self._expected_time = time_type(time) if time is not None else None
+        self._meta: Optional[dict] = None
+        self._schema: Any = None
+        self._next_part = 0
+        self._pending: list[Any] = []
+
+    def _part_files(self) -> list[Path]:
+        files = []
+        for p in self.dir.iterdir():
+            m = _PART.match(p.name)
+            if m:
+                files.append((int(m.group(1)), p))
+        return [p for _, p in sorted(files)]
+
+    def _load(self, file: Path) -> None:
+        import pyarrow.parquet as pq
+
+        meta = read_meta(file)
+        if self._meta is None:
+            if self._expected_time is not None and meta["time"] != self._expected_time:
+                raise EventLogError(f"{file}: times are {meta['time']}, expected {self._expected_time}")
+            self._meta = meta
+        elif (meta["time"], meta["worker"], meta["peers"]) != (self._meta["time"], self._meta["worker"],
+                                                                self._meta["peers"]):
+            raise EventLogError(f"{file}: belongs to another stream ({meta} after {self._meta})")
+        try:
+            table = pq.read_table(file)
+        except Exception as exc:
+            raise EventLogError(f"{file}: cannot be read ({exc})") from exc
+        schema = table.schema.remove_metadata()
+        if self._schema is None:
+            self._schema = schema
+        elif not schema.equals(self._schema):
+            raise EventLogError(f"{file}: its columns differ from the rest of the stream ({schema})")
+        self._pending.extend(self._events(table, meta))
+
+    def _events(self, table: Any, meta: dict) -> list[Any]:
+        import pyarrow as pa
+
+        desc, layout = meta["time"], meta["records"]
+        seqs = table.column("seq").to_pylist()
+        kinds = table.column("kind").to_pylist()
+        times = table.column("time").to_pylist()
+        diffs = table.column("diff").to_pylist()
+        names = [n for n in table.column_names if n not in RESERVED]
+        if layout == "arrow":
+            data_cols = None
+        elif layout == "pickle":
+            data_cols = [table.column("payload").to_pylist()]
+        else:
+            data_cols = [table.column(n).to_pylist() for n in names]
+        events: list[Any] = []
+        i, n = 0, table.num_rows
+        while i < n:
+            j = i
+            while j < n and seqs[j] == seqs[i] and kinds[j] == kinds[i]:
+                j += 1
+            if kinds[i] == 1:
+                events.append(Progress([(_from_plain(times[k], desc), diffs[k]) for k in range(i, j)]))
+            else:
+                t = _from_plain(times[i], desc)
+                if layout == "arrow":
+                    records = [pa.record_batch(table.slice(i, j - i).select(names).to_batches()[0])
+                               if j > i else None]
+                    records = [r for r in records if r is not None]
+                elif layout == "pickle":
+                    records = [pickle.loads(b) for b in data_cols[0][i:j]]
+                elif layout == "dict":
+                    records = [dict(zip(names, vals)) for vals in zip(*(c[i:j] for c in data_cols))]
+                elif layout == "tuple":
+                    records = [tuple(vals) for vals in zip(*(c[i:j] for c in data_cols))]
+                else:
+                    records = list(data_cols[0][i:j])
+                events.append(Messages(t, records))
+            i = j
+        return events
+
+    def next(self) -> Any:
+        while not self._pending:
+            files = self._part_files()
+            if self._next_part < len(files):
+                file = files[self._next_part]
+                self._next_part += 1
+                self._load(file)
+                continue
+            if (self.dir / "_CLOSED").exists():
+                if self._next_part < len(self._part_files()):
+                    continue
+                raise StopIteration
+            return None
+        return self._pending.pop(0)
+
+    def __iter__(self) -> Any:
+        """Every event written so far (stops at the end of what exists)."""
+        while True:
+            try:
+                event = self.next()
+            except StopIteration:
+                return
+            if event is None:
+                return
+            yield event
