@@ -29,7 +29,8 @@ def test_hello_timely_counts_each_epoch():
 def test_jobs_have_help():
     for job in ["hello_timely.py", "bench_engine.py", "bench_mesh.py", "connected_components.py",
                 "wordcount.py", "bench_connected_components.py", "barrier_demo.py", "sequencer_demo.py",
-                "bench_sync.py"]:
+                "bench_sync.py", "capture_send.py", "capture_recv.py", "stream_to_parquet.py",
+                "bench_capture.py"]:
         assert "usage" in run_job(job, "--help")
 
 
@@ -72,3 +73,9 @@ def test_sequencer_demo_shows_one_order():
 def test_bench_sync_runs_small():
     out = run_job("bench_sync.py", "--rounds", "200", "--no-spark", timeout=300)
     assert "Barrier, 2 processes" in out and "median" in out
+
+
+@pytest.mark.slow
+def test_bench_capture_runs_small():
+    out = run_job("bench_capture.py", "--records", "20000", "--epochs", "20", timeout=600)
+    assert "capture / Spark write" in out

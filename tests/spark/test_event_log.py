@@ -1,0 +1,76 @@
+"""Event logs read by Spark: the layout, complete times only, bad input."""
+
+import pytest
+
+import timely_spark as ts
+from timely_spark import Product
+from timely_spark.capture import EventLogError, Messages, ParquetEventWriter, Progress
+
+
+def epochs_log(path, open_epoch):
+    """Two workers captured epochs 0..2 of word counts; the last epoch may still be open."""
+    for w in range(2):
+        writer = ParquetEventWriter(path, w, 2, flush_seconds=0.0)
+        for epoch in range(3):
+            writer.push(Messages(epoch, [{"word": f"w{w}", "n": epoch + 1}]))
+            if epoch < 2 or not open_epoch:
+                writer.push(Progress([(epoch, -1), (epoch + 1, 1)]))
+        if not open_epoch:
+            writer.push(Progress([(3, -1)]))
+            writer.close()
+        else:
+            writer.flush()
+
+
+def test_spark_reads_the_layout_directly(spark, tmp_path):
+    epochs_log(tmp_path, open_epoch=False)
+    raw = spark.read.parquet(str(tmp_path))
+    assert {"seq", "kind", "time", "diff", "word", "n", "worker"} <= set(raw.columns)
+    rows = sorted((r["time"], r["word"], r["n"]) for r in ts.spark.read_event_log(spark, tmp_path).collect())
+    assert rows == [(e, f"w{w}", e + 1) for e in range(3) for w in range(2)]
+    assert ts.spark.event_log_frontier(spark, tmp_path).is_empty()
+
+
+def test_complete_only_leaves_out_the_open_epoch(spark, tmp_path):
+    epochs_log(tmp_path, open_epoch=True)
+    assert ts.spark.event_log_frontier(spark, tmp_path).elements() == [2]
+    complete = sorted((r["time"], r["word"]) for r in ts.spark.read_event_log(spark, tmp_path).collect())
+    assert complete == [(e, f"w{w}") for e in range(2) for w in range(2)]
+    everything = ts.spark.read_event_log(spark, tmp_path, complete_only=False).count()
+    assert everything == 6
+
+
+def test_a_missing_worker_makes_nothing_complete(spark, tmp_path):
+    writer = ParquetEventWriter(tmp_path, 0, 2, flush_seconds=0.0)   # 2 workers, only one wrote
+    writer.push(Messages(0, [{"x": 1}]))
+    writer.push(Progress([(0, -1)]))
+    writer.close()
+    assert ts.spark.read_event_log(spark, tmp_path).count() == 0
+
+
+def test_product_times(spark, tmp_path):
+    writer = ParquetEventWriter(tmp_path, 0, 1, flush_seconds=0.0)
+    writer.push(Messages(Product(0, 1), [{"x": 1}]))
+    writer.push(Messages(Product(1, 0), [{"x": 2}]))
+    writer.push(Progress([(Product(0, 0), -1), (Product(0, 2), 1), (Product(1, 0), 1)]))
+    writer.flush()
+    rows = ts.spark.read_event_log(spark, tmp_path).collect()
+    assert [(r["time"]["outer"], r["time"]["inner"], r["x"]) for r in rows] == [(0, 1, 1)]
+
+
+def test_not_an_event_log(spark, tmp_path):
+    spark.createDataFrame([(1,)], "x long").write.parquet(str(tmp_path / "plain"))
+    with pytest.raises(EventLogError, match="not a timely_spark event log"):
+        ts.spark.read_event_log(spark, tmp_path / "plain")
+
+
+def test_stream_to_parquet_job_reports_complete_epochs_only(spark, tmp_path):
+    from .jobs_path import capture_views
+
+    out = str(tmp_path / "views")
+    assert ts.spark.run(spark, capture_views(out, 3, 50, True), workers=2) == ["open", "open"]
+    everything = ts.spark.read_event_log(spark, out, complete_only=False)
+    assert sorted(r["time"] for r in everything.select("time").distinct().collect()) == [0, 1, 2]
+    ts.spark.read_event_log(spark, out).createOrReplaceTempView("views")
+    rows = spark.sql("SELECT time AS epoch, count(*) AS views FROM views GROUP BY time ORDER BY time").collect()
+    assert [(r["epoch"], r["views"]) for r in rows] == [(0, 100), (1, 100)]     # epoch 2 is still open
