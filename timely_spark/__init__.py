@@ -18,7 +18,7 @@
 [[0, 2, 4, 6, 8, 10], [1, 3, 5, 7, 9, 11]]
 """
 
-from . import capture, progress, spark, sync
+from . import capture, logging, progress, spark, sync
 from ._version import __version__
 from .dataflow import (
     Capability, CapabilitySet, Exchange, InputCapability, InputHandle, LoopHandle, Notificator,
@@ -32,5 +32,5 @@ __all__ = [
     "Capability", "CapabilityError", "Config", "execute_from_args", "CapabilitySet", "Exchange", "InputCapability", "InputHandle",
     "LoopHandle", "Notificator", "OperatorBuilder", "Pipeline", "ProbeHandle", "Product", "Scope",
     "Stream", "TimelyError", "Vertex", "Worker", "WorkerError", "WorkerFailure", "__version__",
-    "capture", "example", "execute", "progress", "source", "spark", "stable_hash", "sync",
+    "capture", "logging", "example", "execute", "progress", "source", "spark", "stable_hash", "sync",
 ]

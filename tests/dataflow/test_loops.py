@@ -148,3 +148,20 @@ def test_streaming_loop_at_top_level():
         return x
 
     assert collect(build) == [(0, 3), (1, 2), (2, 1), (3, 0)]
+
+
+def test_a_loop_whose_inner_loop_feeds_its_output_directly():
+    """Regression: the inner scope's output is the outer scope's output (leave twice)."""
+    def build(scope):
+        def outer(mid):
+            def inner(deep):
+                handle, cycle = deep.feedback(1)
+                x = scope.to_stream([2]).enter(mid).enter(deep).concat(cycle)
+                x.filter(lambda v: v > 0).map(lambda v: v - 1).connect_loop(handle)
+                return x.leave()
+
+            return mid.iterative(inner).leave()
+
+        return scope.iterative(outer)
+
+    assert collect(build) == [(0, 0), (0, 1), (0, 2)]

@@ -60,6 +60,8 @@ class OperatorCore(Operate):
         self._running = False
         self._activate_child = graph.activate_child
         self.shared_progress = SharedProgress(0, 0)
+        self.id = graph.worker._next_operator_id()
+        self.input_channels: list[int] = []
 
     @property
     def address(self) -> tuple:
@@ -73,6 +75,17 @@ class OperatorCore(Operate):
             batch.update(t, diff)
         if not self._running:
             self._activate_child(self.index)
+
+    def _log_messages(self, logger: Any) -> None:
+        sp = self.shared_progress
+        for channel, batch in zip(self.input_channels, sp.consumeds):
+            n = sum(batch._counts.values())
+            if n:
+                logger.log("messages", channel=channel, operator=self.id, count=n, start=False)
+        for batch in sp.produceds:
+            n = sum(batch._counts.values())
+            if n:
+                logger.log("messages", operator=self.id, count=n, start=True)
 
     # ---- Operate -------------------------------------------------------------------
     def get_internal_summary(self) -> tuple[list[list[Antichain]], list[list[tuple[Any, int]]]]:
@@ -90,6 +103,9 @@ class OperatorCore(Operate):
             self.logic()  # type: ignore[misc]   (its return value means nothing)
             for h in self.handles:
                 h.flush()
+            logger = self.graph.worker._logger
+            if logger is not None:
+                self._log_messages(logger)
         except BaseException as exc:
             if getattr(exc, "_timely_operator", None) is None:
                 try:
@@ -149,7 +165,14 @@ class OperatorBuilder:
         core.shared_progress.frontiers.append(_new_batch())
         core.shared_progress.consumeds.append(_new_batch())
         inbox = Inbox(core.activate)
-        pushers = self.graph.worker._allocate(inbox)
+        worker = self.graph.worker
+        pushers = worker._allocate(inbox)
+        core.input_channels.append(worker._channels - 1)
+        if worker._logger is not None:
+            source_path = self.graph.path + (stream._source.node,)
+            worker._logger.log("channel", channel=worker._channels - 1,
+                               source=f"{_fmt(source_path)}:{stream._source.port}",
+                               target=f"{_fmt(core.address)}:{port}")
         pact = Broadcast() if stream._broadcast else as_pact(pact)
         stream._tee.append(pact.tee_pusher(pushers, self.graph.worker.index))
         self.graph.add_edge(stream._source, Target(core.index, port))
@@ -201,7 +224,14 @@ class OperatorBuilder:
         core.notify = notify
         core.initial_capabilities = initial_capabilities and core.outputs > 0
         core.logic = logic
+        logger = self.graph.worker._logger
+        if logger is not None:
+            logger.log("operator", operator=core.id, address=_fmt(core.address), name=core.name)
         return core
+
+
+def _fmt(path: tuple) -> str:
+    return ".".join(str(p) for p in path)
 
 
 def _new_batch():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..progress import Antichain, MutableAntichain
+from ..progress import Antichain, MutableAntichain, sort_key
 from .operator import OperatorBuilder
 
 __all__ = ["ProbeHandle", "probe_with"]
@@ -16,7 +16,8 @@ class ProbeHandle:
     Until the dataflow first runs, the frontier conservatively holds the minimum time.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "probe") -> None:
+        self.name = name
         self._frontier = MutableAntichain()
 
     def less_than(self, t: Any) -> bool:
@@ -48,10 +49,19 @@ def probe_with(stream: Any, handle: ProbeHandle) -> None:
     b.core.frontiers[0] = shared          # frontier changes land in the handle
     started = [False]
 
+    logged = [None]
+    worker = stream.scope._graph.worker
+
     def logic() -> None:
         inp.take()
         if not started[0]:
             started[0] = True
             shared.update_iter([(minimum, -1)])
+        logger = worker._logger
+        if logger is not None:
+            now = shared.elements()
+            if now != logged[0]:
+                logged[0] = now
+                logger.log("frontier", name=handle.name, detail=repr(sorted(now, key=sort_key)))
 
     b.build(logic, notify=True, initial_capabilities=False)

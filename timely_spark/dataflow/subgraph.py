@@ -61,6 +61,9 @@ class Subgraph(Operate):
         self.outputs = 0
         self.index = parent.add_child(self) if parent is not None else 0
         self.path = path if parent is None else parent.path + (self.index,)
+        self.id = worker._next_operator_id()
+        if worker._logger is not None:
+            worker._logger.log("operator", operator=self.id, address=".".join(map(str, self.path)), name=name)
         self.children: list[Any] = [None]
         self.edges: list[tuple[Source, Target]] = []
         self.loops: list[Any] = []          # feedback handles, checked at build time
@@ -250,13 +253,20 @@ class Subgraph(Operate):
                 heap = self._heap = sorted(self._pending)
                 self._pending = set()
                 last = -1
+                logger = self.worker._logger
                 while heap:
                     i = heapq.heappop(heap)
                     if i == last:
                         continue
                     last = self._running = i
                     child = children[i]
-                    if child.schedule():
+                    if logger is not None:
+                        logger.log("schedule", operator=child.id, start=True)
+                        busy = child.schedule()
+                        logger.log("schedule", operator=child.id, start=False)
+                    else:
+                        busy = child.schedule()
+                    if busy:
                         self._incomplete.add(i)
                     elif self._incomplete:
                         self._incomplete.discard(i)
@@ -298,18 +308,17 @@ class Subgraph(Operate):
                         for tid in tids:
                             key = (tid, t)
                             batch[key] = get(key, 0) + n
-        else:
-            update = self.tracker.update_id
+        else:   # a nested subgraph: its reports are global already; apply them here
+            updates = []
             for tid, b in consumeds:
-                for t, n in b.drain():
-                    update(tid, t, -n)
+                updates.extend((tid, t, -n) for t, n in b.drain())
             for sid, b in internals:
-                for t, d in b.drain():
-                    update(sid, t, d)
+                updates.extend((sid, t, d) for t, d in b.drain())
             for tids, b in produceds:
                 for t, n in b.drain():
-                    for tid in tids:
-                        update(tid, t, n)
+                    updates.extend((tid, t, n) for tid in tids)
+            if updates:
+                self._apply(updates)   # (what reaches this scope's outputs is reported upward)
 
     def _send_progress(self) -> None:
         """Broadcast this run's consolidated batch (one message per worker), and apply it here."""
@@ -324,6 +333,8 @@ class Subgraph(Operate):
         if batch:
             self._batch = {}
             message = [(loc, t, d) for (loc, t), d in batch.items() if d]
+            if message and self.worker._logger is not None:
+                self.worker._logger.log("progress", address=".".join(map(str, self.path)), count=len(message))
             if message:
                 for push in self._remote:
                     push(message)

@@ -16,6 +16,10 @@ from .subgraph import Subgraph
 
 __all__ = ["Worker"]
 
+
+def _address(path: tuple) -> str:
+    return ".".join(str(p) for p in path)
+
 R = TypeVar("R")
 
 PARK = 0.05  # seconds an idle worker waits for a message before returning from step()
@@ -43,9 +47,32 @@ class Worker:
         self._inputs: list[Any] = []
         self._closers: list[Any] = []     # closed when the worker function returns (sequencers)
         self._timers: list[tuple[float, int, Callable[[], None]]] = []   # (deadline, n, activate)
+        self._built: list[Subgraph] = []           # every dataflow built here (for pictures)
+        self._registry: Any = None
+        self._logger: Any = None                   # the "timely" event logger, when registered
+        self._operator_ids = 0
 
     def __repr__(self) -> str:
         return f"Worker({self.index} of {self.peers})"
+
+    def log_register(self) -> Any:
+        """This worker's logging registry (see :mod:`timely_spark.logging`)."""
+        if self._registry is None:
+            from ..logging import Registry
+
+            self._registry = Registry(self)
+        return self._registry
+
+    def dataflow_graphs(self) -> list:
+        """A description of every dataflow built on this worker (operators, ports,
+        edges, nested scopes), renderable in a notebook."""
+        from .graph import describe
+
+        return [describe(g) for g in self._built]
+
+    def _next_operator_id(self) -> int:
+        self._operator_ids += 1
+        return self._operator_ids - 1
 
     def elapsed(self) -> float:
         """Seconds since the worker started."""
@@ -65,6 +92,7 @@ class Worker:
         result = build(Scope(graph))
         graph.finalize()
         self._dataflows.append(graph)
+        self._built.append(graph)
         return result
 
     def _activate_dataflow(self, graph: Subgraph) -> None:
@@ -105,7 +133,11 @@ class Worker:
                 seen.add(id(graph))
                 if not graph.schedule() and graph in self._dataflows:
                     self._dataflows.remove(graph)
+                    if self._logger is not None:
+                        self._logger.log("shutdown", address=_address(graph.path))
             allocator.release()
+        if self._registry is not None:
+            self._registry.flush()
         return bool(self._dataflows)
 
     def step_while(self, condition: Callable[[], bool], timeout: Optional[float] = None) -> None:
@@ -127,4 +159,6 @@ class Worker:
             handle.close()
         while self.step():
             pass
+        if self._registry is not None:
+            self._registry.close()
         self.allocator.close()

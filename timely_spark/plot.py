@@ -1,0 +1,106 @@
+"""Pictures of progress: frontiers over wall-clock time, records per epoch (matplotlib).
+
+* :func:`plot_frontiers` -- from logged engine events (``worker.log_register()``):
+  how each probe's frontier advanced over time;
+* :func:`plot_capture` -- from a captured stream's events: records per time, and
+  how the stream's frontier advanced, event by event.
+
+Both return a matplotlib Figure and, given ``path``, save it there (PNG, SVG...).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Iterable, Optional
+
+from .capture.event import Messages, Progress
+from .progress import MutableAntichain, sort_key
+
+__all__ = ["plot_frontiers", "plot_capture"]
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("module://matplotlib_inline.backend_inline",):
+        matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _first(frontier: list) -> Any:
+    """A frontier as one number to plot: its least element (the outer part of a Product)."""
+    if not frontier:
+        return None
+    t = min(frontier, key=sort_key)
+    while isinstance(t, tuple):
+        t = t[0]
+    return t
+
+
+def plot_frontiers(events: Iterable[dict], path: Optional[str] = None, title: str = "Probe frontiers") -> Any:
+    """Step plot of each probe's least frontier time against seconds since its worker started."""
+    plt = _pyplot()
+    series: dict[tuple, list] = {}
+    for e in events:
+        if e["event"] == "frontier":
+            series.setdefault((e["name"], e["worker"]), []).append((e["elapsed"], ast.literal_eval(e["detail"])))
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for (name, worker), points in sorted(series.items()):
+        xs = [x for x, f in points]
+        ys = [_first(f) for _, f in points]
+        done = [x for x, y in zip(xs, ys) if y is None]
+        ax.step([x for x, y in zip(xs, ys) if y is not None], [y for y in ys if y is not None], where="post",
+                label=f"{name} (worker {worker})")
+        if done:
+            ax.axvline(done[0], linestyle=":", color="grey")
+    ax.set_xlabel("seconds since the worker started")
+    ax.set_ylabel("frontier (least time)")
+    ax.set_title(title)
+    if series:
+        ax.legend(loc="upper left", fontsize="small")
+    fig.tight_layout()
+    if path:
+        fig.savefig(path)
+    return fig
+
+
+def plot_capture(events: Iterable[Any], path: Optional[str] = None, title: str = "Captured stream") -> Any:
+    """Two panels: records per time, and the stream's least frontier time after each event."""
+    plt = _pyplot()
+    counts: dict[Any, int] = {}
+    frontier = MutableAntichain()
+    started = False
+    steps: list[tuple[int, Any]] = []
+    for i, event in enumerate(events):
+        if isinstance(event, Messages):
+            counts[event.time] = counts.get(event.time, 0) + len(event.data)
+            if not started:
+                frontier.update_iter([(_zero(event.time), 1)])
+                started = True
+        elif isinstance(event, Progress):
+            if not started and event.updates:
+                frontier.update_iter([(_zero(event.updates[0][0]), 1)])
+                started = True
+            frontier.update_iter(event.updates)
+            steps.append((i, _first(frontier.elements())))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5))
+    times = sorted(counts, key=sort_key)
+    top.bar([str(t) for t in times], [counts[t] for t in times])
+    top.set_xlabel("time")
+    top.set_ylabel("records")
+    top.set_title(title)
+    bottom.step([i for i, y in steps if y is not None], [y for i, y in steps if y is not None], where="post")
+    bottom.set_xlabel("event number")
+    bottom.set_ylabel("frontier (least time)")
+    fig.tight_layout()
+    if path:
+        fig.savefig(path)
+    return fig
+
+
+def _zero(t: Any) -> Any:
+    from .progress import minimum
+
+    return minimum(t)
