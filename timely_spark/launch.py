@@ -79,11 +79,10 @@ class _Child:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        for f in (self.proc.stdin,):
-            try:
-                f.close()  # type: ignore[union-attr]
-            except Exception:
-                pass
+        try:
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass
         os.close(self.fd)
 
 

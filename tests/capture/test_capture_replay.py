@@ -18,18 +18,7 @@ def feed(worker, inp):
 
 
 def test_capture_then_extract_is_the_input_per_time():
-    def work(worker):
-        queue = EventQueue()
-
-        def build(scope):
-            inp, stream = scope.new_input()
-            stream.capture_into(queue)
-            return inp
-
-        feed(worker, worker.dataflow(build))
-        return queue
-
-    (queue,) = ts.execute(work)
+    (queue,) = capture_with(1)
     assert extract(queue) == [(t, [(0, x) for x in xs]) for t, xs in sorted(DATA.items()) if xs]
     # the frontier story: minus the initial capability at 0, and in the end nothing left
     updates = Counter()

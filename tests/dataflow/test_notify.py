@@ -1,6 +1,8 @@
 """Notifications: only for complete times, each once, in an order consistent with
 the partial order -- including under a frontier with incomparable elements."""
 
+import time
+
 import pytest
 
 import timely_spark as ts
@@ -66,7 +68,7 @@ def test_notify_waits_for_every_worker(threads):
             def logic(input, output, notificator):
                 for cap, data in input:
                     notificator.notify_at(cap)
-                notificator.for_each(lambda cap: fired.append((cap.time, worker.elapsed())))
+                notificator.for_each(lambda cap: fired.append((cap.time, time.monotonic())))
 
             probe = stream.exchange(lambda x: 0).unary_notify(None, "N", [], logic).probe()
             return inp, probe
@@ -74,21 +76,18 @@ def test_notify_waits_for_every_worker(threads):
         inp, probe = worker.dataflow(build)
         inp.send(worker.index)
         if worker.index == threads - 1:
-            import time as _t
-            _t.sleep(0.3)                       # the last worker is slow to finish epoch 0
-            sent_done = worker.elapsed()
-        else:
-            sent_done = 0.0
+            time.sleep(0.3)                     # the last worker is slow to finish epoch 0
+        advanced = time.monotonic()
         inp.advance_to(1)
         worker.step_while(lambda: probe.less_than(1), timeout=10)
         inp.close()
-        return fired, sent_done
+        return fired, advanced
 
     results = ts.execute(work, threads=threads)
     fired = results[0][0]
     assert [t for t, _ in fired] == [0]
-    slowest_advance = max(r[1] for r in results)
-    assert fired[0][1] >= slowest_advance - 0.05 or threads == 1
+    slowest_advance = max(r[1] for r in results)       # one clock for every worker thread
+    assert fired[0][1] >= slowest_advance              # not before every worker advanced
 
 
 def test_notificator_init_times():

@@ -153,8 +153,8 @@ class ParquetEventWriter:
         if self._rows >= self.max_rows:
             self.flush()
 
-    def _record_columns(self, records: list, n_progress: int) -> dict[str, Any]:
-        """Columns for the data rows (then ``n_progress`` null rows)."""
+    def _record_columns(self, records: list) -> dict[str, Any]:
+        """The record columns of the data rows."""
         import pyarrow as pa
 
         layout = self._layout
@@ -197,12 +197,8 @@ class ParquetEventWriter:
                     self._time_desc = time_type(t)
                 if event.data and self._layout is None:
                     self._layout = _layout(event.data[0])
-                if self._layout == "arrow":
-                    n = sum(rb.num_rows for rb in event.data)
-                    records.extend(event.data)
-                else:
-                    n = len(event.data)
-                    records.extend(event.data)
+                n = sum(rb.num_rows for rb in event.data) if self._layout == "arrow" else len(event.data)
+                records.extend(event.data)
                 seqs.extend([seq] * n)
                 times.extend([_to_plain(t)] * n)
             else:
@@ -227,7 +223,7 @@ class ParquetEventWriter:
                 if field.name not in columns:
                     columns[field.name] = pa.nulls(len(p_seqs), field.type)
         elif self._layout is not None:
-            for name, col in self._record_columns(records, len(p_seqs)).items():
+            for name, col in self._record_columns(records).items():
                 if name in RESERVED:
                     raise EventLogError(f"{self.dir}: record field {name!r} clashes with the event log's columns "
                                         f"{RESERVED}")
@@ -373,9 +369,7 @@ class ParquetEventReader:
             else:
                 t = _from_plain(times[i], desc)
                 if layout == "arrow":
-                    records = [pa.record_batch(table.slice(i, j - i).select(names).to_batches()[0])
-                               if j > i else None]
-                    records = [r for r in records if r is not None]
+                    records = table.slice(i, j - i).select(names).combine_chunks().to_batches()
                 elif layout == "pickle":
                     records = [pickle.loads(b) for b in data_cols[0][i:j]]
                 elif layout == "dict":

@@ -17,7 +17,7 @@ Misuse (going backwards, using a dropped capability) raises
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Iterator, Optional
 
 from ..errors import CapabilityError
 from ..progress import less_equal, sort_key
@@ -174,7 +174,7 @@ class CapabilitySet:
         self.clear()
         self._caps = new._caps
 
-    def first(self, key: Optional[Callable[[Any], Any]] = None) -> Optional[Capability]:
+    def first(self) -> Optional[Capability]:
         return min(self._caps, key=lambda c: sort_key(c.time)) if self._caps else None
 
     def clear(self) -> None:

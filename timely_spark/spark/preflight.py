@@ -8,7 +8,7 @@ dynamic allocation); these checks say what is wrong at once instead.
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+from typing import Any
 
 from ..errors import TimelyError
 
@@ -34,14 +34,6 @@ def _spark_context(spark: Any) -> Any:
     return sc
 
 
-def _classic_context(spark: Any) -> Optional[Any]:
-    """The SparkContext, or None for a Spark Connect session."""
-    try:
-        return _spark_context(spark)
-    except Exception:
-        return None
-
-
 def task_slots(sc: Any) -> int:
     """How many tasks of the default resource profile can run at once now."""
     jsc = sc._jsc.sc()
@@ -53,18 +45,16 @@ def task_slots(sc: Any) -> int:
         return sc.defaultParallelism // max(cpus, 1)
 
 
-def check_session(spark: Any, workers: int, wait: float = 60.0, need_context: bool = True) -> Optional[Any]:
+def check_session(spark: Any, workers: int, wait: float = 60.0) -> Any:
     """Raise SparkSetupError unless ``workers`` barrier tasks can run on ``spark`` now.
 
     Waits up to ``wait`` seconds for executors to register (a cluster that is still
-    starting).  Returns the SparkContext (None over Spark Connect, where the slot
-    check is Spark's own).
+    starting).  Returns the SparkContext.  (Over Spark Connect there is none:
+    ``transform`` then leaves the slot check to Spark.)
     """
     if workers < 1:
         raise SparkSetupError(f"need at least one worker, not {workers}")
-    sc = _spark_context(spark) if need_context else _classic_context(spark)
-    if sc is None:
-        return None
+    sc = _spark_context(spark)
     try:
         stopped = sc._jsc is None or sc._jsc.sc().isStopped()
     except Exception as exc:
