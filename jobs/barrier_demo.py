@@ -32,7 +32,8 @@ def main() -> None:
             before = time.monotonic() - timer
             barrier.wait(timeout=600)                  # ...then re-synchronize
             after = time.monotonic() - timer
-            print(f"Worker {worker.index}: {before:.6f}s\t{after:.6f}s", flush=True)
+            sys.stdout.write(f"Worker {worker.index}: {before:.6f}s\t{after:.6f}s\n")   # one write per line
+            sys.stdout.flush()
 
     ts.execute_from_args(work, timely_args or ["-w", "2"])
 

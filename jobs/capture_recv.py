@@ -12,10 +12,18 @@ lines: five copies of 0..9, interleaved.
 from __future__ import annotations
 
 import argparse
+import sys
 
 import timely_spark as ts
 from timely_spark.capture import EventReader, replay_into
 from timely_spark.communication.tcp import bind_listener
+
+
+def show(record) -> None:
+    # one write per line: worker threads print concurrently, and print() writes the
+    # text and the newline separately, which lets lines interleave
+    sys.stdout.write(f"replayed: {record}\n")
+    sys.stdout.flush()
 
 
 def main() -> None:
@@ -35,7 +43,7 @@ def main() -> None:
             sock, _ = listener.accept()
             listener.close()
             readers.append(EventReader(sock))
-        worker.dataflow(lambda scope: replay_into(readers, scope).inspect(lambda x: print(f"replayed: {x}", flush=True)))
+        worker.dataflow(lambda scope: replay_into(readers, scope).inspect(show))
 
     ts.execute_from_args(work, timely_args)
 

@@ -34,7 +34,9 @@ def main() -> None:
         def show(element):
             nonlocal seen
             seen += 1
-            print(f"{time.monotonic() - timer:.6f}s:\tWorker {worker.index}:\t recv'd: {element!r}", flush=True)
+            line = f"{time.monotonic() - timer:.6f}s:\tWorker {worker.index}:\t recv'd: {element!r}\n"
+            sys.stdout.write(line)        # one write per line: worker threads print concurrently
+            sys.stdout.flush()
 
         for round in range(args.rounds):
             time.sleep(args.unit * (1 + worker.index))
