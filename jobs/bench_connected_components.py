@@ -21,8 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import timely_spark as ts  # noqa: E402
 from connected_components import connected_components, random_edges, union_find  # noqa: E402
+
+import timely_spark as ts  # noqa: E402
 
 
 def dataframe_label_propagation(edges_df) -> tuple[dict[int, int], int]:

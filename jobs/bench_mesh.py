@@ -15,7 +15,6 @@ import argparse
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import timely_spark as ts

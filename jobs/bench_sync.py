@@ -15,8 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import timely_spark as ts  # noqa: E402
 from bench_mesh import raw_ping_pong  # noqa: E402
+
+import timely_spark as ts  # noqa: E402
 
 
 def barrier_times(rounds: int):

@@ -1,10 +1,10 @@
 """The local jobs run as the README shows them."""
 
 import subprocess
-
-import pytest
 import sys
 from pathlib import Path
+
+import pytest
 
 JOBS = Path(__file__).resolve().parent.parent / "jobs"
 

@@ -21,8 +21,22 @@
 from . import capture, logging, progress, spark, sync
 from ._version import __version__
 from .dataflow import (
-    Capability, CapabilitySet, Exchange, InputCapability, InputHandle, LoopHandle, Notificator,
-    OperatorBuilder, Pipeline, ProbeHandle, Scope, Stream, Vertex, Worker, source, stable_hash,
+    Capability,
+    CapabilitySet,
+    Exchange,
+    InputCapability,
+    InputHandle,
+    LoopHandle,
+    Notificator,
+    OperatorBuilder,
+    Pipeline,
+    ProbeHandle,
+    Scope,
+    Stream,
+    Vertex,
+    Worker,
+    source,
+    stable_hash,
 )
 from .errors import CapabilityError, TimelyError, WorkerError, WorkerFailure
 from .execute import Config, example, execute, execute_from_args

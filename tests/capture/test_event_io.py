@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import timely_spark as ts
-from timely_spark.capture import EventReader, EventStreamError, EventWriter, Messages, extract, replay_into
+from timely_spark.capture import EventReader, EventStreamError, EventWriter, Messages, replay_into
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -15,7 +14,13 @@ import pytest
 import timely_spark as ts
 from timely_spark import Product
 from timely_spark.capture import (
-    EventLogError, Messages, ParquetEventReader, ParquetEventWriter, Progress, extract, replay_into,
+    EventLogError,
+    Messages,
+    ParquetEventReader,
+    ParquetEventWriter,
+    Progress,
+    extract,
+    replay_into,
 )
 
 ROOT = Path(__file__).resolve().parents[2]

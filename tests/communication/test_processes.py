@@ -6,7 +6,6 @@ import timely_spark as ts
 
 from ..dataflow.helpers import collatz_dataflow, collatz_steps, collect, epochs, per_worker
 
-
 LAYOUTS = [(2, 1), (3, 1), (2, 2)]   # (processes, threads)
 
 

@@ -3,7 +3,6 @@
 import pytest
 
 import timely_spark as ts
-from timely_spark import Product
 
 from .helpers import collect
 

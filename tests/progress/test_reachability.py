@@ -1,7 +1,16 @@
 import pytest
 
 from timely_spark.progress import (
-    Add, Antichain, Builder, CycleError, Product, ProductSummary, Source, Target, advance, identity,
+    Add,
+    Antichain,
+    Builder,
+    CycleError,
+    Product,
+    ProductSummary,
+    Source,
+    Target,
+    advance,
+    identity,
 )
 
 

@@ -1,7 +1,14 @@
 import pytest
 
 from timely_spark.progress import (
-    MAX_INT, Add, Product, ProductSummary, TupleSummary, advance, identity, less_equal,
+    MAX_INT,
+    Add,
+    Product,
+    ProductSummary,
+    TupleSummary,
+    advance,
+    identity,
+    less_equal,
 )
 
 

@@ -1,6 +1,5 @@
 """Barrier and Sequencer inside Spark barrier tasks."""
 
-import time
 
 import timely_spark as ts
 

@@ -344,7 +344,6 @@ class ParquetEventReader:
         self._pending.extend(self._events(table, meta))
 
     def _events(self, table: Any, meta: dict) -> list[Any]:
-        import pyarrow as pa
 
         desc, layout = meta["time"], meta["records"]
         seqs = table.column("seq").to_pylist()

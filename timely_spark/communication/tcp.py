@@ -35,9 +35,9 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Optional
+from typing import Any
 
-from ..errors import WorkerError, WorkerFailure
+from ..errors import WorkerFailure
 from .allocator import Allocator, Inbox, LocalPusher, MailboxPusher
 from .codec import decode, encode
 from .thread import ThreadFabric
