@@ -22,6 +22,7 @@ from .communication.thread import ThreadAllocator, ThreadFabric
 from .dataflow.scope import Scope
 from .dataflow.worker import Worker
 from .errors import WorkerAborted, WorkerError, WorkerFailure, operator_of
+from .runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT
 
 __all__ = ["Config", "execute", "execute_from_args", "example", "run_process"]
 
@@ -101,11 +102,14 @@ def _raise_failure(failure: Optional[tuple[int, BaseException]]) -> None:
 
 def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threads: int,
                 addresses: Sequence[tuple[str, int]], listener: Any, secret: bytes,
-                timeout: float = 30.0, connect_timeout: float = 60.0,
+                *, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
+                connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, timeout: Optional[float] = None,
                 stats: Optional[dict] = None) -> list:
     """Run process ``process``'s workers of a multi-process run; return their results.
 
     ``listener`` is this process's bound listening socket (``addresses[process]``).
+    ``peer_timeout``: seconds of a peer's silence before it counts as failed;
+    ``timeout``: a bound on the whole run (None: no bound).
     Raises WorkerError / WorkerFailure if the run fails anywhere.  ``stats``, if
     given, receives ``connect_seconds`` (building the mesh) and ``run_seconds``.
     """
@@ -114,7 +118,7 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
     from .communication.tcp import Mesh, TcpAllocator
 
     fabric = ThreadFabric(threads, offset=process * threads)
-    mesh = Mesh(process, list(addresses), listener, secret, fabric, threads, timeout, connect_timeout)
+    mesh = Mesh(process, list(addresses), listener, secret, fabric, threads, peer_timeout, connect_timeout)
     start = _time.perf_counter()
     try:
         mesh.connect()
@@ -226,7 +230,7 @@ def execute_from_args(fn: Callable[[Worker], R], argv: Sequence[str]) -> list[R]
     host, port = config.addresses[config.process]
     listener = bind_listener(host, port)
     return run_process(fn, config.process, config.processes, config.threads, config.addresses, listener,
-                       secret.encode(), config.timeout, config.connect_timeout)
+                       secret.encode(), peer_timeout=config.timeout, connect_timeout=config.connect_timeout)
 
 
 def new_secret() -> bytes:

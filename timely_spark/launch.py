@@ -163,7 +163,8 @@ def _child_main(write_fd: int) -> None:
     try:
         fn = cloudpickle.loads(config["fn"])
         results = run_process(fn, config["process"], config["processes"], config["threads"], addresses,
-                              listener, config["secret"], config["timeout"], config["connect_timeout"])
+                              listener, config["secret"], peer_timeout=config["timeout"],
+                              connect_timeout=config["connect_timeout"])
         message = ("result", results)
     except BaseException as exc:  # noqa: BLE001 -- sent to the parent
         message = ("error", exc)

@@ -39,5 +39,5 @@ def run_in_barrier_task(fn: Callable[[Any], Any], secret: bytes, timeout: float,
     if stats is not None:
         stats["gather_seconds"] = time.perf_counter() - start
     results = run_process(fn, index, len(addresses), 1, addresses, listener, secret,
-                          timeout=timeout, connect_timeout=max(timeout, 30.0), stats=stats)
+                          peer_timeout=timeout, connect_timeout=max(timeout, 30.0), stats=stats)
     return index, results[0]
