@@ -5,16 +5,54 @@ from __future__ import annotations
 import traceback
 from typing import Optional
 
-__all__ = ["TimelyError", "CapabilityError", "WorkerError", "WorkerFailure", "operator_of", "most_telling"]
+__all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "OperatorError", "WorkerError",
+           "WorkerFailure", "operator_of", "most_telling"]
 
 
 class TimelyError(Exception):
     """Base class of timely_spark's own errors."""
 
 
+class BuildError(TimelyError, ValueError):
+    """A mistake while building a dataflow: a stream from another scope, a feedback
+    handle never connected, a summary that does not advance, an operator added to a
+    scope that is already built.  The message names the scope or operator."""
+
+
+class CycleError(BuildError):
+    """A cycle in a dataflow that does not strictly advance time (so it could not end).
+
+    ``cycle`` lists the locations on the cycle, by name.
+    """
+
+    def __init__(self, cycle: list) -> None:
+        self.cycle = list(cycle)
+        super().__init__(
+            "the dataflow has a cycle that does not strictly advance the timestamp "
+            "(every cycle must pass through a feedback edge with an advancing summary): "
+            + " -> ".join(map(str, self.cycle)))
+
+
 class CapabilityError(TimelyError, ValueError):
     """A capability used against the rules: backwards in time, after it was
     dropped, or by an operator that does not own it.  The message names the operator."""
+
+
+class OperatorError(TimelyError):
+    """An exception raised inside an operator's logic, with the operator it came from.
+
+    ``operator`` is the operator's name and ``cause`` the original exception (also
+    ``__cause__``).  :class:`WorkerError` unwraps it, so callers of ``execute`` see the
+    original exception type and message, with the operator named.
+    """
+
+    def __init__(self, operator: str, cause: BaseException) -> None:
+        self.operator = operator
+        self.cause = cause
+        super().__init__(f"operator {operator!r} failed: {type(cause).__name__}: {cause}")
+
+    def __reduce__(self):
+        return (OperatorError, (self.operator, self.cause))
 
 
 class WorkerError(TimelyError):
@@ -27,6 +65,9 @@ class WorkerError(TimelyError):
 
     def __init__(self, worker: int, cause: BaseException, operator: Optional[str] = None,
                  remote_traceback: Optional[str] = None) -> None:
+        if isinstance(cause, OperatorError):
+            operator = operator or cause.operator
+            cause = cause.cause
         self.worker = worker
         self.operator = operator
         self.cause = cause
@@ -49,8 +90,8 @@ class WorkerAborted(TimelyError):
 
 
 def operator_of(exc: BaseException) -> Optional[str]:
-    """The name of the operator an exception was raised in, if the engine noted it."""
-    return getattr(exc, "_timely_operator", None)
+    """The name of the operator an exception was raised in, if it came from one."""
+    return exc.operator if isinstance(exc, (OperatorError, WorkerError)) else None
 
 
 def most_telling(errors: list) -> BaseException:

@@ -63,7 +63,7 @@ def _run_worker(fn: Callable[[Worker], Any], allocator: Any, fabric: ThreadFabri
     worker = Worker(allocator)
     try:
         results[allocator.index - fabric.offset] = fn(worker)
-        worker._finish()
+        worker.finish()
     except WorkerAborted:
         pass
     except BaseException as exc:  # noqa: BLE001 -- reported to the caller

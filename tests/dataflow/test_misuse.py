@@ -123,11 +123,13 @@ def test_loops_are_checked_at_build_time():
     fails_with(standing_still, ValueError, "does not advance time")
 
     def sneaky(s):
-        # bypass Scope.feedback's check: the subgraph's builder must still refuse
-        from timely_spark.dataflow.operators.feedback import feedback
+        # bypass feedback()'s check with a hand-built loop: the subgraph's builder must still refuse
+        from timely_spark.dataflow import LoopHandle, OperatorBuilder
 
         def loop(inner):
-            handle, cycle = feedback(inner, identity(Product(0, 0)), "Sneaky")
+            b = OperatorBuilder(inner, "Sneaky")
+            out, cycle = b.new_output()
+            handle = LoopHandle(b, out, identity(Product(0, 0)), "Sneaky")
             x = s.to_stream([1]).enter(inner).concat(cycle)
             x.map(lambda v: v).connect_loop(handle)
             return x.leave()

@@ -7,11 +7,11 @@ events over sockets and files; ``ParquetEventWriter`` / ``ParquetEventReader``
 keep them as Parquet datasets that Spark reads.
 """
 
-from .event import Event, EventQueue, Messages, Progress, as_source
+from ..dataflow.operators.event import Event, EventQueue, Messages, Progress, as_source
+from ..dataflow.operators.replay import replay_into
 from .extract import extract
 from .log import LogCapture, capture_log
 from .parquet import EventLogError, ParquetEventReader, ParquetEventWriter, worker_dirs
-from .replay import replay_into
 from .stream_io import EventReader, EventStreamError, EventWriter
 
 __all__ = ["LogCapture", "capture_log", "EventLogError", "ParquetEventReader", "ParquetEventWriter", "worker_dirs", "EventReader", "EventStreamError", "EventWriter", "Event", "EventQueue", "Messages", "Progress", "as_source", "extract", "replay_into"]

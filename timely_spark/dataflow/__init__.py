@@ -7,6 +7,8 @@ from .notificator import Notificator
 from .operator import OperatorBuilder, OperatorInfo
 from .operators.feedback import LoopHandle
 from .operators.generic import source
+from .operators.split import BranchOut, OkErrOut
+from .ports import InputPort, OutputHandle
 from .probe import ProbeHandle
 from .scope import Scope
 from .stream import Stream
@@ -14,7 +16,7 @@ from .vertex import Vertex
 from .worker import Worker
 
 __all__ = [
-    "Capability", "CapabilitySet", "Exchange", "InputCapability", "InputHandle", "LoopHandle",
-    "Notificator", "OperatorBuilder", "OperatorInfo", "Pipeline", "ProbeHandle", "Scope", "Stream",
-    "Vertex", "Worker", "source", "stable_hash",
+    "BranchOut", "Capability", "CapabilitySet", "Exchange", "InputCapability", "InputHandle", "InputPort",
+    "LoopHandle", "Notificator", "OkErrOut", "OperatorBuilder", "OperatorInfo", "OutputHandle", "Pipeline",
+    "ProbeHandle", "Scope", "Stream", "Vertex", "Worker", "source", "stable_hash",
 ]

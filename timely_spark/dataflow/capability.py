@@ -26,6 +26,23 @@ __all__ = ["Capability", "InputCapability", "CapabilitySet"]
 
 
 class Capability:
+    """The right to send at ``time`` (and later) on an operator's outputs.
+
+    Operators get capabilities from the engine (the initial one, input capabilities,
+    notifications); user code never constructs one.
+
+    >>> import timely_spark as ts
+    >>> def hold_then_release(cap, info):
+    ...     later = cap.delayed(2)          # a second capability, for time 2
+    ...     cap.drop()                      # the initial one (time 0) is given up
+    ...     def logic(output):
+    ...         output.session(later).give("at 2")
+    ...         later.drop()
+    ...     return logic
+    >>> _ = ts.example(lambda s: ts.source(s, "Hold", hold_then_release).inspect_time(lambda t, x: print(t, x)))
+    2 at 2
+    """
+
     __slots__ = ("_time", "_op", "__weakref__")
 
     def __init__(self, time: Any, op: Any, counted: bool = True) -> None:
@@ -34,7 +51,18 @@ class Capability:
         self._time = time
         self._op = op
         if counted:
-            op._capability_change(time, 1)
+            op.capability_change(time, 1)
+
+    def time_for(self, op: Any) -> Any:
+        """This capability's time, if ``op`` may use it to send (it is live and ``op``
+        owns it); raises :class:`~timely_spark.errors.CapabilityError` naming the operator."""
+        if self._op is not op:
+            if self._op is None:
+                raise CapabilityError(
+                    f"operator {op.name!r}: cannot use a dropped capability (time {self._time!r})")
+            raise CapabilityError(
+                f"operator {op.name!r}: cannot use a capability of operator {self._op.name!r}")
+        return self._time
 
     @property
     def time(self) -> Any:
@@ -65,8 +93,8 @@ class Capability:
         """Move this capability forward to ``t``."""
         op = self._check(t, "downgrade")
         if t != self._time:
-            op._capability_change(t, 1)
-            op._capability_change(self._time, -1)
+            op.capability_change(t, 1)
+            op.capability_change(self._time, -1)
             self._time = t
 
     def drop(self) -> None:
@@ -74,7 +102,7 @@ class Capability:
         op = self._op
         if op is not None:
             self._op = None
-            op._capability_change(self._time, -1)
+            op.capability_change(self._time, -1)
 
     def __del__(self) -> None:
         try:
@@ -87,7 +115,18 @@ class Capability:
 
 
 class InputCapability:
-    """The capability that comes with a received batch, valid while it is processed."""
+    """The capability that comes with a received batch, valid while it is processed.
+
+    >>> import timely_spark as ts
+    >>> def keep_last(cap, info):
+    ...     cap.drop()
+    ...     def logic(input, output):
+    ...         for icap, batch in input:            # icap: valid inside this loop only
+    ...             output.session(icap).give(batch[-1])
+    ...     return logic
+    >>> _ = ts.example(lambda s: s.to_stream([1, 2, 3]).unary(None, "Last", keep_last).inspect(print))
+    3
+    """
 
     __slots__ = ("_time", "_op", "_valid")
 
@@ -98,6 +137,20 @@ class InputCapability:
 
     @property
     def time(self) -> Any:
+        """The batch's time."""
+        return self._time
+
+    def invalidate(self) -> None:
+        """End this capability's validity (the engine calls it when its batch is done)."""
+        self._valid = False
+
+    def time_for(self, op: Any) -> Any:
+        """This capability's time, if it is still valid and ``op`` owns it."""
+        if not self._valid:
+            self._guard()
+        if self._op is not op:
+            raise CapabilityError(
+                f"operator {op.name!r}: cannot use an input capability of operator {self._op.name!r}")
         return self._time
 
     def _guard(self) -> None:
@@ -129,7 +182,7 @@ class CapabilitySet:
 
     >>> class Op:
     ...     name = "demo"
-    ...     def _capability_change(self, t, d): pass
+    ...     def capability_change(self, t, d): pass
     >>> caps = CapabilitySet([Capability(3, Op()), Capability(5, Op())])
     >>> [c.time for c in caps]
     [3]

@@ -82,7 +82,7 @@ class ScopeGraph:
             return self._id(f"{child.address}:{'out' if out else 'in'}{port}")
         return self._id(child.address)
 
-    def _mermaid_lines(self, indent: str) -> list[str]:
+    def mermaid_lines(self, indent: str) -> list[str]:
         lines = []
         for i in range(self.inputs):
             lines.append(f'{indent}{self._id(f"{self.address}:in{i}")}(["in {i}"])')
@@ -93,7 +93,7 @@ class ScopeGraph:
                 lines.append(f'{indent}{self._id(n.address)}["{n.name} ({n.address})"]')
             else:
                 lines.append(f'{indent}subgraph {self._id(n.address)}_scope["{n.name} ({n.address})"]')
-                lines.extend(n.scope._mermaid_lines(indent + "  "))
+                lines.extend(n.scope.mermaid_lines(indent + "  "))
                 lines.append(f"{indent}end")
         for s, t in self.links:
             lines.append(f"{indent}{self._endpoint(*s, True)} --> {self._endpoint(*t, False)}")
@@ -101,9 +101,9 @@ class ScopeGraph:
 
     def to_mermaid(self) -> str:
         """Mermaid flowchart text."""
-        return "\n".join(["flowchart LR"] + self._mermaid_lines("  "))
+        return "\n".join(["flowchart LR"] + self.mermaid_lines("  "))
 
-    def _dot_lines(self, indent: str) -> list[str]:
+    def dot_lines(self, indent: str) -> list[str]:
         lines = []
         for i in range(self.inputs):
             lines.append(f'{indent}{self._id(f"{self.address}:in{i}")} [label="in {i}", shape=circle];')
@@ -115,7 +115,7 @@ class ScopeGraph:
             else:
                 lines.append(f'{indent}subgraph cluster_{self._id(n.address)} {{')
                 lines.append(f'{indent}  label="{n.name} ({n.address})";')
-                lines.extend(n.scope._dot_lines(indent + "  "))
+                lines.extend(n.scope.dot_lines(indent + "  "))
                 lines.append(f"{indent}}}")
         for s, t in self.links:
             lines.append(f"{indent}{self._endpoint(*s, True)} -> {self._endpoint(*t, False)};")
@@ -123,7 +123,7 @@ class ScopeGraph:
 
     def to_dot(self) -> str:
         """Graphviz DOT text."""
-        return "\n".join([f'digraph "{self.name}" {{', "  rankdir=LR;"] + self._dot_lines("  ") + ["}"])
+        return "\n".join([f'digraph "{self.name}" {{', "  rankdir=LR;"] + self.dot_lines("  ") + ["}"])
 
     def to_svg(self) -> str:
         """SVG, drawn by Graphviz (needs the ``graphviz`` package and the ``dot`` program)."""

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from itertools import islice
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ..progress import check_time, less_equal
 from .operator import OperatorBuilder
+from .operators.generic import source
 
-__all__ = ["InputHandle", "new_input", "to_stream"]
+if TYPE_CHECKING:
+    from .stream import Stream
 
+__all__ = ["InputHandle", "new_input", "to_stream", "BATCH"]
+
+#: Records an input buffers (and ``to_stream`` reads) before sending them as one batch.
 BATCH = 4096
 
 
@@ -35,15 +40,15 @@ class InputHandle:
     def __init__(self, scope: Any, name: str = "Input") -> None:
         b = OperatorBuilder(scope, name)
         self.name = name
-        self._port, self.stream = b.new_output()
+        self._output, self.stream = b.new_output()
         self._cap = b.initial_capability()
         self._buffer: list = []
         self._closed = False
-        self._like = scope._graph.min_time
-        self._graph = scope._graph
+        self._like = scope.minimum
+        self._graph = scope.subgraph
         self._early: list[tuple[Any, list]] = []   # sent while the dataflow is being built
         b.build(self._release)
-        self._activate = b.core.activate
+        self._activate = b.info().activate
 
     def _release(self) -> None:
         """The input operator's logic: send what arrived before the dataflow was built
@@ -51,22 +56,23 @@ class InputHandle:
         if self._early:
             early, self._early = self._early, []
             for t, batch in early:
-                self._port.push(t, batch)
+                self._output.unstable_push(t, batch)     # at the time of a capability held
 
     def _push(self, batch: list) -> None:
         if self._graph.finalized:
-            self._port.push(self._cap._time, batch)
+            self._output.unstable_push(self._cap.time, batch)
         else:
-            self._early.append((self._cap._time, batch))
+            self._early.append((self._cap.time, batch))
         self._activate()
 
     @property
     def time(self) -> Any:
         """The time at which records are sent now."""
-        return self._cap._time
+        return self._cap.time
 
     @property
     def closed(self) -> bool:
+        """Whether the input was closed."""
         return self._closed
 
     def _check_open(self) -> None:
@@ -74,6 +80,7 @@ class InputHandle:
             raise ValueError(f"input {self.name!r} is closed; nothing more can be sent")
 
     def send(self, record: Any) -> None:
+        """Send one record at the current time (buffered; sent in batches)."""
         self._check_open()
         buf = self._buffer
         buf.append(record)
@@ -89,6 +96,7 @@ class InputHandle:
             self._push(batch)
 
     def flush(self) -> None:
+        """Send the buffered records now (the worker does it at every step)."""
         if self._buffer:
             buf, self._buffer = self._buffer, []
             self._push(buf)
@@ -97,7 +105,7 @@ class InputHandle:
         """Move to time ``t``; raises if ``t`` is earlier than the current time."""
         self._check_open()
         check_time(t, self._like)
-        if not less_equal(self._cap._time, t):
+        if not less_equal(self._cap.time, t):
             raise ValueError(f"input {self.name!r}: cannot advance to {t!r}, before its current time {self.time!r}")
         self.flush()
         self._cap.downgrade(t)
@@ -110,15 +118,32 @@ class InputHandle:
             self._cap.drop()
 
 
-def new_input(scope: Any, name: str = "Input") -> tuple[InputHandle, Any]:
+def new_input(scope: Any, name: str = "Input") -> tuple[InputHandle, "Stream"]:
+    """``(InputHandle, Stream)``: records sent through the handle appear on the stream.
+    The worker closes the handle when the worker function returns.
+
+    >>> import timely_spark as ts
+    >>> def work(worker):
+    ...     inp, stream = worker.dataflow(lambda s: s.new_input("Numbers"))
+    ...     inp.send(1)
+    ...     return inp.name, inp.time
+    >>> ts.execute(work)
+    [('Numbers', 0)]
+    """
     handle = InputHandle(scope, name)
-    scope._graph.worker._inputs.append(handle)
+    scope.worker.track_input(handle)
     return handle, handle.stream
 
 
-def to_stream(scope: Any, iterable: Iterable[Any], name: str = "ToStream") -> Any:
-    from .operators.generic import source
+def to_stream(scope: Any, iterable: Iterable[Any], name: str = "ToStream") -> "Stream":
+    """A stream of the iterable's records at the minimum time, read in batches of
+    :data:`BATCH` as the dataflow runs (every worker sends all of them).
 
+    >>> import timely_spark as ts
+    >>> _ = ts.example(lambda s: s.to_stream([1, 2]).inspect(print))
+    1
+    2
+    """
     it = iter(iterable)
 
     def constructor(cap: Any, info: Any) -> Any:

@@ -1,12 +1,14 @@
-"""Building operators: :class:`OperatorBuilder` and the runtime :class:`OperatorCore`.
+"""Building operators: the public :class:`OperatorBuilder` and the run-time :class:`OperatorCore`.
 
-Every operator of the engine -- ``map`` as much as a user's ``unary_notify`` --
-is an :class:`OperatorCore`: a child of its scope's subgraph with input ports
-fed by channels, output ports feeding tees, and a ``logic`` closure that runs
-when the operator is activated (new input, a frontier change it observes, an
-explicit activation).  Consumed, produced and capability changes accumulate in
-its :class:`~timely_spark.progress.SharedProgress`, which the scope pulls after
-each run and broadcasts as one atomic progress batch.
+Every operator of the engine -- ``map`` as much as a user's two-output loop
+operator -- is built with an :class:`OperatorBuilder`: declare inputs (each fed by a
+stream through a pact) and outputs (each a checked :class:`~.ports.OutputHandle` and
+the stream it feeds), then ``build(logic)``.  At run time the operator is an
+:class:`OperatorCore`, a child of its scope that runs ``logic()`` when activated
+(new input, a frontier change it observes, an explicit activation).  Consumed,
+produced and capability changes accumulate in its
+:class:`~timely_spark.progress.SharedProgress`, which the scope collects after each
+run and broadcasts as one atomic progress batch.
 """
 
 from __future__ import annotations
@@ -14,31 +16,48 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from ..communication.allocator import Inbox
-from ..progress import Antichain, MutableAntichain, Operate, SharedProgress, Source, Target, identity
+from ..errors import BuildError, OperatorError, WorkerAborted, WorkerFailure
+from ..progress import Antichain, ChangeBatch, MutableAntichain, Operate, SharedProgress, Source, Target, identity
 from .capability import Capability
 from .channels import Broadcast, as_pact
-from .ports import InputPort, OutputPort
+from .ports import InputPort, OutputHandle, OutputPort
 
-__all__ = ["OperatorBuilder", "OperatorCore", "OperatorInfo"]
+__all__ = ["OperatorBuilder", "OperatorCore", "OperatorInfo", "address_text"]
+
+# exceptions that are not the operator's fault: they pass through unwrapped
+_PASS_THROUGH = (OperatorError, WorkerFailure, WorkerAborted)
+
+
+def address_text(path: tuple) -> str:
+    """An operator or scope address as text: ``(0, 3, 1)`` -> ``"0.3.1"``."""
+    return ".".join(str(p) for p in path)
 
 
 class OperatorInfo:
-    """What an operator's constructor may want to know about it."""
+    """What an operator's constructor may want to know about it: ``name``, ``index``
+    (in its scope), ``address``, ``activate()`` (ask to be run again),
+    ``activate_after(delay)``, ``worker_index`` and ``peers``."""
 
-    __slots__ = ("name", "index", "address", "activate", "worker_index", "peers")
+    __slots__ = ("name", "index", "address", "activate", "worker_index", "peers", "_worker")
 
-    def __init__(self, name: str, index: int, address: tuple, activate: Callable[[], None],
-                 worker_index: int, peers: int) -> None:
-        self.name = name
-        self.index = index
-        self.address = address
-        self.activate = activate
-        self.worker_index = worker_index
-        self.peers = peers
+    def __init__(self, core: "OperatorCore") -> None:
+        graph = core.graph
+        self.name = core.name
+        self.index = core.index
+        self.address = core.address
+        self.activate = core.activate
+        self.worker_index = graph.worker.index
+        self.peers = graph.peers
+        self._worker = graph.worker
+
+    def activate_after(self, delay: float) -> None:
+        """Run the operator again once ``delay`` seconds have passed (the worker may
+        park meanwhile instead of spinning)."""
+        self._worker.activate_after(self.activate, delay)
 
 
 class OperatorCore(Operate):
-    """A local operator: a child of a subgraph that runs ``logic`` when scheduled."""
+    """A local operator at run time: a child of a scope that runs ``logic`` when scheduled."""
 
     local = True
 
@@ -52,25 +71,26 @@ class OperatorCore(Operate):
         self.initial_capabilities = True
         self.logic: Optional[Callable[[], Any]] = None
         self.summary: list[list[Antichain]] = []
-        self.frontiers: list[MutableAntichain] = []
-        self.input_ports: list[InputPort] = []
-        self.output_ports: list[OutputPort] = []
-        self.handles: list[Any] = []     # OutputHandles to flush after each run
-        self._issued: list[Any] = []     # InputCapabilities handed out by InputPort.next
+        self.frontiers: list[Any] = []          # per input: a MutableAntichain (or a stand-in)
+        self.handles: list[OutputHandle] = []
+        self.input_channels: list[int] = []
+        self.shared_progress = SharedProgress(0, 0)
+        self.id = graph.worker.next_operator_id()
         self._running = False
         self._activate_child = graph.activate_child
-        self.shared_progress = SharedProgress(0, 0)
-        self.id = graph.worker._next_operator_id()
-        self.input_channels: list[int] = []
 
     @property
     def address(self) -> tuple:
+        """The operator's address: its scope's path and its index there."""
         return self.graph.path + (self.index,)
 
     def activate(self) -> None:
+        """Ask to be scheduled."""
         self._activate_child(self.index)
 
-    def _capability_change(self, t: Any, diff: int) -> None:
+    def capability_change(self, t: Any, diff: int) -> None:
+        """Record that a capability at ``t`` was made (+1) or given up (-1) for every
+        output (capabilities call this; it activates the operator if it is not running)."""
         for batch in self.shared_progress.internals:
             batch.update(t, diff)
         if not self._running:
@@ -79,11 +99,11 @@ class OperatorCore(Operate):
     def _log_messages(self, logger: Any) -> None:
         sp = self.shared_progress
         for channel, batch in zip(self.input_channels, sp.consumeds):
-            n = sum(batch._counts.values())
+            n = sum(n for _, n in batch.items())
             if n:
                 logger.log("messages", channel=channel, operator=self.id, count=n, start=False)
         for batch in sp.produceds:
-            n = sum(batch._counts.values())
+            n = sum(n for _, n in batch.items())
             if n:
                 logger.log("messages", operator=self.id, count=n, start=True)
 
@@ -96,122 +116,135 @@ class OperatorCore(Operate):
     def schedule(self) -> bool:
         if self.notify:
             for frontier, changes in zip(self.frontiers, self.shared_progress.frontiers):
-                if changes._counts:
+                if changes.unstable_has_updates():
                     frontier.update_iter(changes.drain())
         self._running = True
         try:
             self.logic()  # type: ignore[misc]   (its return value means nothing)
             for h in self.handles:
                 h.flush()
-            logger = self.graph.worker._logger
+            logger = self.graph.worker.logger
             if logger is not None:
                 self._log_messages(logger)
-        except BaseException as exc:
-            if getattr(exc, "_timely_operator", None) is None:
-                try:
-                    exc._timely_operator = self.name  # type: ignore[attr-defined]
-                except Exception:
-                    pass
+        except _PASS_THROUGH:
             raise
+        except Exception as exc:
+            raise OperatorError(self.name, exc) from exc
         finally:
             self._running = False
-            if self._issued:
-                for cap in self._issued:
-                    cap._valid = False
-                self._issued.clear()
         return False
 
 
 class OperatorBuilder:
-    """Declare inputs and outputs, then :meth:`build` with the logic.
+    """Declare an operator's inputs and outputs, then :meth:`build` it with its logic.
+
+    * ``new_input(stream, pact)`` -> an :class:`~.ports.InputPort`;
+    * ``new_output(name)`` -> ``(OutputHandle, stream)``: checked, buffered sending;
+    * ``initial_capability()`` -> this worker's capability at the scope's minimum time;
+    * ``info()`` -> name, address, ``activate()``, worker index and peers;
+    * ``set_summary(input, output, summaries)`` -> the path summaries (default: identity);
+    * ``build(logic, notify=False, initial_capabilities=True)``.
+
+    Any number of inputs and outputs; the logic is called with no arguments and reads
+    and writes the ports it closed over.  A two-output operator that routes each
+    record by a test:
 
     >>> import timely_spark as ts
     >>> def build(scope):
-    ...     stream = scope.to_stream([1, 2, 3])
-    ...     b = OperatorBuilder(stream.scope, "Triple")
-    ...     inp = b.new_input(stream)
-    ...     out, tripled = b.new_output()
+    ...     b = OperatorBuilder(scope, "Sign")
+    ...     inp = b.new_input(scope.to_stream([3, -1, 4, -5]))
+    ...     pos, positives = b.new_output("positive")
+    ...     neg, negatives = b.new_output("negative")
     ...     def logic():
-    ...         for t, data in inp.take():
-    ...             out.push(t, [3 * x for x in data])
+    ...         for cap, batch in inp:
+    ...             pos.session(cap).give_batch([x for x in batch if x >= 0])
+    ...             neg.session(cap).give_batch([x for x in batch if x < 0])
     ...     b.build(logic, initial_capabilities=False)
-    ...     tripled.inspect(print)
+    ...     negatives.inspect(print)
     >>> ts.example(build)
-    3
-    6
-    9
+    -1
+    -5
     """
 
     def __init__(self, scope: Any, name: str) -> None:
         self.scope = scope
-        self.graph = scope._graph
+        self.graph = scope.subgraph
         self.core = OperatorCore(self.graph, name)
         self._summary_overrides: dict[tuple[int, int], Antichain] = {}
 
     @property
     def index(self) -> int:
+        """The operator's index in its scope."""
         return self.core.index
 
-    def new_input(self, stream: Any, pact: Any = None) -> InputPort:
-        """Connect ``stream`` to a new input port with the given pact."""
+    def new_input(self, stream: Any, pact: Any = None, frontier: Any = None) -> InputPort:
+        """Connect ``stream`` to a new input port through ``pact`` (None: Pipeline; a
+        key function: Exchange).  ``frontier``: an object with ``update_iter(changes)``
+        that receives the input's frontier changes instead of a new MutableAntichain."""
         core = self.core
-        if stream.scope._graph is not self.graph:
-            raise ValueError(
-                f"operator {core.name!r}: the input stream belongs to another scope; "
-                "use enter() / leave() to move streams between scopes")
+        if stream.scope.subgraph is not self.graph:
+            raise BuildError(
+                f"operator {core.name!r}: the input stream belongs to another scope ({stream.scope.name!r}, "
+                f"not {self.scope.name!r}); use enter() / leave() to move streams between scopes")
+        pact = Broadcast() if stream.is_broadcast else as_pact(pact)
         port = core.inputs
         core.inputs += 1
-        core.frontiers.append(MutableAntichain())
-        core.shared_progress.frontiers.append(_new_batch())
-        core.shared_progress.consumeds.append(_new_batch())
+        core.frontiers.append(MutableAntichain() if frontier is None else frontier)
+        core.shared_progress.frontiers.append(ChangeBatch())
+        core.shared_progress.consumeds.append(ChangeBatch())
         inbox = Inbox(core.activate)
         worker = self.graph.worker
-        pushers = worker._allocate(inbox)
-        core.input_channels.append(worker._channels - 1)
-        if worker._logger is not None:
-            source_path = self.graph.path + (stream._source.node,)
-            worker._logger.log("channel", channel=worker._channels - 1,
-                               source=f"{_fmt(source_path)}:{stream._source.port}",
-                               target=f"{_fmt(core.address)}:{port}")
-        pact = Broadcast() if stream._broadcast else as_pact(pact)
-        stream._tee.append(pact.tee_pusher(pushers, self.graph.worker.index))
-        self.graph.add_edge(stream._source, Target(core.index, port))
-        ip = InputPort(inbox.queue, core.shared_progress.consumeds[port], core.frontiers[port], core)
-        core.input_ports.append(ip)
-        return ip
+        channel, pushers = worker.allocate_channel(inbox)
+        core.input_channels.append(channel)
+        logger = worker.logger
+        if logger is not None:
+            logger.log("channel", channel=channel,
+                       source=f"{address_text(self.graph.path + (stream.source.node,))}:{stream.source.port}",
+                       target=f"{address_text(core.address)}:{port}")
+        stream.connect(pact.tee_pusher(pushers, worker.index))
+        self.graph.add_edge(stream.source, Target(core.index, port))
+        return InputPort(inbox.queue, core.shared_progress.consumeds[port], core.frontiers[port], core)
 
-    def new_output(self, broadcast: bool = False) -> tuple[OutputPort, Any]:
-        """A new output port and the stream it feeds.  ``broadcast``: every record
-        counts once per worker, as the stream will be broadcast."""
-        from .stream import Stream
-
+    def new_output(self, name: Optional[str] = None, broadcast: bool = False) -> tuple[OutputHandle, Any]:
+        """A new output: its :class:`~.ports.OutputHandle` and the stream it feeds.
+        ``name`` names it (in pictures of the dataflow).  ``broadcast``: every record
+        counts once per worker, as the stream is broadcast."""
         core = self.core
         port = core.outputs
         core.outputs += 1
-        core.shared_progress.internals.append(_new_batch())
-        core.shared_progress.produceds.append(_new_batch())
+        core.shared_progress.internals.append(ChangeBatch())
+        core.shared_progress.produceds.append(ChangeBatch())
         op = OutputPort(core.shared_progress.produceds[port], self.graph.peers if broadcast else 1)
-        core.output_ports.append(op)
-        stream = Stream(self.scope, Source(core.index, port), op.tee, broadcast=broadcast)
-        return op, stream
+        handle = OutputHandle(op, core, name)
+        core.handles.append(handle)
+        stream = self.scope.new_stream(Source(core.index, port), op.tee, is_broadcast=broadcast)
+        return handle, stream
 
     def set_summary(self, input: int, output: int, summaries: Any) -> None:
         """Paths from ``input`` to ``output``: an iterable of summaries (empty: none)."""
         self._summary_overrides[(input, output)] = Antichain(summaries)
 
     def info(self) -> OperatorInfo:
-        core = self.core
-        return OperatorInfo(core.name, core.index, core.address, core.activate,
-                            self.graph.worker.index, self.graph.peers)
+        """What a constructor may want to know about the operator."""
+        return OperatorInfo(self.core)
 
     def initial_capability(self) -> Capability:
-        """This worker's initial capability (at the scope's minimum time) for all outputs."""
+        """This worker's initial capability (at the scope's minimum time) for all
+        outputs.  Build with ``initial_capabilities=True`` (the default) to use it."""
         return Capability(self.graph.min_time, self.core, counted=False)
 
-    def build(self, logic: Callable[[], Any], notify: bool = False, initial_capabilities: bool = True) -> OperatorCore:
+    def unstable_capability_changes(self, output: int) -> ChangeBatch:
+        """The raw counts of capabilities held for ``output``.
+
+        Unstable, for operators that keep capabilities as counts rather than as
+        :class:`~.capability.Capability` objects (replay): every update is a progress
+        statement, and a wrong one breaks the run's progress tracking."""
+        return self.core.shared_progress.internals[output]
+
+    def build(self, logic: Callable[[], Any], notify: bool = False, initial_capabilities: bool = True) -> None:
         """Install ``logic`` (called with no arguments whenever the operator runs).
 
-        ``notify``: run on frontier changes and keep ``InputPort.frontier`` up to date.
+        ``notify``: run on frontier changes and keep each ``InputPort.frontier`` up to date.
         ``initial_capabilities``: whether the operator starts holding a capability at the
         minimum time (one per worker); operators that only react to input do not need one.
         """
@@ -224,17 +257,6 @@ class OperatorBuilder:
         core.notify = notify
         core.initial_capabilities = initial_capabilities and core.outputs > 0
         core.logic = logic
-        logger = self.graph.worker._logger
+        logger = self.graph.worker.logger
         if logger is not None:
-            logger.log("operator", operator=core.id, address=_fmt(core.address), name=core.name)
-        return core
-
-
-def _fmt(path: tuple) -> str:
-    return ".".join(str(p) for p in path)
-
-
-def _new_batch():
-    from ..progress import ChangeBatch
-
-    return ChangeBatch()
+            logger.log("operator", operator=core.id, address=address_text(core.address), name=core.name)

@@ -1,19 +1,22 @@
 """An operator's view of its inputs and outputs.
 
-* :class:`InputPort` -- iterate it for ``(capability, records)`` batches; its
-  ``frontier`` holds the times that may still arrive (for operators that asked
-  to see frontiers).  Taking a batch counts it as consumed.
-* :class:`OutputPort` -- ``push(time, records)``, counted as produced (raw;
-  the engine's own operators use it with the time of the batch they hold).
-* :class:`OutputHandle` -- the checked, buffered output user logic sees:
-  ``session(cap).give(x)`` / ``.give_batch(xs)``; batches leave when the
-  operator's logic returns.
+* :class:`InputPort` -- iterate it for ``(capability, records)`` batches, or
+  ``take()`` the waiting ``(time, records)`` batches; its ``frontier`` holds the
+  times that may still arrive (for operators built with ``notify=True``).  Taking a
+  batch counts it as consumed.
+* :class:`OutputHandle` -- capability-checked, buffered sending:
+  ``session(cap).give(x)`` / ``.give_batch(xs)``; batches leave when the operator's
+  logic returns.
+* :class:`OutputPort` -- the raw end of an output, behind
+  :meth:`OutputHandle.unstable_push` (for the engine's pass-through operators).
+
+Both come from :class:`~timely_spark.dataflow.operator.OperatorBuilder`.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from ..errors import CapabilityError
 from ..progress import ChangeBatch, MutableAntichain
@@ -23,15 +26,37 @@ __all__ = ["InputPort", "OutputPort", "OutputHandle", "Session"]
 
 
 class InputPort:
+    """The receiving end of one operator input.
+
+    ``frontier`` is the input's frontier (kept up to date for operators built with
+    ``notify=True``); ``queue`` holds the waiting ``(time, records)`` batches.
+
+    >>> import timely_spark as ts
+    >>> from timely_spark.dataflow import OperatorBuilder
+    >>> def build(scope):
+    ...     b = OperatorBuilder(scope, "Sizes")
+    ...     inp = b.new_input(scope.to_stream(range(5)))
+    ...     out, sizes = b.new_output()
+    ...     def logic():
+    ...         for cap, batch in inp:                 # a capability with each batch
+    ...             out.session(cap).give(len(batch))
+    ...     b.build(logic, initial_capabilities=False)
+    ...     sizes.inspect(print)
+    >>> ts.example(build)
+    5
+    """
+
     __slots__ = ("queue", "consumed", "frontier", "_op")
 
-    def __init__(self, queue: deque, consumed: ChangeBatch, frontier: MutableAntichain, op: Any) -> None:
+    def __init__(self, queue: deque, consumed: ChangeBatch, frontier: Any, op: Any) -> None:
         self.queue = queue
         self.consumed = consumed
-        self.frontier = frontier
+        self.frontier: MutableAntichain = frontier
         self._op = op
 
     def __iter__(self) -> Iterator[tuple[InputCapability, list]]:
+        """``(capability, records)`` for every waiting batch; each capability is valid
+        until the next batch is taken (``retain()`` it to keep it)."""
         q = self.queue
         update = self.consumed.update
         op = self._op
@@ -42,19 +67,9 @@ class InputPort:
             try:
                 yield cap, data
             finally:
-                cap._valid = False
+                cap.invalidate()
 
-    def next(self) -> Optional[tuple[InputCapability, list]]:
-        """The next batch, or None.  Its capability stays valid until the logic returns."""
-        if not self.queue:
-            return None
-        t, data = self.queue.popleft()
-        self.consumed.update(t, len(data))
-        cap = InputCapability(t, self._op)
-        self._op._issued.append(cap)
-        return cap, data
-
-    def for_each(self, fn: Any) -> None:
+    def for_each(self, fn: Callable[[InputCapability, list], Any]) -> None:
         """Call ``fn(capability, records)`` for every waiting batch."""
         for cap, data in self:
             fn(cap, data)
@@ -75,6 +90,10 @@ class InputPort:
 
 
 class OutputPort:
+    """The raw end of an output: ``push(time, records)`` counts and sends a batch,
+    unchecked.  ``fanout`` is how many times each record is counted (the number of
+    workers for a broadcast output)."""
+
     __slots__ = ("produced", "tee", "fanout")
 
     def __init__(self, produced: ChangeBatch, fanout: int = 1) -> None:
@@ -83,6 +102,7 @@ class OutputPort:
         self.fanout = fanout
 
     def push(self, time: Any, data: list) -> None:
+        """Count and send one batch (nothing for an empty one)."""
         n = len(data)
         if n:
             self.produced.update(time, n * self.fanout)
@@ -91,6 +111,8 @@ class OutputPort:
 
 
 class Session:
+    """Sending at one time: ``give(record)``, ``give_batch(records)``."""
+
     __slots__ = ("_buffer", "time")
 
     def __init__(self, buffer: list, time: Any) -> None:
@@ -98,54 +120,78 @@ class Session:
         self.time = time
 
     def give(self, record: Any) -> None:
+        """Send one record."""
         self._buffer.append(record)
 
     def give_batch(self, records: Any) -> None:
+        """Send every record of an iterable."""
         self._buffer.extend(records)
 
     give_iterator = give_batch
 
 
 class OutputHandle:
-    """Buffered, capability-checked sending for user logic."""
+    """Buffered, capability-checked sending for operator logic.
 
-    __slots__ = ("port", "_op", "_buffers")
+    ``session(cap)`` sends at ``cap.time``; ``cap`` must be a live capability (or an
+    input capability still valid) of this operator, else
+    :class:`~timely_spark.errors.CapabilityError` names the operator.  Buffered
+    records leave when the logic returns.
 
-    def __init__(self, port: OutputPort, op: Any) -> None:
-        self.port = port
+    >>> import timely_spark as ts
+    >>> def build(scope):
+    ...     def constructor(cap, info):
+    ...         def logic(output):
+    ...             output.session(cap).give_batch(["a", "b"])
+    ...             cap.drop()
+    ...         return logic
+    ...     ts.source(scope, "Letters", constructor).inspect(print)
+    >>> ts.example(build)
+    a
+    b
+    """
+
+    __slots__ = ("name", "_port", "_op", "_buffers")
+
+    def __init__(self, port: OutputPort, op: Any, name: Optional[str] = None) -> None:
+        self.name = name
+        self._port = port
         self._op = op
         self._buffers: dict[Any, list] = {}
 
     def session(self, cap: Any) -> Session:
-        """Send at ``cap.time``; ``cap`` must be a live capability of this operator."""
-        if type(cap) is InputCapability:
-            if not cap._valid:
-                cap._guard()
-        elif type(cap) is Capability:
-            if cap._op is not self._op:
-                if cap._op is None:
-                    raise CapabilityError(
-                        f"operator {self._op.name!r}: cannot send with a dropped capability (time {cap._time!r})")
-                raise CapabilityError(
-                    f"operator {self._op.name!r}: cannot send with a capability of operator {cap._op.name!r}")
-        else:
+        """A session sending at ``cap.time``."""
+        kind = type(cap)
+        if kind is not InputCapability and kind is not Capability:
             raise CapabilityError(
                 f"operator {self._op.name!r}: session() needs a Capability or InputCapability, "
-                f"not {type(cap).__name__} (sending at a time needs a capability for it)")
-        t = cap._time
+                f"not {kind.__name__} (sending at a time needs a capability for it)")
+        t = cap.time_for(self._op)
         buf = self._buffers.get(t)
         if buf is None:
             buf = self._buffers[t] = []
         return Session(buf, t)
 
     def give(self, cap: Any, record: Any) -> None:
+        """Send one record at ``cap.time``."""
         self.session(cap).give(record)
 
     def give_batch(self, cap: Any, records: Any) -> None:
+        """Send records at ``cap.time``."""
         self.session(cap).give_batch(records)
 
+    def unstable_push(self, time: Any, records: list) -> None:
+        """Send a batch at ``time`` at once, without a capability check.
+
+        Unstable, for the engine's pass-through operators: correct only at the time
+        of an input batch the operator is processing now (whose consumption keeps
+        the time from completing).
+        """
+        self._port.push(time, records)
+
     def flush(self) -> None:
+        """Send the buffered batches (the engine calls it when the logic returns)."""
         if self._buffers:
             buffers, self._buffers = self._buffers, {}
             for t, buf in buffers.items():
-                self.port.push(t, buf)
+                self._port.push(t, buf)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional, TypeVar
 
-from ..progress import Product, advance
+from ..progress import Product, Source
+from .input import new_input, to_stream
+from .operators.core import concatenate
+from .operators.feedback import feedback
+from .stream import Stream
 from .subgraph import Subgraph
 
 __all__ = ["Scope"]
@@ -25,11 +29,29 @@ class Scope:
 
     Times in a dataflow's top scope are ints by default; ``iterative`` nests a
     scope whose times are ``Product(outer_time, round)``.
+
+    >>> import timely_spark as ts
+    >>> ts.example(lambda scope: (scope.name, scope.index, scope.peers, scope.minimum))
+    ('Dataflow0', 0, 1, 0)
     """
+
+    new_input = new_input
+    to_stream = to_stream
+    concatenate = concatenate
+    feedback = feedback
 
     def __init__(self, graph: Subgraph, parent: Optional["Scope"] = None) -> None:
         self._graph = graph
         self.parent = parent
+
+    @property
+    def subgraph(self) -> Subgraph:
+        """The scope at run time (the engine's view: children, edges, progress)."""
+        return self._graph
+
+    def new_stream(self, source: Source, pushers: list, is_broadcast: bool = False) -> Stream:
+        """A stream of this scope fed at ``source`` (operator builders make them)."""
+        return Stream(self, source, pushers, is_broadcast)
 
     @property
     def name(self) -> str:
@@ -47,31 +69,13 @@ class Scope:
 
     @property
     def worker(self) -> Any:
+        """The worker building this scope."""
         return self._graph.worker
 
     @property
     def minimum(self) -> Any:
         """The least time of this scope."""
         return self._graph.min_time
-
-    def new_input(self, name: str = "Input") -> tuple[Any, Any]:
-        """``(InputHandle, Stream)``: records sent through the handle appear on the stream."""
-        from .input import new_input
-
-        return new_input(self, name)
-
-    def to_stream(self, iterable: Iterable[Any], name: str = "ToStream") -> Any:
-        """A stream of the iterable's records at the minimum time (every worker sends
-        all of them).
-
-        >>> import timely_spark as ts
-        >>> _ = ts.example(lambda s: s.to_stream([1, 2]).inspect(print))
-        1
-        2
-        """
-        from .input import to_stream
-
-        return to_stream(self, iterable, name)
 
     def iterative(self, build: Callable[["Scope"], R], name: str = "Iterative") -> R:
         """Build a nested loop scope with ``build(inner_scope)``; inner times are
@@ -110,31 +114,6 @@ class Scope:
         result = build(scope)
         inner.finalize()
         return result
-
-    def feedback(self, summary: Any = 1, name: str = "Feedback") -> tuple[Any, Any]:
-        """``(handle, stream)``: what is connected to ``handle`` (``stream.connect_loop``)
-        reappears on ``stream`` with its time advanced by ``summary``.  An int advances
-        the innermost coordinate (the round in a loop scope) by that much.
-        """
-        from .operators.feedback import feedback
-
-        if isinstance(summary, int):
-            summary = advance(self._graph.min_time, summary)
-        if not summary.advances():
-            raise ValueError(f"feedback {name!r}: summary {summary!r} does not advance time, so the loop could not end")
-        return feedback(self, summary, name)
-
-    def concatenate(self, streams: Iterable[Any], name: str = "Concatenate") -> Any:
-        """One stream with the records of all ``streams``.
-
-        >>> import timely_spark as ts
-        >>> _ = ts.example(lambda s: s.concatenate([s.to_stream([1]), s.to_stream([2])]).inspect(print))
-        1
-        2
-        """
-        from .operators.core import concatenate
-
-        return concatenate(self, list(streams), name)
 
     def __repr__(self) -> str:
         return f"Scope({self.name!r}, worker {self.index} of {self.peers})"

@@ -33,7 +33,8 @@ import heapq
 from typing import Any, Callable, Optional
 
 from ..communication.allocator import Inbox
-from ..progress import Antichain, Builder, ChangeBatch, Operate, SharedProgress, Source, Target
+from ..errors import BuildError
+from ..progress import Antichain, Builder, ChangeBatch, Operate, SharedProgress, Source, Target, sort_key
 
 __all__ = ["Subgraph"]
 
@@ -41,6 +42,9 @@ PASSES = 8  # passes over activated children per run (see _run_children)
 
 
 class Subgraph(Operate):
+    """A scope at run time (see the module docstring).  ``dataflow_index`` is set on a
+    dataflow's top scope: the worker's number for it."""
+
     local = False
     notify = True
 
@@ -48,7 +52,7 @@ class Subgraph(Operate):
                  to_inner: Optional[Callable[[Any], Any]] = None,
                  to_outer: Optional[Callable[[Any], Any]] = None,
                  project: Optional[Callable[[Any], Any]] = None,
-                 path: tuple = ()) -> None:
+                 path: tuple = (), dataflow_index: int = -1) -> None:
         self.worker = worker
         self.parent = parent
         self.name = name
@@ -59,11 +63,12 @@ class Subgraph(Operate):
         self._project = project or _same
         self.inputs = 0
         self.outputs = 0
+        self.dataflow_index = dataflow_index
         self.index = parent.add_child(self) if parent is not None else 0
         self.path = path if parent is None else parent.path + (self.index,)
-        self.id = worker._next_operator_id()
-        if worker._logger is not None:
-            worker._logger.log("operator", operator=self.id, address=".".join(map(str, self.path)), name=name)
+        self.id = worker.next_operator_id()
+        if worker.logger is not None:
+            worker.logger.log("operator", operator=self.id, address=".".join(map(str, self.path)), name=name)
         self.children: list[Any] = [None]
         self.edges: list[tuple[Source, Target]] = []
         self.loops: list[Any] = []          # feedback handles, checked at build time
@@ -77,38 +82,50 @@ class Subgraph(Operate):
         self._running = -1
         self._self_active = False
         # progress exchange
-        self._progress_inbox = Inbox(self._activate_self)
-        self._progress_pushers = worker._allocate(self._progress_inbox)
+        self._progress_inbox = Inbox(self.activate)
+        _, self._progress_pushers = worker.allocate_channel(self._progress_inbox)
         self._remote = [p.push for j, p in enumerate(self._progress_pushers) if j != worker.index]
         self._batch: dict[tuple[int, Any], int] = {}   # this run's changes, consolidated
         self._incomplete: set[int] = set()
 
     # ---- construction ----------------------------------------------------------------
     def add_child(self, child: Any) -> int:
+        """Add an operator or nested scope; returns its index here."""
         if self.finalized:
-            raise RuntimeError(f"scope {self.name!r} is already built; add operators inside its build function")
+            raise BuildError(f"scope {self.name!r} is already built; add operators inside its build function")
         self.children.append(child)
         return len(self.children) - 1
 
     def add_edge(self, source: Source, target: Target) -> None:
+        """Connect a child's output (or a scope input) to a child's input (or a scope output)."""
         if self.finalized:
-            raise RuntimeError(f"scope {self.name!r} is already built; connect streams inside its build function")
+            raise BuildError(f"scope {self.name!r} is already built; connect streams inside its build function")
         self.edges.append((source, target))
 
+    def add_loop(self, handle: Any) -> None:
+        """Remember a feedback handle, to check at build time that it was connected."""
+        self.loops.append(handle)
+
     def new_scope_input(self) -> int:
+        """A new input port of this scope; returns its number."""
         self.inputs += 1
         self.ingress.append(ChangeBatch())
         return self.inputs - 1
 
     def new_scope_output(self) -> int:
+        """A new output port of this scope; returns its number."""
         self.outputs += 1
         return self.outputs - 1
+
+    def count_entered(self, input: int, time: Any, count: int) -> None:
+        """``count`` records entered at scope input ``input`` at (inner) ``time``."""
+        self.ingress[input].update(time, count)
 
     def finalize(self) -> None:
         """Compile the scope once its build function has returned."""
         for handle in self.loops:
             if not handle.connected:
-                raise ValueError(
+                raise BuildError(
                     f"scope {self.name!r}: feedback {handle.name!r} was never connected "
                     "(call stream.connect_loop(handle))")
         self.shared_progress = SharedProgress(self.inputs, self.outputs)
@@ -170,7 +187,7 @@ class Subgraph(Operate):
         self._self_active = False
         tracker = self.tracker
         for i, changes in enumerate(self.shared_progress.frontiers):
-            if changes._counts:
+            if changes.unstable_has_updates():
                 sid = self._input_ids[i]
                 to_inner = self.to_inner
                 for t, d in changes.drain():
@@ -191,14 +208,15 @@ class Subgraph(Operate):
             return
         self._pending.add(i)
         if not self._self_active:
-            self._activate_self()
+            self.activate()
 
-    def _activate_self(self) -> None:
+    def activate(self) -> None:
+        """Ask to be scheduled (by the parent scope, or the worker for a top scope)."""
         if self._self_active:
             return
         self._self_active = True
         if self.parent is None:
-            self.worker._activate_dataflow(self)
+            self.worker.activate_dataflow(self)
         else:
             self.parent.activate_child(self.index)
 
@@ -222,7 +240,7 @@ class Subgraph(Operate):
 
     def _propagate(self) -> None:
         tracker = self.tracker
-        if not tracker._pending:
+        if not tracker.has_pending():
             return
         tracker.propagate_all()
         pushed = tracker.drain_pushed()
@@ -253,7 +271,7 @@ class Subgraph(Operate):
                 heap = self._heap = sorted(self._pending)
                 self._pending = set()
                 last = -1
-                logger = self.worker._logger
+                logger = self.worker.logger
                 while heap:
                     i = heapq.heappop(heap)
                     if i == last:
@@ -287,24 +305,18 @@ class Subgraph(Operate):
             batch = self._batch
             get = batch.get
             for tid, b in consumeds:
-                counts = b._counts
-                if counts:
-                    b._counts = {}
-                    for t, n in counts.items():
+                if b.unstable_has_updates():
+                    for t, n in b.unstable_take().items():
                         key = (tid, t)
                         batch[key] = get(key, 0) - n
             for sid, b in internals:
-                counts = b._counts
-                if counts:
-                    b._counts = {}
-                    for t, d in counts.items():
+                if b.unstable_has_updates():
+                    for t, d in b.unstable_take().items():
                         key = (sid, t)
                         batch[key] = get(key, 0) + d
             for tids, b in produceds:
-                counts = b._counts
-                if counts:
-                    b._counts = {}
-                    for t, n in counts.items():
+                if b.unstable_has_updates():
+                    for t, n in b.unstable_take().items():
                         for tid in tids:
                             key = (tid, t)
                             batch[key] = get(key, 0) + n
@@ -324,7 +336,7 @@ class Subgraph(Operate):
         """Broadcast this run's consolidated batch (one message per worker), and apply it here."""
         batch = self._batch
         for sid, tids, entered in zip(self._input_ids, self._input_targets, self.ingress):
-            if entered._counts:
+            if entered.unstable_has_updates():
                 get = batch.get
                 for t, n in entered.drain():
                     batch[(sid, t)] = get((sid, t), 0) - n
@@ -333,8 +345,8 @@ class Subgraph(Operate):
         if batch:
             self._batch = {}
             message = [(loc, t, d) for (loc, t), d in batch.items() if d]
-            if message and self.worker._logger is not None:
-                self.worker._logger.log("progress", address=".".join(map(str, self.path)), count=len(message))
+            if message and self.worker.logger is not None:
+                self.worker.logger.log("progress", address=".".join(map(str, self.path)), count=len(message))
             if message:
                 for push in self._remote:
                     push(message)
@@ -343,7 +355,13 @@ class Subgraph(Operate):
 
     # ---- introspection -------------------------------------------------------------------
     def frontier(self, target: Target) -> Antichain:
+        """The frontier at ``target`` (a child's input, or ``Target(0, o)``)."""
         return self.tracker.frontier(target)
+
+    def held_times(self) -> list:
+        """The earliest times at which this scope's children still hold capabilities
+        or have messages in flight, sorted (empty once the scope is complete)."""
+        return sorted(self.tracker.pointstamp_times(), key=sort_key)
 
 
 def _same(x: Any) -> Any:

@@ -30,7 +30,7 @@ C
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ..errors import CapabilityError
 from ..progress import less_equal
@@ -38,7 +38,10 @@ from .notificator import Notificator
 from .operator import OperatorBuilder
 from .ports import OutputHandle
 
-__all__ = ["Vertex", "connect_vertex"]
+if TYPE_CHECKING:
+    from .stream import Stream
+
+__all__ = ["Vertex", "vertex"]
 
 
 class Vertex:
@@ -49,6 +52,10 @@ class Vertex:
     output: int = 0
     name: Optional[str] = None
     _ctx: Any = None
+
+    def attach(self, context: Any) -> None:
+        """Connect the vertex to its operator (``stream.vertex`` does this)."""
+        self._ctx = context
 
     def on_recv(self, input: int, records: list, time: Any) -> None:
         """``records`` arrived on ``input`` at ``time``."""
@@ -67,7 +74,7 @@ class Vertex:
     def _context(self) -> "_Context":
         ctx = self._ctx
         if ctx is None:
-            raise RuntimeError(f"vertex {type(self).__name__}: send_by/notify_at work only inside a callback")
+            raise CapabilityError(f"vertex {type(self).__name__}: send_by/notify_at work only inside a callback")
         return ctx
 
 
@@ -101,21 +108,23 @@ class _Context:
         self.notificator.notify_at(self._cap_for(time, "request a notification").delayed(time))
 
 
-def connect_vertex(vertex: Vertex, streams: list, pact: Any = None) -> Any:
+def vertex(stream: "Stream", vertex: Vertex, *others: "Stream", pact: Any = None) -> Any:
+    """Run a Naiad-style :class:`Vertex` on this stream (and ``others``, its further
+    inputs, numbered from 1); returns its output stream, or a tuple of them when the
+    vertex has several ``outputs``.  See the module docstring for an example."""
     name = vertex.name or type(vertex).__name__
-    b = OperatorBuilder(streams[0].scope, name)
-    inputs = [b.new_input(s, pact) for s in streams]
+    b = OperatorBuilder(stream.scope, name)
+    inputs = [b.new_input(s, pact) for s in (stream, *others)]
     handles, results = [], []
-    for _ in range(vertex.outputs):
-        port, stream = b.new_output()
-        handles.append(OutputHandle(port, b.core))
-        results.append(stream)
-    b.core.handles.extend(handles)
-    notificator = Notificator(b.core.frontiers, b.core)
+    for o in range(vertex.outputs):
+        handle, out = b.new_output(str(o))
+        handles.append(handle)
+        results.append(out)
+    notificator = Notificator([inp.frontier for inp in inputs], b.core)
     b.initial_capability().drop()
     ctx = _Context(name, handles, notificator)
-    vertex._ctx = ctx
-    activate = b.core.activate
+    vertex.attach(ctx)
+    activate = b.info().activate
 
     def logic() -> None:
         try:

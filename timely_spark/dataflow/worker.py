@@ -11,29 +11,36 @@ import time
 from typing import Any, Callable, Optional, TypeVar
 
 from ..progress import minimum
+from .operator import address_text
 from .scope import Scope
 from .subgraph import Subgraph
 
-__all__ = ["Worker"]
-
-
-def _address(path: tuple) -> str:
-    return ".".join(str(p) for p in path)
+__all__ = ["Worker", "PARK"]
 
 R = TypeVar("R")
 
-PARK = 0.05  # seconds an idle worker waits for a message before returning from step()
+#: Seconds an idle worker waits for a message before ``step()`` returns.
+PARK = 0.05
 
 
 class Worker:
-    """A timely worker.
+    """A timely worker: ``ts.execute`` and the Spark runner make one per worker and
+    call your function with it.
 
     * ``index``, ``peers`` -- this worker's index and the number of workers;
     * ``dataflow(build)`` -- build a dataflow; returns what ``build`` returned;
-    * ``step()`` -- run what is ready (waiting briefly when nothing is);
-      returns whether any dataflow is still incomplete;
-    * ``step_while(cond)`` -- step while ``cond()`` holds;
+    * ``step()`` / ``step_while(cond, timeout)`` -- run what is ready;
+    * ``drop_dataflow(index)`` -- abandon a dataflow, leaving it incomplete;
     * ``timer`` -- ``time.monotonic()`` when the worker started.
+
+    >>> import timely_spark as ts
+    >>> def work(worker):
+    ...     inp, probe = worker.dataflow(lambda s: (lambda i, st: (i, st.probe()))(*s.new_input()))
+    ...     inp.advance_to(1)
+    ...     worker.step_while(lambda: probe.less_than(1), timeout=10)
+    ...     return worker.index, worker.peers, probe.frontier
+    >>> ts.execute(work, threads=2)
+    [(0, 2, Antichain([1])), (1, 2, Antichain([1]))]
     """
 
     def __init__(self, allocator: Any) -> None:
@@ -42,75 +49,160 @@ class Worker:
         self.peers: int = allocator.peers
         self.timer = time.monotonic()
         self._channels = 0
-        self._dataflows: list[Subgraph] = []
+        self._dataflows: dict[int, Subgraph] = {}      # installed (incomplete, not dropped), by index
+        self._built: list[Subgraph] = []               # every dataflow built here, by index
         self._active: list[Subgraph] = []
-        self._inputs: list[Any] = []
-        self._closers: list[Any] = []     # closed when the worker function returns (sequencers)
+        self._inputs: list[tuple[int, Any]] = []       # (dataflow index, input handle)
+        self._closers: list[Any] = []                  # closed when the worker function returns
         self._timers: list[tuple[float, int, Callable[[], None]]] = []   # (deadline, n, activate)
-        self._built: list[Subgraph] = []           # every dataflow built here (for pictures)
+        self._timer_seq = 0
         self._registry: Any = None
-        self._logger: Any = None                   # the "timely" event logger, when registered
+        self._logger: Any = None
         self._operator_ids = 0
 
     def __repr__(self) -> str:
         return f"Worker({self.index} of {self.peers})"
 
+    # ---- services for the layers above ---------------------------------------------------
+    def elapsed(self) -> float:
+        """Seconds since the worker started."""
+        return time.monotonic() - self.timer
+
     def log_register(self) -> Any:
-        """This worker's logging registry (see :mod:`timely_spark.logging`)."""
+        """This worker's logging registry (see :mod:`timely_spark.logging`).
+
+        >>> import timely_spark as ts
+        >>> def work(worker):
+        ...     events = []
+        ...     worker.log_register().insert("timely", events.extend)
+        ...     worker.dataflow(lambda s: s.to_stream([1]).map(str))
+        ...     return events
+        >>> sorted({e["name"] for e in ts.execute(work)[0] if e["event"] == "operator"})
+        ['Dataflow0', 'Map', 'ToStream']
+        """
         if self._registry is None:
             from ..logging import Registry
 
             self._registry = Registry(self)
         return self._registry
 
+    @property
+    def logger(self) -> Any:
+        """The engine's ``"timely"`` event logger, or None when nobody listens."""
+        return self._logger
+
+    def set_logger(self, logger: Any) -> None:
+        """Install (or, with None, remove) the engine's event logger (the registry does)."""
+        self._logger = logger
+
+    def next_operator_id(self) -> int:
+        """A new operator id, unique on this worker (operators and scopes take one)."""
+        self._operator_ids += 1
+        return self._operator_ids - 1
+
+    def allocate_channel(self, inbox: Any) -> tuple[int, list[Any]]:
+        """A new channel, numbered in build order: ``(number, pushers)`` with one
+        pusher per worker; what the others push to this worker lands in ``inbox``."""
+        channel = self._channels
+        self._channels += 1
+        return channel, self.allocator.allocate(channel, inbox)
+
+    def on_finish(self, closer: Any) -> None:
+        """Call ``closer.close()`` when the worker function returns, before the worker
+        runs its dataflows to completion (sequencers use it)."""
+        self._closers.append(closer)
+
+    def track_input(self, handle: Any) -> None:
+        """Flush ``handle`` at every step and close it when the worker function returns
+        (inputs register themselves; dropping their dataflow forgets them)."""
+        self._inputs.append((len(self._built) - 1, handle))
+
     def dataflow_graphs(self) -> list:
         """A description of every dataflow built on this worker (operators, ports,
-        edges, nested scopes), renderable in a notebook."""
+        edges, nested scopes), renderable in a notebook (see :mod:`.graph`)."""
         from .graph import describe
 
         return [describe(g) for g in self._built]
 
-    def _next_operator_id(self) -> int:
-        self._operator_ids += 1
-        return self._operator_ids - 1
-
-    def elapsed(self) -> float:
-        """Seconds since the worker started."""
-        return time.monotonic() - self.timer
-
-    # ---- building -------------------------------------------------------------------
-    def _allocate(self, inbox: Any) -> list[Any]:
-        channel = self._channels
-        self._channels += 1
-        return self.allocator.allocate(channel, inbox)
-
-    def dataflow(self, build: Callable[[Scope], R], time: Any = 0, name: Optional[str] = None) -> R:
-        """Build a dataflow whose top-scope times are like ``time`` (an int by default;
-        a tuple, or ``()`` for a dataflow with a single time) and return ``build``'s result."""
-        number = len(self._dataflows)
-        graph = Subgraph(self, None, name or f"Dataflow{number}", minimum(time), path=(self._channels,))
-        result = build(Scope(graph))
-        graph.finalize()
-        self._dataflows.append(graph)
-        self._built.append(graph)
-        return result
-
-    def _activate_dataflow(self, graph: Subgraph) -> None:
-        self._active.append(graph)
-
     def activate_after(self, activate: Callable[[], None], delay: float) -> None:
         """Call ``activate()`` (an operator's activator) once ``delay`` seconds have passed;
         until then the worker may park instead of spinning."""
-        heapq.heappush(self._timers, (time.monotonic() + delay, len(self._timers), activate))
+        self._timer_seq += 1
+        heapq.heappush(self._timers, (time.monotonic() + delay, self._timer_seq, activate))
+
+    def activate_dataflow(self, graph: Subgraph) -> None:
+        """Schedule a dataflow's top scope at the next step (its scope calls this)."""
+        self._active.append(graph)
+
+    # ---- dataflows -----------------------------------------------------------------------
+    def dataflow(self, build: Callable[[Scope], R], time: Any = 0, name: Optional[str] = None) -> R:
+        """Build a dataflow whose top-scope times are like ``time`` (an int by default;
+        a tuple, or ``()`` for a dataflow with a single time) and return ``build``'s result.
+
+        >>> import timely_spark as ts
+        >>> ts.execute(lambda w: w.dataflow(lambda s: s.minimum, time=(0, 0)))
+        [(0, 0)]
+        """
+        number = len(self._built)
+        graph = Subgraph(self, None, name or f"Dataflow{number}", minimum(time), path=(self._channels,),
+                         dataflow_index=number)
+        self._built.append(graph)
+        result = build(Scope(graph))
+        graph.finalize()
+        self._dataflows[number] = graph
+        graph.activate()             # run at least once: an empty dataflow completes at once
+        return result
+
+    def next_dataflow_index(self) -> int:
+        """The index the next dataflow built here will have."""
+        return len(self._built)
+
+    def installed_dataflows(self) -> list[int]:
+        """Indices of the dataflows still running (not complete, not dropped)."""
+        return sorted(self._dataflows)
+
+    def drop_dataflow(self, index: int) -> None:
+        """Abandon dataflow ``index``: it is never scheduled again and its inputs are
+        not closed, so what it held stays incomplete (a capture of it shows its last
+        time still open).  Do it on every worker.
+
+        >>> import timely_spark as ts
+        >>> def work(worker):
+        ...     index = worker.next_dataflow_index()
+        ...     inp, probe = worker.dataflow(lambda s: (lambda i, st: (i, st.probe()))(*s.new_input()))
+        ...     worker.drop_dataflow(index)
+        ...     return worker.installed_dataflows(), probe.done()
+        >>> ts.execute(work)
+        [([], False)]
+        """
+        if not 0 <= index < len(self._built):
+            raise ValueError(f"worker {self.index}: no dataflow {index} (built: {len(self._built)})")
+        self._dataflows.pop(index, None)
+        self._inputs = [(d, h) for d, h in self._inputs if d != index]
+
+    def incomplete_dataflows(self) -> list[str]:
+        """The installed dataflows, by name, each with the times its operators still
+        hold (what a run that does not end is waiting for)."""
+        return [f"{g.name} (holding {g.held_times()})" for g in self._dataflows.values()]
 
     # ---- running --------------------------------------------------------------------
     def step(self) -> bool:
         """Run every activated operator once; if nothing was ready, wait up to a short
-        while for a message first.  Returns whether some dataflow is incomplete."""
-        if self._inputs:
-            for handle in self._inputs:
-                if handle._buffer:
-                    handle.flush()
+        while for a message first.  Returns whether some dataflow is incomplete.
+
+        >>> import timely_spark as ts
+        >>> def work(worker):
+        ...     worker.dataflow(lambda s: s.to_stream([1, 2]).inspect(print))
+        ...     while worker.step():
+        ...         pass
+        ...     return "complete"
+        >>> ts.execute(work)
+        1
+        2
+        ['complete']
+        """
+        for _, handle in self._inputs:
+            handle.flush()
         allocator = self.allocator
         allocator.receive()
         timers = self._timers
@@ -126,15 +218,20 @@ class Worker:
                 allocator.receive(park)
         if self._active:
             active, self._active = self._active, []
+            installed = self._dataflows
             seen = set()
             for graph in active:
-                if id(graph) in seen:
+                key = id(graph)
+                if key in seen:
                     continue
-                seen.add(id(graph))
-                if not graph.schedule() and graph in self._dataflows:
-                    self._dataflows.remove(graph)
+                seen.add(key)
+                index = graph.dataflow_index
+                if index not in installed:
+                    continue                                  # dropped or complete
+                if not graph.schedule():
+                    del installed[index]
                     if self._logger is not None:
-                        self._logger.log("shutdown", address=_address(graph.path))
+                        self._logger.log("shutdown", address=address_text(graph.path))
             allocator.release()
         if self._registry is not None:
             self._registry.flush()
@@ -142,21 +239,32 @@ class Worker:
 
     def step_while(self, condition: Callable[[], bool], timeout: Optional[float] = None) -> None:
         """Step while ``condition()`` is true; ``timeout`` (seconds) bounds the wait and
-        raises ``TimeoutError``."""
+        raises ``TimeoutError`` naming the worker.
+
+        >>> import timely_spark as ts
+        >>> def work(worker):
+        ...     inp, probe = worker.dataflow(lambda s: (lambda i, st: (i, st.probe()))(*s.new_input()))
+        ...     try:
+        ...         worker.step_while(lambda: probe.less_than(1), timeout=0.1)   # nobody advances
+        ...     except TimeoutError as e:
+        ...         return str(e)
+        >>> ts.execute(work)
+        ['worker 0: condition still true after 0.1 s']
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         while condition():
             self.step()
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"worker {self.index}: condition still true after {timeout} s")
 
-    def has_dataflows(self) -> bool:
-        return bool(self._dataflows)
-
-    def _finish(self) -> None:
-        """What happens when the worker function returns: close this worker's inputs
-        and run the dataflows to completion."""
-        for handle in self._inputs + self._closers:
+    def finish(self) -> None:
+        """What happens when the worker function returns: close what registered with
+        :meth:`on_finish` and this worker's inputs, run the dataflows to completion,
+        and close the logging registry and the allocator."""
+        for _, handle in self._inputs:
             handle.close()
+        for closer in self._closers:
+            closer.close()
         while self.step():
             pass
         if self._registry is not None:

@@ -54,14 +54,14 @@ class Registry:
         The engine's own stream is ``"timely"``."""
         self.loggers[name] = Logger(handler, self._worker.index, self._worker.timer)
         if name == "timely":
-            self._worker._logger = self.loggers[name]
+            self._worker.set_logger(self.loggers[name])
 
     def remove(self, name: str) -> None:
         logger = self.loggers.pop(name, None)
         if logger is not None:
             logger.flush()
             if name == "timely":
-                self._worker._logger = None
+                self._worker.set_logger(None)
 
     def get(self, name: str) -> Optional[Logger]:
         return self.loggers.get(name)

@@ -197,9 +197,8 @@ class MutableAntichain:
         return changes
 
     def frontier(self) -> Antichain:
-        a = Antichain(le=self._le)
-        a._elements = list(self._frontier)
-        return a
+        """The frontier as an :class:`Antichain` (a copy)."""
+        return Antichain(self._frontier, le=self._le)
 
     def elements(self) -> list[Any]:
         return list(self._frontier)
@@ -220,6 +219,10 @@ class MutableAntichain:
 
     def is_empty(self) -> bool:
         return not self._frontier
+
+    def has_counts(self) -> bool:
+        """Whether any time has a non-zero count (positive or negative)."""
+        return bool(self._counts)
 
     def count_for(self, t: Any) -> int:
         return self._counts.get(t, 0)

@@ -39,6 +39,21 @@ class ChangeBatch:
             if diff:
                 counts[item] = counts.get(item, 0) + diff
 
+    def unstable_take(self) -> dict[Any, int]:
+        """The raw ``{item: total}`` dict, leaving the batch empty, in O(1).
+
+        Unstable, for the engine's hot path: totals may be zero (not yet compacted).
+        """
+        counts, self._counts = self._counts, {}
+        return counts
+
+    def unstable_has_updates(self) -> bool:
+        """Whether any update was recorded since the last drain, in O(1).
+
+        Unstable, for the engine's hot path: updates that cancel out still count.
+        """
+        return bool(self._counts)
+
     def compact(self) -> None:
         self._counts = {k: v for k, v in self._counts.items() if v}
 

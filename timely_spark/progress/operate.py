@@ -1,33 +1,25 @@
 """The protocol between a scope and each of its children (operators and subgraphs).
 
-A child presents itself to its parent scope as one operator with ``inputs``
-and ``outputs`` ports, and talks progress through four methods -- those of the
-hierarchical-scopes seed:
+A child presents itself to its parent scope as one operator with ``inputs`` and
+``outputs`` ports -- the hierarchical-scopes seed's view -- and the two talk
+progress through the child's :class:`SharedProgress`:
 
-* :meth:`Operate.get_internal_summary` -- upward, once: the path summaries from
-  each input to each output, and the initial capabilities at each output;
-* :meth:`Operate.set_external_summary` -- downward, once: the summaries from
-  each output back to each input through the rest of the graph;
-* :meth:`Operate.push_external_progress` -- downward, at run time: changes to
-  the frontier at each input (the outside world's progress, projected);
-* :meth:`Operate.pull_internal_progress` -- upward, at run time: messages
-  consumed at each input, messages produced at each output and changes to the
-  capabilities held internally at each output, *together*, so that the parent
+* once, upward: :meth:`Operate.get_internal_summary` gives the path summaries from
+  each input to each output and the initial capabilities at each output;
+* at run time, downward: the parent adds changes to each input's frontier to
+  ``shared_progress.frontiers`` (the seed's *push external progress*);
+* at run time, upward: after :meth:`Operate.schedule` the parent drains the messages
+  consumed at each input, produced at each output and the changes to capabilities
+  held for each output *together* (the seed's *pull internal progress*), so that it
   never sees a consumption without the work it caused.
 
-The parent and child exchange these through a :class:`SharedProgress`.
+The seed's *set external summary* (paths from outputs back to inputs outside the
+child) has no counterpart: no child here needs it.
 
 >>> sp = SharedProgress(1, 1)
 >>> sp.consumeds[0].update(3, 10); sp.produceds[0].update(3, 7)
->>> class Map(Operate):
-...     name, inputs, outputs = "map", 1, 1
-...     def __init__(self): self.shared_progress = sp
->>> m = Map()
->>> consumed, internal, produced = [], [], []
->>> m.pull_internal_progress(internal, consumed, produced)
-False
->>> consumed, internal, produced
-([[(3, 10)]], [[]], [[(3, 7)]])
+>>> [b.drain() for b in sp.consumeds], [b.drain() for b in sp.produceds]
+([[(3, 10)]], [[(3, 7)]])
 """
 
 from __future__ import annotations
@@ -84,29 +76,6 @@ class Operate:
         no initial capabilities: the engine's operators override it.
         """
         raise NotImplementedError
-
-    def set_external_summary(self, summaries: list[list[Antichain]]) -> None:
-        """Summaries ``[output][input]`` through the world outside this child."""
-
-    def push_external_progress(self, external: list[list[tuple[Any, int]]]) -> None:
-        """Changes to each input's frontier, as seen from outside."""
-        for batch, changes in zip(self.shared_progress.frontiers, external):
-            batch.extend(changes)
-
-    def pull_internal_progress(
-        self,
-        internal: list[list[tuple[Any, int]]],
-        consumed: list[list[tuple[Any, int]]],
-        produced: list[list[tuple[Any, int]]],
-    ) -> bool:
-        """Append this child's consumed, internal and produced changes (drained
-        together); return True when it has work outstanding that no capability
-        shows."""
-        sp = self.shared_progress
-        consumed.extend(b.drain() for b in sp.consumeds)
-        internal.extend(b.drain() for b in sp.internals)
-        produced.extend(b.drain() for b in sp.produceds)
-        return False
 
     def schedule(self) -> bool:
         """Do some work; return True while the child is incomplete."""

@@ -27,23 +27,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional, Sequence
 
+from ..errors import CycleError
 from .antichain import Antichain, MutableAntichain
 from .location import Location, Source, Target
 from .summary import identity
 
 __all__ = ["Builder", "Tracker", "CycleError"]
-
-
-class CycleError(ValueError):
-    """A cycle in the dataflow graph along which timestamps need not advance."""
-
-    def __init__(self, cycle: list[str]) -> None:
-        self.cycle = cycle
-        super().__init__(
-            "the dataflow has a cycle that does not strictly advance the timestamp "
-            "(every cycle must pass through a feedback edge with an advancing summary): "
-            + " -> ".join(cycle)
-        )
 
 
 class Builder:
@@ -54,7 +43,7 @@ class Builder:
     """
 
     def __init__(self, time: Any = 0) -> None:
-        self._identity = identity(time)
+        self.identity = identity(time)
         self.nodes: dict[int, tuple[int, int, list[list[Antichain]]]] = {}
         self.names: dict[int, str] = {}
         self.edges: list[tuple[Source, Target]] = []
@@ -119,7 +108,7 @@ class Builder:
     def summaries(self) -> dict[Location, dict[Target, Antichain]]:
         """For every location, the minimal path summaries to each target it reaches."""
         self._check_cycles()
-        ident = self._identity
+        ident = self.identity
         out_edges: dict[Source, list[Target]] = {}
         for s, t in self.edges:
             out_edges.setdefault(s, []).append(t)
@@ -190,7 +179,7 @@ class Tracker:
                  scope_boundary: bool = False) -> None:
         compiled = builder.summaries()
         self.summaries = compiled
-        ident = builder._identity
+        ident = builder.identity
         locations: list[Location] = list(compiled)
         self._index: dict[Location, int] = {loc: i for i, loc in enumerate(locations)}
         self.locations = locations
@@ -276,4 +265,18 @@ class Tracker:
 
     def tracking_anything(self) -> bool:
         """Whether any location holds a non-zero count (pending updates included)."""
-        return bool(self._pending) or any(p._counts for p in self._pointstamps)
+        return bool(self._pending) or any(p.has_counts() for p in self._pointstamps)
+
+    def has_pending(self) -> bool:
+        """Whether updates wait for :meth:`propagate_all`."""
+        return bool(self._pending)
+
+    def pointstamp_times(self) -> list[Any]:
+        """The distinct times with a positive count at some location (as of the last
+        propagation): the capabilities held and the messages in flight."""
+        times: list[Any] = []
+        for p in self._pointstamps:
+            for t in p.elements():
+                if t not in times:
+                    times.append(t)
+        return times

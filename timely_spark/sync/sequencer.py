@@ -45,7 +45,7 @@ class Sequencer:
         self._seen = [0]                    # the latest time received from anyone
         self._activate: Any = None
         worker.dataflow(self._build, name="Sequencer")
-        worker._closers.append(self)
+        worker.on_finish(self)
 
     # ---- the dataflow ----------------------------------------------------------------
     def _now(self, at_least: int) -> int:

@@ -1,20 +1,53 @@
-"""Operators with several outputs: partition, branch, branch_when, ok_err."""
+"""Operators with several outputs, returned by name: partition, branch, branch_when, ok_err.
+
+All are thin wrappers over :func:`split`, which routes each input batch into one
+list per output with a single call.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from ..operator import OperatorBuilder
 
-__all__ = ["partition", "branch", "branch_when", "ok_err"]
+if TYPE_CHECKING:
+    from ..stream import Stream
+
+__all__ = ["BranchOut", "OkErrOut", "split", "partition", "branch", "branch_when", "ok_err"]
 
 
-def split(stream: Any, name: str, parts: int, route: Callable[[Any, list], list]) -> list:
-    """``route(time, batch)`` returns one list per output."""
+class BranchOut(NamedTuple):
+    """The outputs of :func:`branch` and :func:`branch_when`: ``falses`` and ``trues``
+    (it also unpacks as ``falses, trues``)."""
+
+    falses: "Stream"
+    trues: "Stream"
+
+
+class OkErrOut(NamedTuple):
+    """The outputs of :func:`ok_err`: ``oks`` (results) and ``errs`` (``(record,
+    exception)`` pairs); it also unpacks as ``oks, errs``."""
+
+    oks: "Stream"
+    errs: "Stream"
+
+
+def split(stream: "Stream", name: str, outputs: list[str], route: Callable[[Any, list], list]) -> list["Stream"]:
+    """An operator with one output per name in ``outputs``: ``route(time, batch)``
+    returns one list per output, sent at the batch's time (empty lists: nothing).
+
+    >>> import timely_spark as ts
+    >>> def build(s):
+    ...     low, high = split(s.to_stream([1, 9, 2]), "Halves", ["low", "high"],
+    ...                       lambda t, b: [[x for x in b if x < 5], [x for x in b if x >= 5]])
+    ...     high.inspect(print)
+    >>> _ = ts.example(build)
+    9
+    """
     b = OperatorBuilder(stream.scope, name)
     inp = b.new_input(stream)
-    outs, streams = zip(*(b.new_output() for _ in range(parts)))
-    pushes = [o.push for o in outs]
+    handles, streams = zip(*(b.new_output(n) for n in outputs))
+    pushes = [h.unstable_push for h in handles]
 
     def logic() -> None:
         for t, data in inp.take():
@@ -26,7 +59,19 @@ def split(stream: Any, name: str, parts: int, route: Callable[[Any, list], list]
     return list(streams)
 
 
-def partition(stream: Any, parts: int, route: Callable[[Any], int], name: str = "Partition") -> list:
+def partition(stream: "Stream", parts: int, route: Callable[[Any], int], name: str = "Partition") -> list["Stream"]:
+    """Split into ``parts`` streams, named by number: each record goes to stream
+    ``route(record)``, which must be in ``0..parts-1`` (else the operator fails,
+    naming the record).
+
+    >>> import timely_spark as ts
+    >>> def build(s):
+    ...     even, odd = s.to_stream(range(5)).partition(2, lambda x: x % 2)
+    ...     odd.inspect(print)
+    >>> _ = ts.example(build)
+    1
+    3
+    """
     def fn(t: Any, data: list) -> list:
         out: list[list] = [[] for _ in range(parts)]
         appends = [o.append for o in out]
@@ -37,24 +82,58 @@ def partition(stream: Any, parts: int, route: Callable[[Any], int], name: str = 
             appends[i](x)
         return out
 
-    return split(stream, name, parts, fn)
+    return split(stream, name, [str(i) for i in range(parts)], fn)
 
 
-def branch(stream: Any, predicate: Callable[[Any], bool], name: str = "Branch") -> tuple:
+def branch(stream: "Stream", predicate: Callable[[Any], bool], name: str = "Branch") -> BranchOut:
+    """Split by a predicate on each record: a :class:`BranchOut` whose ``trues`` has the
+    records for which ``predicate`` holds and ``falses`` the others.
+
+    >>> import timely_spark as ts
+    >>> def build(s):
+    ...     out = s.to_stream([1, 50, 2]).branch(lambda x: x > 10)
+    ...     out.trues.inspect(print)
+    >>> _ = ts.example(build)
+    50
+    """
     def fn(t: Any, data: list) -> list:
         yes, no = [], []
         for x in data:
             (yes if predicate(x) else no).append(x)
         return [no, yes]
 
-    return tuple(split(stream, name, 2, fn))
+    return BranchOut(*split(stream, name, ["falses", "trues"], fn))
 
 
-def branch_when(stream: Any, predicate: Callable[[Any], bool], name: str = "BranchWhen") -> tuple:
-    return tuple(split(stream, name, 2, lambda t, data: [[], data] if predicate(t) else [data, []]))
+def branch_when(stream: "Stream", predicate: Callable[[Any], bool], name: str = "BranchWhen") -> BranchOut:
+    """Split by a predicate on each batch's *time* (one call per batch): a
+    :class:`BranchOut` of the batches whose time fails and passes it.
+
+    >>> import timely_spark as ts
+    >>> def build(s):
+    ...     early, late = s.to_stream([7]).branch_when(lambda t: t >= 1)
+    ...     early.inspect(print)
+    >>> _ = ts.example(build)
+    7
+    """
+    return BranchOut(*split(stream, name, ["falses", "trues"],
+                            lambda t, data: [[], data] if predicate(t) else [data, []]))
 
 
-def ok_err(stream: Any, f: Callable[[Any], Any], name: str = "OkErr") -> tuple:
+def ok_err(stream: "Stream", f: Callable[[Any], Any], name: str = "OkErr") -> OkErrOut:
+    """Apply ``f`` to every record: an :class:`OkErrOut` with ``oks``, the results where
+    ``f`` returns, and ``errs``, ``(record, exception)`` where it raises an Exception.
+
+    >>> import timely_spark as ts
+    >>> def build(s):
+    ...     ok, err = s.to_stream(["1", "x", "3"]).ok_err(int)
+    ...     ok.inspect(print)
+    ...     err.inspect(lambda e: print("bad:", e[0], type(e[1]).__name__))
+    >>> _ = ts.example(build)
+    1
+    3
+    bad: x ValueError
+    """
     def fn(t: Any, data: list) -> list:
         ok, err = [], []
         for x in data:
@@ -64,4 +143,4 @@ def ok_err(stream: Any, f: Callable[[Any], Any], name: str = "OkErr") -> tuple:
                 err.append((x, exc))
         return [ok, err]
 
-    return tuple(split(stream, name, 2, fn))
+    return OkErrOut(*split(stream, name, ["oks", "errs"], fn))

@@ -17,24 +17,29 @@ growing back-off while nothing arrives, never spun on.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from ..dataflow.operator import OperatorBuilder
+from ..operator import OperatorBuilder
 from .event import Messages, Progress, as_source
+
+if TYPE_CHECKING:
+    from ..stream import Stream
 
 __all__ = ["replay_into"]
 
 POLL_MIN, POLL_MAX = 0.0005, 0.05
 
 
-def replay_into(sources: Sequence[Any], scope: Any, name: str = "Replay") -> Any:
+def replay_into(sources: Sequence[Any], scope: Any, name: str = "Replay") -> "Stream":
+    """A stream in ``scope`` that replays the captured event ``sources`` (each an event
+    source, a list or an iterator of events); see the module docstring."""
     sources = [as_source(s) for s in sources]
     b = OperatorBuilder(scope, name)
-    port, stream = b.new_output()
-    internals = b.core.shared_progress.internals[0]
-    minimum = scope._graph.min_time
-    activate = b.core.activate
-    worker = scope._graph.worker
+    output, stream = b.new_output()
+    internals = b.unstable_capability_changes(0)
+    minimum = scope.minimum
+    info = b.info()
+    activate = info.activate
     state = {"started": False, "live": list(sources), "delay": POLL_MIN}
 
     def logic() -> None:
@@ -54,7 +59,7 @@ def replay_into(sources: Sequence[Any], scope: Any, name: str = "Replay") -> Any
                     if type(event) is Progress:
                         internals.extend(event.updates)
                     elif type(event) is Messages:
-                        port.push(event.time, event.data)
+                        output.unstable_push(event.time, event.data)
                     else:
                         raise TypeError(f"replay {name!r}: {type(event).__name__} is not an event")
             except StopIteration:
@@ -65,7 +70,7 @@ def replay_into(sources: Sequence[Any], scope: Any, name: str = "Replay") -> Any
                 state["delay"] = POLL_MIN
                 activate()
             else:
-                worker.activate_after(activate, state["delay"])
+                info.activate_after(state["delay"])
                 state["delay"] = min(state["delay"] * 2, POLL_MAX)
 
     b.build(logic)
