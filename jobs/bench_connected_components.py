@@ -1,6 +1,6 @@
 """Connected components three ways in one SparkSession (local[2]), checked against each other.
 
-(a) timely label propagation on 2 barrier workers (jobs/connected_components.py);
+(a) timely label propagation on 2 barrier workers (``ts.graph.connected_components``);
 (b) the same label propagation the usual PySpark way: a DataFrame join + groupBy
     loop until no label changes;
 (c) a single-threaded Python union-find on the driver.
@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from connected_components import random_edges  # beside this script
 
-from connected_components import connected_components, random_edges, union_find  # noqa: E402
-
-import timely_spark as ts  # noqa: E402
+import timely_spark as ts
+from timely_spark.graph import connected_components, union_find
 
 
 def dataframe_label_propagation(edges_df) -> tuple[dict[int, int], int]:
@@ -66,7 +64,7 @@ def main() -> None:
     t_floor = time.perf_counter() - start
 
     start = time.perf_counter()
-    timely = {r["vertex"]: r["component"] for r in connected_components(edges_df, 2).collect()}
+    timely = {r["vertex"]: r["component"] for r in connected_components(edges_df, workers=2).collect()}
     t_timely = time.perf_counter() - start
 
     start = time.perf_counter()
@@ -87,7 +85,8 @@ def main() -> None:
     components = len(set(reference.values()))
     print(f"graph: {len(reference):,} vertices with edges, {args.edges:,} edges, {components:,} components")
     print(f"(a) timely, 2 barrier workers      {t_timely:8.2f} s")
-    print(f"(b) DataFrame join+groupBy loop    {t_frame:8.2f} s   ({rounds} rounds)   (b)/(a) = {t_frame / t_timely:.1f}")
+    print(f"(b) DataFrame join+groupBy loop    {t_frame:8.2f} s   ({rounds} rounds)   "
+          f"(b)/(a) = {t_frame / t_timely:.1f}")
     print(f"(c) Python union-find              {t_uf:8.2f} s   (a)/(c) = {t_timely / t_uf:.1f}")
     print(f"floor: the same barrier transform passing edges through unchanged {t_floor:.2f} s")
     print(f"mesh set-up in the barrier tasks: connect {connect * 1000:.1f} ms after the address swap; "

@@ -9,15 +9,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_mesh import raw_ping_pong  # beside this script
 
-from bench_mesh import raw_ping_pong  # noqa: E402
-
-import timely_spark as ts  # noqa: E402
+import timely_spark as ts
 
 
 def barrier_times(rounds: int):

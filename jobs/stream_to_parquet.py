@@ -40,6 +40,7 @@ def capture_views(out: str, epochs: int, views: int, leave_open: bool):
             kept.capture_into(writer)
             return inp, kept.probe()
 
+        index = worker.next_dataflow_index()
         inp, probe = worker.dataflow(build)
         for epoch in range(epochs):
             inp.send_batch([rng.choice(PAGES) for _ in range(views)])
@@ -51,8 +52,7 @@ def capture_views(out: str, epochs: int, views: int, leave_open: bool):
             for _ in range(20):
                 worker.step()
             writer.flush()
-            worker._dataflows.clear()      # stop here, as if the job were still running
-            worker._inputs.clear()
+            worker.drop_dataflow(index)    # stop here, as if the job were still running
             return "open"
         inp.close()
         worker.step_while(lambda: not probe.done(), timeout=600)

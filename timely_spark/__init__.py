@@ -18,17 +18,21 @@
 [[0, 2, 4, 6, 8, 10], [1, 3, 5, 7, 9, 11]]
 """
 
-from . import capture, logging, progress, spark, sync
+from . import capture, graph, logging, progress, spark, sync
 from ._version import __version__
 from .dataflow import (
+    BranchOut,
     Capability,
     CapabilitySet,
     Exchange,
     InputCapability,
     InputHandle,
+    InputPort,
     LoopHandle,
     Notificator,
+    OkErrOut,
     OperatorBuilder,
+    OutputHandle,
     Pipeline,
     ProbeHandle,
     Scope,
@@ -38,13 +42,22 @@ from .dataflow import (
     source,
     stable_hash,
 )
-from .errors import CapabilityError, TimelyError, WorkerError, WorkerFailure
+from .errors import (
+    BuildError,
+    CapabilityError,
+    CycleError,
+    OperatorError,
+    TimelyError,
+    WorkerError,
+    WorkerFailure,
+)
 from .execute import Config, example, execute, execute_from_args
 from .progress import Product
 
 __all__ = [
-    "Capability", "CapabilityError", "Config", "execute_from_args", "CapabilitySet", "Exchange", "InputCapability", "InputHandle",
-    "LoopHandle", "Notificator", "OperatorBuilder", "Pipeline", "ProbeHandle", "Product", "Scope",
-    "Stream", "TimelyError", "Vertex", "Worker", "WorkerError", "WorkerFailure", "__version__",
-    "capture", "logging", "example", "execute", "progress", "source", "spark", "stable_hash", "sync",
+    "BranchOut", "BuildError", "Capability", "CapabilityError", "CapabilitySet", "Config", "CycleError",
+    "Exchange", "InputCapability", "InputHandle", "InputPort", "LoopHandle", "Notificator", "OkErrOut",
+    "OperatorBuilder", "OperatorError", "OutputHandle", "Pipeline", "ProbeHandle", "Product", "Scope", "Stream",
+    "TimelyError", "Vertex", "Worker", "WorkerError", "WorkerFailure", "__version__", "capture", "example",
+    "execute", "execute_from_args", "graph", "logging", "progress", "source", "spark", "stable_hash", "sync",
 ]

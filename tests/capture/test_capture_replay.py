@@ -81,10 +81,11 @@ def test_replay_of_an_unfinished_stream_stays_open():
         def build(scope):
             return replay_into([events], scope).probe()
 
+        index = worker.next_dataflow_index()
         probe = worker.dataflow(build)
         worker.step_while(lambda: probe.less_than(1), timeout=10)
         frontier = probe.frontier.elements()
-        worker._dataflows.clear()   # it will never finish: abandon it for the test
+        worker.drop_dataflow(index)   # it will never finish: abandon it for the test
         return frontier
 
     assert ts.execute(work) == [[1]]

@@ -144,8 +144,7 @@ def test_scopes_must_match():
     def crossing(s):
         other = {}
         s.iterative(lambda inner: other.setdefault("inner", inner))
-        return s.to_stream([1]).map(lambda x: x)._unused if False else s.to_stream([1]).concat(
-            other["inner"].parent.to_stream([2]).enter(other["inner"]))
+        return s.to_stream([1]).concat(other["inner"].parent.to_stream([2]).enter(other["inner"]))
 
     fails_with(crossing, ValueError, "another scope")
 

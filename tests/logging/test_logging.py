@@ -40,7 +40,7 @@ def test_events_of_a_known_dataflow_with_exact_counts():
 def test_nothing_is_recorded_without_a_handler():
     def work(worker):
         worker.dataflow(lambda s: s.to_stream([1]))
-        return worker._logger
+        return worker.logger
 
     assert ts.execute(work) == [None]
 

@@ -120,7 +120,7 @@ class OperatorCore(Operate):
                     frontier.update_iter(changes.drain())
         self._running = True
         try:
-            self.logic()  # type: ignore[misc]   (its return value means nothing)
+            self.logic()  # type: ignore[misc]
             for h in self.handles:
                 h.flush()
             logger = self.graph.worker.logger

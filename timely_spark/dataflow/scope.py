@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 from ..progress import Product, Source
 from .input import new_input, to_stream
@@ -105,7 +105,8 @@ class Scope:
         """Build a nested scope with the same times, seen from outside as one operator.
 
         >>> import timely_spark as ts
-        >>> _ = ts.example(lambda s: s.region(lambda r: s.to_stream([1]).enter(r).map(lambda x: x + 1).leave()).inspect(print))
+        >>> _ = ts.example(lambda s: s.region(lambda r: s.to_stream([1]).enter(r).map(lambda x: x + 1).leave())
+        ...                .inspect(print))
         2
         """
         outer = self._graph

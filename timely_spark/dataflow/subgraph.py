@@ -65,7 +65,7 @@ class Subgraph(Operate):
         self.outputs = 0
         self.dataflow_index = dataflow_index
         self.index = parent.add_child(self) if parent is not None else 0
-        self.path = path if parent is None else parent.path + (self.index,)
+        self.path: tuple = path if parent is None else parent.path + (self.index,)
         self.id = worker.next_operator_id()
         if worker.logger is not None:
             worker.logger.log("operator", operator=self.id, address=".".join(map(str, self.path)), name=name)
@@ -163,7 +163,7 @@ class Subgraph(Operate):
             self._divert[lid(Target(0, o))] = (1, o)
         for i, init in initial.items():
             for o, updates in enumerate(init):
-                sid = self._child_ports[i][1][o][0]
+                sid = self._child_ports[i][1][o][0]  # type: ignore[index]
                 for t, n in updates:
                     tracker.update_id(sid, t, n)
         self.finalized = True
@@ -300,7 +300,7 @@ class Subgraph(Operate):
     def _collect(self, i: int, child: Any) -> None:
         """Move a child's consumed / internal / produced changes into this run's batch
         (local children) or straight into the tracker (nested subgraphs)."""
-        consumeds, internals, produceds = self._child_ports[i]
+        consumeds, internals, produceds = self._child_ports[i]  # type: ignore[misc]
         if child.local:
             batch = self._batch
             get = batch.get
@@ -321,7 +321,7 @@ class Subgraph(Operate):
                             key = (tid, t)
                             batch[key] = get(key, 0) + n
         else:   # a nested subgraph: its reports are global already; apply them here
-            updates = []
+            updates: list[tuple[int, Any, int]] = []
             for tid, b in consumeds:
                 updates.extend((tid, t, -n) for t, n in b.drain())
             for sid, b in internals:

@@ -132,9 +132,9 @@ def vertex(stream: "Stream", vertex: Vertex, *others: "Stream", pact: Any = None
                 for cap, data in inp:
                     ctx.current = cap
                     vertex.on_recv(i, data, cap.time)
-            for cap in notificator:
-                ctx.current = cap
-                vertex.on_notify(cap.time)
+            for held in notificator:
+                ctx.current = held
+                vertex.on_notify(held.time)
         finally:
             ctx.current = None
         if notificator.has_deliverable():

@@ -113,9 +113,9 @@ class Builder:
         for s, t in self.edges:
             out_edges.setdefault(s, []).append(t)
         for s, t in self.edges:
-            for loc, kind in ((s, 1), (t, 0)):
+            for loc, ports in ((s, 1), (t, 0)):
                 node = self.nodes.get(loc.node)
-                if node is None or not 0 <= loc.port < node[kind]:
+                if node is None or not 0 <= loc.port < node[ports]:  # type: ignore[operator]
                     raise ValueError(f"edge {s} -> {t}: {loc} is not a declared port")
         sources = [Source(n, o) for n, (_, outs, _) in self.nodes.items() for o in range(outs)]
         targets = [Target(n, i) for n, (ins, _, _) in self.nodes.items() for i in range(ins)]

@@ -40,7 +40,7 @@ def replay_into(sources: Sequence[Any], scope: Any, name: str = "Replay") -> "St
     minimum = scope.minimum
     info = b.info()
     activate = info.activate
-    state = {"started": False, "live": list(sources), "delay": POLL_MIN}
+    state: dict[str, Any] = {"started": False, "live": list(sources), "delay": POLL_MIN}
 
     def logic() -> None:
         if not state["started"]:

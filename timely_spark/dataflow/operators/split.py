@@ -97,7 +97,8 @@ def branch(stream: "Stream", predicate: Callable[[Any], bool], name: str = "Bran
     50
     """
     def fn(t: Any, data: list) -> list:
-        yes, no = [], []
+        yes: list = []
+        no: list = []
         for x in data:
             (yes if predicate(x) else no).append(x)
         return [no, yes]
