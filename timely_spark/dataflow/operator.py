@@ -72,10 +72,11 @@ class OperatorCore(Operate):
         self.logic: Optional[Callable[[], Any]] = None
         self.summary: list[list[Antichain]] = []
         self.frontiers: list[Any] = []          # per input: a MutableAntichain (or a stand-in)
-        self.handles: list[OutputHandle] = []
+        self.unflushed: list[OutputHandle] = []   # outputs with buffered records
         self.input_channels: list[int] = []
         self.shared_progress = SharedProgress(0, 0)
         self.id = graph.worker.next_operator_id()
+        self._worker = graph.worker
         self._running = False
         self._activate_child = graph.activate_child
 
@@ -121,9 +122,12 @@ class OperatorCore(Operate):
         self._running = True
         try:
             self.logic()  # type: ignore[misc]
-            for h in self.handles:
-                h.flush()
-            logger = self.graph.worker.logger
+            unflushed = self.unflushed
+            if unflushed:
+                for h in unflushed:
+                    h.flush()
+                unflushed.clear()
+            logger = self._worker.logger
             if logger is not None:
                 self._log_messages(logger)
         except _PASS_THROUGH:
@@ -216,7 +220,6 @@ class OperatorBuilder:
         core.shared_progress.produceds.append(ChangeBatch())
         op = OutputPort(core.shared_progress.produceds[port], self.graph.peers if broadcast else 1)
         handle = OutputHandle(op, core, name)
-        core.handles.append(handle)
         stream = self.scope.new_stream(Source(core.index, port), op.tee, is_broadcast=broadcast)
         return handle, stream
 

@@ -167,9 +167,12 @@ class OutputHandle:
                 f"operator {self._op.name!r}: session() needs a Capability or InputCapability, "
                 f"not {kind.__name__} (sending at a time needs a capability for it)")
         t = cap.time_for(self._op)
-        buf = self._buffers.get(t)
+        buffers = self._buffers
+        buf = buffers.get(t)
         if buf is None:
-            buf = self._buffers[t] = []
+            if not buffers:
+                self._op.unflushed.append(self)     # flushed when the logic returns
+            buf = buffers[t] = []
         return Session(buf, t)
 
     def give(self, cap: Any, record: Any) -> None:

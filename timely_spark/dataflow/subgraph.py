@@ -305,21 +305,18 @@ class Subgraph(Operate):
             batch = self._batch
             get = batch.get
             for tid, b in consumeds:
-                if b.unstable_has_updates():
-                    for t, n in b.unstable_take().items():
-                        key = (tid, t)
-                        batch[key] = get(key, 0) - n
+                for t, n in b.unstable_take().items():
+                    key = (tid, t)
+                    batch[key] = get(key, 0) - n
             for sid, b in internals:
-                if b.unstable_has_updates():
-                    for t, d in b.unstable_take().items():
-                        key = (sid, t)
-                        batch[key] = get(key, 0) + d
+                for t, d in b.unstable_take().items():
+                    key = (sid, t)
+                    batch[key] = get(key, 0) + d
             for tids, b in produceds:
-                if b.unstable_has_updates():
-                    for t, n in b.unstable_take().items():
-                        for tid in tids:
-                            key = (tid, t)
-                            batch[key] = get(key, 0) + n
+                for t, n in b.unstable_take().items():
+                    for tid in tids:
+                        key = (tid, t)
+                        batch[key] = get(key, 0) + n
         else:   # a nested subgraph: its reports are global already; apply them here
             updates: list[tuple[int, Any, int]] = []
             for tid, b in consumeds:

@@ -57,7 +57,7 @@ class Worker:
         self._timers: list[tuple[float, int, Callable[[], None]]] = []   # (deadline, n, activate)
         self._timer_seq = 0
         self._registry: Any = None
-        self._logger: Any = None
+        self.logger: Any = None          # the engine's "timely" event logger, None when nobody listens
         self._operator_ids = 0
 
     def __repr__(self) -> str:
@@ -86,14 +86,10 @@ class Worker:
             self._registry = Registry(self)
         return self._registry
 
-    @property
-    def logger(self) -> Any:
-        """The engine's ``"timely"`` event logger, or None when nobody listens."""
-        return self._logger
-
     def set_logger(self, logger: Any) -> None:
-        """Install (or, with None, remove) the engine's event logger (the registry does)."""
-        self._logger = logger
+        """Install (or, with None, remove) the engine's event logger, ``worker.logger``
+        (the logging registry does)."""
+        self.logger = logger
 
     def next_operator_id(self) -> int:
         """A new operator id, unique on this worker (operators and scopes take one)."""
@@ -230,8 +226,8 @@ class Worker:
                     continue                                  # dropped or complete
                 if not graph.schedule():
                     del installed[index]
-                    if self._logger is not None:
-                        self._logger.log("shutdown", address=address_text(graph.path))
+                    if self.logger is not None:
+                        self.logger.log("shutdown", address=address_text(graph.path))
             allocator.release()
         if self._registry is not None:
             self._registry.flush()

@@ -42,9 +42,12 @@ class ChangeBatch:
     def unstable_take(self) -> dict[Any, int]:
         """The raw ``{item: total}`` dict, leaving the batch empty, in O(1).
 
-        Unstable, for the engine's hot path: totals may be zero (not yet compacted).
+        Unstable, for the engine's hot path: totals may be zero (not yet compacted),
+        and an empty batch hands over its own (empty) dict: do not keep it.
         """
-        counts, self._counts = self._counts, {}
+        counts = self._counts
+        if counts:
+            self._counts = {}
         return counts
 
     def unstable_has_updates(self) -> bool:

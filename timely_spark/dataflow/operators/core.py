@@ -33,11 +33,14 @@ def pipe(stream: "Stream", name: str, fn: Callable[[Any, list], Optional[list]],
     b = OperatorBuilder(stream.scope, name)
     inp = b.new_input(stream, pact)
     out, result = b.new_output(broadcast=broadcast)
-    take = inp.take
+    q = inp.queue
+    consumed = inp.consumed.update
     push = out.unstable_push
 
     def logic() -> None:
-        for t, data in take():
+        while q:
+            t, data = q.popleft()
+            consumed(t, len(data))
             r = fn(t, data)
             if r:
                 push(t, r)

@@ -33,12 +33,15 @@ class LoopHandle:
         b = self._builder
         inp = b.new_input(stream, Pipeline)
         b.set_summary(0, 0, [self.summary])
-        take = inp.take
+        q = inp.queue
+        consumed = inp.consumed.update
         push = self._output.unstable_push
         results_in = self.summary.results_in
 
         def logic() -> None:
-            for t, data in take():
+            while q:
+                t, data = q.popleft()
+                consumed(t, len(data))
                 nt = results_in(t)
                 if nt is not None:  # a bounded summary drops what passes its bound
                     push(nt, data)

@@ -48,9 +48,13 @@ def split(stream: "Stream", name: str, outputs: list[str], route: Callable[[Any,
     inp = b.new_input(stream)
     handles, streams = zip(*(b.new_output(n) for n in outputs))
     pushes = [h.unstable_push for h in handles]
+    q = inp.queue
+    consumed = inp.consumed.update
 
     def logic() -> None:
-        for t, data in inp.take():
+        while q:
+            t, data = q.popleft()
+            consumed(t, len(data))
             for push, part in zip(pushes, route(t, data)):
                 if part:
                     push(t, part)
