@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ..progress import check_time, less_equal
 from .operator import OperatorBuilder
+from .operators.batches import as_record_batches, is_table_like
 from .operators.generic import source
 
 if TYPE_CHECKING:
@@ -88,9 +89,12 @@ class InputHandle:
             self.flush()
 
     def send_batch(self, records: Iterable[Any]) -> None:
-        """Send a batch as it is (after anything buffered)."""
+        """Send a batch as it is (after anything buffered).  A ``pyarrow.Table``, a
+        RecordBatch or a pandas DataFrame is sent as its record batches."""
         self._check_open()
         self.flush()
+        if is_table_like(records):
+            records = as_record_batches(records)
         batch = records if isinstance(records, list) else list(records)
         if batch:
             self._push(batch)
@@ -137,14 +141,16 @@ def new_input(scope: Any, name: str = "Input") -> tuple[InputHandle, "Stream"]:
 
 def to_stream(scope: Any, iterable: Iterable[Any], name: str = "ToStream") -> "Stream":
     """A stream of the iterable's records at the minimum time, read in batches of
-    :data:`BATCH` as the dataflow runs (every worker sends all of them).
+    :data:`BATCH` as the dataflow runs (every worker sends all of them).  A
+    ``pyarrow.Table``, RecordBatch or pandas DataFrame gives a columnar stream of its
+    record batches.
 
     >>> import timely_spark as ts
     >>> _ = ts.example(lambda s: s.to_stream([1, 2]).inspect(print))
     1
     2
     """
-    it = iter(iterable)
+    it = iter(as_record_batches(iterable) if is_table_like(iterable) else iterable)
 
     def constructor(cap: Any, info: Any) -> Any:
         def logic(output: Any) -> None:

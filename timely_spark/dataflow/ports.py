@@ -18,11 +18,29 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable, Iterator, Optional
 
+import pyarrow as pa
+
 from ..errors import CapabilityError
 from ..progress import ChangeBatch, MutableAntichain
 from .capability import Capability, InputCapability
 
-__all__ = ["InputPort", "OutputPort", "OutputHandle", "Session"]
+__all__ = ["InputPort", "OutputPort", "OutputHandle", "Session", "record_count"]
+
+_RecordBatch = pa.RecordBatch
+
+
+def record_count(data: list) -> int:
+    """How many records a batch holds, as progress tracking counts them: its length,
+    or for a batch of Arrow record batches their rows (so that splitting record
+    batches by key keeps the count).
+
+    >>> import pyarrow as pa
+    >>> record_count([1, 2, 3]), record_count([pa.record_batch({"x": [1, 2]}), pa.record_batch({"x": [3]})])
+    (3, 3)
+    """
+    if data and type(data[0]) is _RecordBatch:
+        return sum(b.num_rows for b in data)
+    return len(data)
 
 
 class InputPort:
@@ -62,7 +80,7 @@ class InputPort:
         op = self._op
         while q:
             t, data = q.popleft()
-            update(t, len(data))
+            update(t, record_count(data))
             cap = InputCapability(t, op)
             try:
                 yield cap, data
@@ -81,7 +99,7 @@ class InputPort:
         out = []
         while q:
             t, data = q.popleft()
-            update(t, len(data))
+            update(t, record_count(data))
             out.append((t, data))
         return out
 
@@ -103,7 +121,7 @@ class OutputPort:
 
     def push(self, time: Any, data: list) -> None:
         """Count and send one batch (nothing for an empty one)."""
-        n = len(data)
+        n = record_count(data)
         if n:
             self.produced.update(time, n * self.fanout)
             for push in self.tee:

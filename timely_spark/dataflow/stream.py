@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..progress import Source
-from .operators import aggregation, core, enterleave, feedback, generic, split
+from .operators import aggregation, batches, columns, core, enterleave, exchange_by, feedback, generic, group_by, split
 from .operators import capture as capture_ops
 from .operators import delay as delay_ops
+from .operators import join as join_ops
 from .probe import probe, probe_with
 from .vertex import vertex
 
@@ -72,6 +73,15 @@ class Stream:
     delay = delay_ops.delay
     delay_total = delay_ops.delay_total
     reclock = delay_ops.reclock
+    # columnar: streams of pyarrow.RecordBatch (filter above takes an expression too)
+    exchange_by = exchange_by.exchange_by
+    select = columns.select
+    with_columns = columns.with_columns
+    group_by = group_by.group_by
+    join = join_ops.join
+    rebatch = batches.rebatch
+    to_records = batches.to_records
+    from_records = batches.from_records
     # aggregation
     count = aggregation.count
     accumulate = aggregation.accumulate

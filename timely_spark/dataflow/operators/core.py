@@ -2,51 +2,26 @@
 
 None of these holds a capability: each output batch is sent at the time of the
 input batch it came from, while that batch is held.  The per-record operators are
-thin wrappers over :func:`pipe`, the batch-at-a-time one.
+thin wrappers over :func:`~.pipe.pipe`, the batch-at-a-time one.
 """
 
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Union
+
+import pyarrow.compute as pc
 
 from ..channels import Exchange, Pipeline
 from ..operator import OperatorBuilder
+from . import columns
+from .pipe import pipe
 
 if TYPE_CHECKING:
     from ..stream import Stream
 
-__all__ = ["pipe", "map", "flat_map", "filter", "map_batches", "inspect", "inspect_time",
+__all__ = ["map", "flat_map", "filter", "map_batches", "inspect", "inspect_time",
            "inspect_batch", "exchange", "broadcast", "concat", "concatenate"]
-
-
-def pipe(stream: "Stream", name: str, fn: Callable[[Any, list], Optional[list]], pact: Any = None,
-         broadcast: bool = False) -> "Stream":
-    """An operator that turns each input batch into ``fn(time, batch)`` at the same
-    time (None or an empty list: nothing).  ``pact`` routes the input (None: stays
-    on this worker); ``broadcast`` marks the output as broadcast.
-
-    >>> import timely_spark as ts
-    >>> _ = ts.example(lambda s: pipe(s.to_stream([1, 2]), "Sum", lambda t, b: [sum(b)]).inspect(print))
-    3
-    """
-    b = OperatorBuilder(stream.scope, name)
-    inp = b.new_input(stream, pact)
-    out, result = b.new_output(broadcast=broadcast)
-    q = inp.queue
-    consumed = inp.consumed.update
-    push = out.unstable_push
-
-    def logic() -> None:
-        while q:
-            t, data = q.popleft()
-            consumed(t, len(data))
-            r = fn(t, data)
-            if r:
-                push(t, r)
-
-    b.build(logic, initial_capabilities=False)
-    return result
 
 
 def map(stream: "Stream", f: Callable[[Any], Any], name: str = "Map") -> "Stream":
@@ -74,14 +49,18 @@ def flat_map(stream: "Stream", f: Callable[[Any], Iterable[Any]], name: str = "F
     return pipe(stream, name, lambda t, data: [y for x in data for y in f(x)])
 
 
-def filter(stream: "Stream", predicate: Callable[[Any], bool], name: str = "Filter") -> "Stream":
-    """Keep the records for which ``predicate(record)`` is true.
+def filter(stream: "Stream", predicate: Union[Callable[[Any], bool], pc.Expression], name: str = "Filter") -> "Stream":
+    """Keep the records for which ``predicate(record)`` is true.  Given a
+    ``pyarrow.compute`` expression instead, keep the rows of each record batch for which
+    it is true (:func:`~.columns.filter_rows`).
 
     >>> import timely_spark as ts
     >>> _ = ts.example(lambda s: s.to_stream(range(6)).filter(lambda x: x % 3 == 0).inspect(print))
     0
     3
     """
+    if isinstance(predicate, pc.Expression):
+        return columns.filter_rows(stream, predicate, name)
     return pipe(stream, name, lambda t, data: list(builtins.filter(predicate, data)))
 
 

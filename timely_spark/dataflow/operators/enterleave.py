@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import BuildError
 from ...progress import Source, Target
-from . import core
+from ..ports import record_count
+from .pipe import pipe
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -35,7 +36,7 @@ def enter(stream: "Stream", scope: Any) -> "Stream":
         raise BuildError(
             f"enter: scope {scope.name!r} is not nested directly in the stream's scope {stream.scope.name!r}")
     if stream.is_broadcast:  # broadcast first, so that each worker enters what it received
-        stream = core.pipe(stream, "Broadcasted", lambda t, data: data)
+        stream = pipe(stream, "Broadcasted", lambda t, data: data)
     i = inner.new_scope_input()
     outer.add_edge(stream.source, Target(inner.index, i))
     pushers: list = []
@@ -45,7 +46,7 @@ def enter(stream: "Stream", scope: Any) -> "Stream":
 
     def ingress(t: Any, data: list) -> None:
         it = to_inner(t)
-        count(i, it, len(data))
+        count(i, it, record_count(data))
         for push in pushers:
             push(it, data)
         activate()
@@ -68,7 +69,7 @@ def leave(stream: "Stream") -> "Stream":
     if inner.parent is None or scope.parent is None:
         raise BuildError("leave: the stream is in a dataflow's top scope; there is nothing to leave to")
     if stream.is_broadcast:
-        stream = core.pipe(stream, "Broadcasted", lambda t, data: data)
+        stream = pipe(stream, "Broadcasted", lambda t, data: data)
     o = inner.new_scope_output()
     inner.add_edge(stream.source, Target(0, o))
     pushers: list = []

@@ -8,6 +8,7 @@ from ...errors import BuildError
 from ...progress import advance
 from ..channels import Pipeline
 from ..operator import OperatorBuilder
+from ..ports import record_count
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -41,7 +42,7 @@ class LoopHandle:
         def logic() -> None:
             while q:
                 t, data = q.popleft()
-                consumed(t, len(data))
+                consumed(t, record_count(data))
                 nt = results_in(t)
                 if nt is not None:  # a bounded summary drops what passes its bound
                     push(nt, data)

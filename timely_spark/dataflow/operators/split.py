@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from ..operator import OperatorBuilder
+from ..ports import record_count
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -54,7 +55,7 @@ def split(stream: "Stream", name: str, outputs: list[str], route: Callable[[Any,
     def logic() -> None:
         while q:
             t, data = q.popleft()
-            consumed(t, len(data))
+            consumed(t, record_count(data))
             for push, part in zip(pushes, route(t, data)):
                 if part:
                     push(t, part)
