@@ -1,7 +1,7 @@
 """exchange_by: route the rows of Arrow record batches to workers by key columns.
 
-Each row goes to worker ``hash(key) % peers``, the hash computed in vectorized code
-(:mod:`.key_hash`), identical in every process and on every machine.  Each input
+Each row goes to the worker its key hashes to (:func:`.key_hash.destinations`), the
+hash computed in vectorized code, identical in every process and on every machine.  Each input
 batch becomes at most one batch per destination (a sort by destination and zero-copy
 slices), and empty pieces are not sent.
 """
@@ -48,7 +48,7 @@ def check_columns(batch: pa.RecordBatch, columns: Sequence[str], operator: str) 
 
 
 class ExchangeBy:
-    """The pact that routes each row of record batches to ``hash(keys) % peers``."""
+    """The pact that routes each row of record batches to the worker its keys hash to."""
 
     def __init__(self, keys: Sequence[str], operator: str) -> None:
         self.keys = list(keys)
@@ -92,7 +92,7 @@ class ExchangeBy:
 
 
 def exchange_by(stream: "Stream", keys: Union[str, Sequence[str]], name: str = "ExchangeBy") -> "Stream":
-    """Send each row of this stream's record batches to worker ``hash(keys) % peers``.
+    """Send each row of this stream's record batches to the worker its keys hash to.
 
     ``keys`` is a column name or a list of them (integer, string, binary, date and
     timestamp columns); rows with a null key go to a fixed worker.  Every input batch

@@ -131,10 +131,16 @@ def hash_columns(batch: Any, keys: Sequence[str]) -> np.ndarray:
 
 
 def destinations(batch: Any, keys: Sequence[str], peers: int) -> np.ndarray:
-    """The worker (``hash % peers``) of each row of ``batch``, as int64.
+    """The worker of each row of ``batch``: ``((hash >> 32) * peers) >> 32``, which maps
+    the hash evenly onto ``0..peers-1`` without a division; as the smallest unsigned
+    type that holds it (sorting it is then a radix sort).
 
     >>> import pyarrow as pa
     >>> destinations(pa.record_batch({"k": [5, 5, 9]}), ["k"], 1).tolist()
     [0, 0, 0]
     """
-    return (hash_columns(batch, keys) % np.uint64(peers)).astype(np.int64)
+    h = hash_columns(batch, keys)
+    h >>= np.uint64(32)
+    h *= np.uint64(peers)
+    h >>= np.uint64(32)
+    return h.astype(np.uint8 if peers <= 256 else np.uint16 if peers <= 65536 else np.uint32)
