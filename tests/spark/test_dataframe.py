@@ -33,11 +33,9 @@ def test_plain_rows_in_and_out_with_exchange_and_aggregation(spark):
 
 
 def test_connected_components_through_the_bridge(spark):
-    from connected_components import connected_components
-
     edges = [(1, 2), (2, 3), (4, 5), (6, 6), (7, 8), (8, 9), (9, 7), (3, 10)]
     df = spark.createDataFrame(edges, "src long, dst long")
-    got = {r["vertex"]: r["component"] for r in connected_components(df, 2).collect()}
+    got = {r["vertex"]: r["component"] for r in ts.graph.connected_components(df, workers=2).collect()}
     assert got == components(edges)
 
 
