@@ -216,3 +216,12 @@ def test_pandas_input_and_local_graph_function():
     result = ts.graph.connected_components(frame, workers=2)
     assert isinstance(result, pd.DataFrame)
     assert result.to_dict("list") == {"vertex": [1, 2, 3, 5, 6], "component": [1, 1, 1, 5, 5]}
+
+
+def test_extract_gives_a_table_per_time_for_a_columnar_stream():
+    table = sample(40)
+    queue = ts.example(lambda s: s.to_stream(table).rebatch(9).capture())
+    ((time, got),) = ts.capture.extract(queue)
+    assert time == 0 and isinstance(got, pa.Table) and got.equals(table.combine_chunks())
+    ((_, frame),) = ts.capture.extract(queue, as_pandas=True)
+    assert isinstance(frame, pd.DataFrame) and frame["value"].tolist() == table["value"].to_pylist()
