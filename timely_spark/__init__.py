@@ -48,16 +48,18 @@ from .errors import (
     CycleError,
     OperatorError,
     TimelyError,
+    RunTimeout,
     WorkerError,
     WorkerFailure,
 )
-from .execute import Config, example, execute, execute_from_args
+from .execute import example, execute, execute_from_args
 from .progress import Product
+from .runtime import Config
 
 __all__ = [
     "BranchOut", "BuildError", "Capability", "CapabilityError", "CapabilitySet", "Config", "CycleError",
     "Exchange", "InputCapability", "InputHandle", "InputPort", "LoopHandle", "Notificator", "OkErrOut",
-    "OperatorBuilder", "OperatorError", "OutputHandle", "Pipeline", "ProbeHandle", "Product", "Scope", "Stream",
+    "OperatorBuilder", "OperatorError", "OutputHandle", "Pipeline", "ProbeHandle", "Product", "RunTimeout", "Scope", "Stream",
     "TimelyError", "Vertex", "Worker", "WorkerError", "WorkerFailure", "__version__", "capture", "example",
     "execute", "execute_from_args", "graph", "logging", "progress", "source", "spark", "stable_hash", "sync",
 ]

@@ -6,7 +6,7 @@ import traceback
 from typing import Optional
 
 __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "OperatorError", "WorkerError",
-           "WorkerFailure", "operator_of", "most_telling"]
+           "WorkerFailure", "RunTimeout", "operator_of", "most_telling", "picklable"]
 
 
 class TimelyError(Exception):
@@ -85,6 +85,24 @@ class WorkerFailure(TimelyError):
     """A peer died, closed its connections or went silent: the run cannot go on."""
 
 
+class RunTimeout(TimelyError, TimeoutError):
+    """A run did not finish within its ``timeout``: every worker was stopped.
+
+    ``timeout`` is the bound in seconds and ``incomplete`` maps each worker that had
+    not finished to what it was still doing (its dataflows and the times they held).
+    """
+
+    def __init__(self, timeout: float, incomplete: dict) -> None:
+        self.timeout = timeout
+        self.incomplete = dict(incomplete)
+        lines = "".join(f"\n  worker {w}: {what}" for w, what in sorted(self.incomplete.items()))
+        super().__init__(f"the run did not finish within its timeout of {timeout} s; still incomplete:"
+                         + (lines or " (no worker reported)"))
+
+    def __reduce__(self):
+        return (RunTimeout, (self.timeout, self.incomplete))
+
+
 class WorkerAborted(TimelyError):
     """Raised inside a worker when another worker has failed (not shown to users)."""
 
@@ -94,10 +112,23 @@ def operator_of(exc: BaseException) -> Optional[str]:
     return exc.operator if isinstance(exc, (OperatorError, WorkerError)) else None
 
 
+def picklable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling (to cross a process boundary), else a
+    :class:`WorkerFailure` carrying its type and message."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(exc, protocol=5))
+        return exc
+    except Exception:
+        return WorkerFailure(f"{type(exc).__name__}: {exc}")
+
+
 def most_telling(errors: list) -> BaseException:
     """Of the errors a failed run produced, the one to show: a worker's own error
     beats the failures it caused elsewhere."""
-    for e in errors:
-        if isinstance(e, WorkerError):
-            return e
+    for kind in (WorkerError, RunTimeout):
+        for e in errors:
+            if isinstance(e, kind):
+                return e
     return errors[0]

@@ -1,11 +1,17 @@
 """Starting the processes of a local multi-process run, and the child's side of it.
 
 The parent makes the run's secret, starts ``processes`` children with
-``python -m timely_spark.launch`` and talks to each over its stdin and a private
+``python -m timely_spark.child`` and talks to each over its stdin and a private
 pipe (never over the mesh): it sends the configuration and the cloudpickled worker
 function, receives the address the child bound (port 0 on loopback), sends back
 everyone's address, and finally receives the child's results or its error.
 Children print to the parent's stdout and stderr as usual.
+
+Children never outlive the parent: each watches its stdin, and ends itself when the
+parent's end of it closes (the parent exited, was killed, or is done).  The parent
+handles SIGTERM like Ctrl-C: it ends its children and raises KeyboardInterrupt.
+A run ``timeout`` is enforced by the children themselves (each stops its workers and
+reports :class:`~timely_spark.errors.RunTimeout`), and by the parent as a backstop.
 """
 
 from __future__ import annotations
@@ -13,22 +19,26 @@ from __future__ import annotations
 import os
 import pickle
 import select
+import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
-from typing import Any, BinaryIO, Callable
+from contextlib import contextmanager
+from typing import IO, Any, Callable, Iterator
 
 import cloudpickle
 
-from .errors import WorkerFailure, most_telling
+from .errors import RunTimeout, WorkerError, WorkerFailure, most_telling
+from .runtime import CHILD_EXIT_WAIT, STOP_GRACE, Config, new_secret
 
-__all__ = ["launch_local"]
+__all__ = ["launch_local", "child_main"]
 
 _LEN = struct.Struct("<Q")
 
 
-def _write(f: BinaryIO, obj: Any) -> None:
+def _write(f: IO[bytes], obj: Any) -> None:
     data = cloudpickle.dumps(obj, protocol=5)
     f.write(_LEN.pack(len(data)) + data)
     f.flush()
@@ -63,7 +73,7 @@ class _Child:
         self.fd = read_fd
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")])
-        self.proc = subprocess.Popen([sys.executable, "-m", "timely_spark.launch", str(write_fd)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "timely_spark.child", str(write_fd)],
                                      stdin=subprocess.PIPE, pass_fds=(write_fd,), env=env)
         os.close(write_fd)
 
@@ -75,7 +85,7 @@ class _Child:
         if kill and self.proc.poll() is None:
             self.proc.kill()
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=CHILD_EXIT_WAIT)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -86,9 +96,32 @@ class _Child:
         os.close(self.fd)
 
 
-def launch_local(fn: Callable, config: Any) -> list:
-    from .execute import new_secret
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While the parent waits for its children, SIGTERM raises KeyboardInterrupt (as
+    Ctrl-C does), so the children are ended too.  Only the main thread can do this."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def launch_local(fn: Callable, config: Config) -> list:
+    """Run ``fn`` in ``config.processes`` local child processes joined by the mesh;
+    return all workers' results in worker order.  Raises the run's failure."""
+    with _sigterm_as_interrupt():
+        return _launch(fn, config)
+
+
+def _launch(fn: Callable, config: Config) -> list:
     secret = new_secret()
     fn_bytes = cloudpickle.dumps(fn, protocol=5)
     children = [_Child(p) for p in range(config.processes)]
@@ -98,7 +131,7 @@ def launch_local(fn: Callable, config: Any) -> list:
         for c in children:
             c.send({"process": c.index, "processes": config.processes, "threads": config.threads,
                     "secret": secret, "fn": fn_bytes, "timeout": config.timeout,
-                    "connect_timeout": config.connect_timeout})
+                    "peer_timeout": config.peer_timeout, "connect_timeout": config.connect_timeout})
         addresses = []
         for c in children:
             kind, value = _read(c.fd, start_deadline)
@@ -107,6 +140,7 @@ def launch_local(fn: Callable, config: Any) -> list:
             addresses.append(value)
         for c in children:
             c.send(addresses)
+        backstop = None if config.timeout is None else time.monotonic() + config.timeout + 2 * STOP_GRACE + 5
         results: list = []
         errors: list[BaseException] = []
         pending = {c.fd: c for c in children}
@@ -132,10 +166,22 @@ def launch_local(fn: Callable, config: Any) -> list:
                     errors.append(WorkerFailure(f"process {c.index} exited with code {c.proc.returncode} "
                                                 "without a result"))
             if errors and limit is None:   # the others notice in the same window: a short grace
-                limit = time.monotonic() + 3
+                limit = time.monotonic() + STOP_GRACE
             if limit is not None and time.monotonic() > limit:
                 break
+            if backstop is not None and time.monotonic() > backstop and pending:
+                assert config.timeout is not None
+                errors.append(RunTimeout(config.timeout, {
+                    c.index * config.threads: f"process {c.index} did not answer in time; it was killed"
+                    for c in pending.values()}))
+                break
         if errors:
+            timeouts = [e for e in errors if isinstance(e, RunTimeout)]
+            if timeouts and not any(isinstance(e, WorkerError) for e in errors):
+                merged: dict = {}
+                for e in timeouts:
+                    merged.update(e.incomplete)
+                raise RunTimeout(timeouts[0].timeout, merged)
             raise most_telling(errors)
         for p in range(config.processes):
             results.extend(outcome[p])
@@ -150,9 +196,23 @@ def _child_error(child: _Child, value: Any) -> BaseException:
     return value if isinstance(value, BaseException) else WorkerFailure(f"process {child.index}: {value!r}")
 
 
-def _child_main(write_fd: int) -> None:
+def _watch_parent(fd: int) -> None:
+    """End this child process once the parent's end of its stdin closes."""
+    while True:
+        try:
+            if not os.read(fd, 4096):
+                break
+        except OSError:
+            break
+    os._exit(70)
+
+
+def child_main(write_fd: int) -> None:
+    """A child's side of the run (``python -m timely_spark.child FD``): read the config
+    and the worker function from stdin, bind, report the address on pipe ``FD``, run,
+    and report the results or the error."""
     from .communication.tcp import bind_listener
-    from .execute import run_process
+    from .process import run_process
 
     out = os.fdopen(write_fd, "wb")
     stdin = sys.stdin.buffer
@@ -160,11 +220,13 @@ def _child_main(write_fd: int) -> None:
     listener = bind_listener("127.0.0.1", 0)
     _write(out, ("address", listener.getsockname()[:2]))
     addresses = _read(stdin.fileno(), time.monotonic() + config["connect_timeout"] + 60)
+    threading.Thread(target=_watch_parent, args=(stdin.fileno(),), name="timely-parent-watch", daemon=True).start()
+    message: tuple[str, Any]
     try:
         fn = cloudpickle.loads(config["fn"])
         results = run_process(fn, config["process"], config["processes"], config["threads"], addresses,
-                              listener, config["secret"], peer_timeout=config["timeout"],
-                              connect_timeout=config["connect_timeout"])
+                              listener, config["secret"], peer_timeout=config["peer_timeout"],
+                              connect_timeout=config["connect_timeout"], timeout=config["timeout"])
         message = ("result", results)
     except BaseException as exc:  # noqa: BLE001 -- sent to the parent
         message = ("error", exc)
@@ -175,5 +237,3 @@ def _child_main(write_fd: int) -> None:
     out.close()
 
 
-if __name__ == "__main__":
-    _child_main(int(sys.argv[1]))

@@ -2,17 +2,135 @@
 
 Local threads (:func:`timely_spark.execute`), local processes, processes started by
 hand (:func:`timely_spark.execute_from_args`) and Spark barrier tasks
-(:func:`timely_spark.spark.run`) all take their defaults from here.  Each constant is
-documented once, here.
+(:func:`timely_spark.spark.run`) all take their defaults from here, and validate
+their parameters with :class:`Config`.  Each default is documented once, here.
+
+This module imports nothing from the rest of the package but its errors, so every
+layer may use it.
 """
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_PEER_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT"]
+import secrets
+from dataclasses import dataclass, field
+from numbers import Real
+from typing import Any, Optional
+
+__all__ = ["Config", "DEFAULT_PEER_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HANDSHAKE_TIMEOUT", "STOP_GRACE",
+           "CHILD_EXIT_WAIT", "SECRET_ENV", "DEFAULT_PORT", "new_secret", "check_timeout", "check_count",
+           "check_port"]
 
 #: Seconds a peer process may stay silent (not even a heartbeat) before the run fails
 #: with :class:`~timely_spark.errors.WorkerFailure` naming it (``peer_timeout=``).
+#: Heartbeats go out every quarter of it.
 DEFAULT_PEER_TIMEOUT = 30.0
 
 #: Seconds to wait at the start of a run for every peer process to connect.
 DEFAULT_CONNECT_TIMEOUT = 60.0
+
+#: Seconds one connection may take for the whole authentication handshake.
+HANDSHAKE_TIMEOUT = 10.0
+
+#: Seconds the other workers get to notice a failure (or a run deadline) and stop,
+#: before their processes are ended.
+STOP_GRACE = 3.0
+
+#: Seconds to wait for a worker process to exit after the run, before killing it.
+CHILD_EXIT_WAIT = 10.0
+
+#: The environment variable holding the shared secret of processes started by hand.
+SECRET_ENV = "TIMELY_SPARK_SECRET"
+
+#: Process ``p`` started by hand without a hostfile listens on ``127.0.0.1:DEFAULT_PORT + p``.
+DEFAULT_PORT = 2101
+
+
+def new_secret() -> bytes:
+    """A fresh per-run secret (32 random bytes).
+
+    >>> len(new_secret()), new_secret() != new_secret()
+    (32, True)
+    """
+    return secrets.token_bytes(32)
+
+
+def check_timeout(name: str, value: Any, allow_none: bool = True) -> Optional[float]:
+    """``value`` as a float if it is a positive number (or None when allowed); a
+    ValueError naming the parameter otherwise.
+
+    >>> check_timeout("timeout", 5), check_timeout("timeout", None)
+    (5.0, None)
+    >>> check_timeout("peer_timeout", -1)
+    Traceback (most recent call last):
+    ...
+    ValueError: peer_timeout must be a positive number of seconds or None, got -1
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Real) or not value > 0 or value != value:
+        raise ValueError(f"{name} must be a positive number of seconds{' or None' if allow_none else ''}, "
+                         f"got {value!r}")
+    return float(value)
+
+
+def check_count(name: str, value: Any) -> int:
+    """``value`` if it is an int >= 1; a ValueError naming the parameter otherwise.
+
+    >>> check_count("processes", "2")
+    Traceback (most recent call last):
+    ...
+    ValueError: processes must be a whole number >= 1, got '2'
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def check_port(where: str, port: Any) -> int:
+    """``port`` if it is a TCP port number (0..65535); a ValueError naming ``where`` otherwise."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"{where}: port must be in 0..65535, got {port!r}")
+    return port
+
+
+@dataclass
+class Config:
+    """How a run is laid out, validated by :meth:`check`.
+
+    ``threads`` workers per process, ``processes`` processes; ``process`` is this
+    process's index when processes are started by hand (None: start them all here);
+    ``addresses`` one ``(host, port)`` per process (from a hostfile);
+    ``timeout`` bounds the whole run (None: no bound); ``peer_timeout`` is how long a
+    peer may stay silent; ``connect_timeout`` how long to wait for all peers at the start.
+
+    >>> Config(threads=2, processes=3).check().threads
+    2
+    >>> Config(threads=0).check()
+    Traceback (most recent call last):
+    ...
+    ValueError: threads must be a whole number >= 1, got 0
+    """
+
+    threads: int = 1
+    processes: int = 1
+    process: Optional[int] = None
+    addresses: list[tuple[str, int]] = field(default_factory=list)
+    timeout: Optional[float] = None
+    peer_timeout: float = DEFAULT_PEER_TIMEOUT
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+
+    def check(self) -> "Config":
+        """Raise a ValueError naming the first bad parameter; return the config."""
+        check_count("threads", self.threads)
+        check_count("processes", self.processes)
+        self.timeout = check_timeout("timeout", self.timeout)
+        self.peer_timeout = check_timeout("peer_timeout", self.peer_timeout, allow_none=False)  # type: ignore
+        self.connect_timeout = check_timeout("connect_timeout", self.connect_timeout, allow_none=False)  # type: ignore
+        if self.process is not None and (isinstance(self.process, bool) or not isinstance(self.process, int)
+                                         or not 0 <= self.process < self.processes):
+            raise ValueError(f"process index {self.process!r} is not in 0..{self.processes - 1}")
+        if self.addresses and len(self.addresses) < self.processes:
+            raise ValueError(f"{self.processes} processes but only {len(self.addresses)} addresses")
+        for i, (host, port) in enumerate(self.addresses):
+            check_port(f"address of process {i} ({host})", port)
+        return self

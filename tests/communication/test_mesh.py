@@ -34,7 +34,7 @@ def free_ports(n):
 def start(process, hostfile, secret, threads=2):
     env = dict(os.environ, TIMELY_SPARK_SECRET=secret, PYTHONPATH=str(ROOT))
     return subprocess.Popen([sys.executable, str(JOB), "-n", "2", "-p", str(process), "-w", str(threads),
-                             "-h", str(hostfile), "--timeout", "10"],
+                             "-h", str(hostfile), "--peer-timeout", "10"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
@@ -151,7 +151,7 @@ def test_a_killed_process_fails_the_others_within_the_timeout():
 
     start_time = time.monotonic()
     with pytest.raises(ts.WorkerFailure) as err:
-        ts.execute(work, processes=2, timeout=3)
+        ts.execute(work, processes=2, peer_timeout=3)
     assert "process 1" in str(err.value)
     assert time.monotonic() - start_time < 20
 
@@ -167,7 +167,7 @@ def test_a_silent_process_fails_the_others_within_the_timeout():
 
     start_time = time.monotonic()
     with pytest.raises(ts.WorkerFailure) as err:
-        ts.execute(work, processes=2, timeout=2)
+        ts.execute(work, processes=2, peer_timeout=2)
     assert "process 1" in str(err.value) and "silent" in str(err.value)
     assert time.monotonic() - start_time < 20
 

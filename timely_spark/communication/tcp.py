@@ -313,10 +313,9 @@ class Mesh:
         self.fabric.mailboxes[target - self.fabric.offset].put((channel, payload))
 
     def fail(self, exc: BaseException, remote: bool = False) -> None:
-        if remote:
-            exc._from_peer = True  # type: ignore[attr-defined]   (not to be reported back)
+        """Fail the run with ``exc``; ``remote``: a peer reported it (it names its worker)."""
         worker = getattr(exc, "worker", None)
-        self.fabric.fail(worker if isinstance(worker, int) else -1, exc)
+        self.fabric.fail(worker if isinstance(worker, int) else -1, exc, relayed=remote)
 
     def report_error(self, exc: BaseException) -> None:
         """Tell every peer that this process failed with ``exc``."""

@@ -33,14 +33,17 @@ class ThreadFabric:
         self.offset = offset  # global index of local worker 0 (processes x threads)
         self.mailboxes: list[queue.SimpleQueue] = [queue.SimpleQueue() for _ in range(peers)]
         self.failure: Optional[tuple[int, BaseException]] = None
+        self.failure_relayed = False      # the first failure came from a peer process
         self._lock = threading.Lock()
 
-    def fail(self, worker: int, exc: BaseException) -> bool:
-        """Record the first failure and wake every worker; True if this one was first."""
+    def fail(self, worker: int, exc: BaseException, relayed: bool = False) -> bool:
+        """Record the first failure and wake every worker; True if this one was first.
+        ``relayed``: the failure was reported by a peer process (not to be reported back)."""
         with self._lock:
             first = self.failure is None
             if first:
                 self.failure = (worker, exc)
+                self.failure_relayed = relayed
         for m in self.mailboxes:
             m.put(WAKE)
         return first

@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Optional
 
 from ..communication.tcp import bind_listener
-from ..execute import run_process
+from ..process import run_process
 
 __all__ = ["run_in_barrier_task"]
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import cloudpickle
 
-from ..execute import new_secret
+from ..runtime import new_secret
 from .barrier import run_in_barrier_task
 from .preflight import check_session
 

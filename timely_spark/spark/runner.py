@@ -7,8 +7,8 @@ from typing import Any, Callable, Optional
 
 import cloudpickle
 
-from ..errors import TimelyError, most_telling
-from ..execute import _picklable, new_secret
+from ..errors import TimelyError, most_telling, picklable
+from ..runtime import new_secret
 from .barrier import run_in_barrier_task
 from .preflight import check_session, task_slots
 
@@ -32,7 +32,7 @@ def _partition_fn(fn_bytes: bytes, secret: bytes, timeout: float) -> Callable:
             index, result = run_in_barrier_task(fn, secret, timeout, stats)
             outcome = ("ok", result)
         except Exception as exc:  # after the mesh is up, every task reports instead of raising
-            outcome = ("error", _picklable(exc))
+            outcome = ("error", picklable(exc))
         yield cloudpickle.dumps((index, outcome, stats), protocol=5)
 
     return partition

@@ -1,0 +1,9 @@
+"""Entry point of a local worker process: ``python -m timely_spark.child FD`` (see
+:mod:`timely_spark.launch`, which starts it)."""
+
+import sys
+
+from .launch import child_main
+
+if __name__ == "__main__":
+    child_main(int(sys.argv[1]))
