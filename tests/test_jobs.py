@@ -9,7 +9,7 @@ import pytest
 JOBS = Path(__file__).resolve().parent.parent / "jobs"
 
 
-def run_job(name, *args, timeout=120):
+def run_job(name, *args, timeout=90):
     done = subprocess.run([sys.executable, str(JOBS / name), *args], capture_output=True, text=True,
                           timeout=timeout)
     assert done.returncode == 0, done.stderr
@@ -35,18 +35,19 @@ def test_jobs_have_help():
 
 
 def test_bench_engine_runs_small():
-    out = run_job("bench_engine.py", "--records", "20000", "--rounds", "200", timeout=300)
+    out = run_job("bench_engine.py", "--records", "20000", "--rounds", "200", timeout=90)
     assert "timely/plain" in out and "us per round" in out
 
 
 def test_bench_mesh_runs_small():
-    out = run_job("bench_mesh.py", "--records", "40000", "--arrow-mb", "16", "--trips", "50", timeout=300)
+    out = run_job("bench_mesh.py", "--records", "40000", "--arrow-mb", "16", "--trips", "50", timeout=90)
     assert "records/s per worker" in out and "GB/s" in out and "per round trip" in out
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(330)
 def test_bench_connected_components_runs_small():
-    out = run_job("bench_connected_components.py", "--vertices", "2000", "--edges", "3000", timeout=600)
+    out = run_job("bench_connected_components.py", "--vertices", "2000", "--edges", "3000", timeout=300)
     assert "(b)/(a)" in out and "(a)/(c)" in out and "mesh set-up" in out
 
 
@@ -71,11 +72,12 @@ def test_sequencer_demo_shows_one_order():
 
 
 def test_bench_sync_runs_small():
-    out = run_job("bench_sync.py", "--rounds", "200", "--no-spark", timeout=300)
+    out = run_job("bench_sync.py", "--rounds", "200", "--no-spark", timeout=90)
     assert "Barrier, 2 processes" in out and "median" in out
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(330)
 def test_bench_capture_runs_small():
-    out = run_job("bench_capture.py", "--records", "20000", "--epochs", "20", timeout=600)
+    out = run_job("bench_capture.py", "--records", "20000", "--epochs", "20", timeout=300)
     assert "capture / Spark write" in out

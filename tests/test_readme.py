@@ -20,5 +20,6 @@ def test_readme_example_runs(code):
 def test_readme_has_examples_and_the_ci_command():
     assert len(BLOCKS) >= 3
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
-    command = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' && python -m pytest"
+    command = ("python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' && ruff check . && "
+               "mypy timely_spark && python -m pytest")
     assert command in README and command in ci

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from numbers import Real
 from typing import Any, Optional
 
 __all__ = ["Config", "DEFAULT_PEER_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HANDSHAKE_TIMEOUT", "STOP_GRACE",
@@ -67,7 +66,7 @@ def check_timeout(name: str, value: Any, allow_none: bool = True) -> Optional[fl
     """
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, Real) or not value > 0 or value != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
         raise ValueError(f"{name} must be a positive number of seconds{' or None' if allow_none else ''}, "
                          f"got {value!r}")
     return float(value)

@@ -187,8 +187,8 @@ def test_clean_shutdown_prints_nothing(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(
         "import timely_spark as ts\n"
-        "r = ts.execute(lambda w: (w.dataflow(lambda s: s.to_stream(range(100)).exchange(lambda x: x).count()), w.index)[1],"
-        " processes=2, threads=2)\n"
+        "r = ts.execute(lambda w: (w.dataflow(lambda s: s.to_stream(range(100)).exchange(lambda x: x).count()),"
+        " w.index)[1], processes=2, threads=2)\n"
         "print(r)\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))

@@ -120,7 +120,8 @@ class Simulation:
 
     def act(self, data):
         w = data.draw(st.integers(0, self.workers - 1))
-        choice = data.draw(st.sampled_from(["consume", "consume", "send", "clone", "downgrade", "drop", "drop", "deliver", "deliver"]))
+        choice = data.draw(st.sampled_from(["consume", "consume", "send", "clone", "downgrade", "drop", "drop",
+                                            "deliver", "deliver"]))
         steps = lambda: data.draw(st.tuples(st.integers(0, 1), st.integers(0, 1)))  # noqa: E731
         batch = []
         if choice == "deliver":

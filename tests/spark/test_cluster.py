@@ -32,8 +32,9 @@ def env():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_run_on_separate_executors():
-    done = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, timeout=600, env=env())
+    done = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, timeout=240, env=env())
     assert done.returncode == 0, done.stderr[-3000:]
     (w0, pid0, got0), (w1, pid1, got1) = json.loads(done.stdout.strip().splitlines()[-1])
     assert (w0, w1) == (0, 1) and pid0 != pid1          # two executor processes
@@ -41,6 +42,7 @@ def test_run_on_separate_executors():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_connected_components_job_on_separate_executors(tmp_path):
     edges = [(1, 2), (2, 3), (4, 5), (5, 6), (7, 7), (8, 9), (3, 11), (12, 4)]
     csv = tmp_path / "edges.csv"
@@ -48,7 +50,7 @@ def test_connected_components_job_on_separate_executors(tmp_path):
     out = tmp_path / "cc"
     done = subprocess.run([sys.executable, str(ROOT / "jobs" / "connected_components.py"), "--edges-path", str(csv),
                            "--out", str(out), "--master", "local-cluster[2,1,1024]"],
-                          capture_output=True, text=True, timeout=600, env=env())
+                          capture_output=True, text=True, timeout=240, env=env())
     assert done.returncode == 0, done.stderr[-3000:]
     assert "11 vertices, 4 components, largest 4 vertices" in done.stdout
     table = pq.read_table(out)

@@ -32,12 +32,13 @@ def test_wordcount_counts_each_epoch_once_it_is_complete(spark, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_spark_submit_runs_the_wordcount_job(tmp_path):
     submit = Path(sys.executable).with_name("spark-submit")
     out = tmp_path / "wc"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1", SPARK_CONF_DIR=str(ROOT / "conf"))
     done = subprocess.run([str(submit), str(ROOT / "jobs" / "wordcount.py"), "--out", str(out)],
-                          capture_output=True, text=True, timeout=600, env=env)
+                          capture_output=True, text=True, timeout=240, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "epoch 2: the 12, dog 8, and 4" in done.stdout
     table = pq.read_table(out)

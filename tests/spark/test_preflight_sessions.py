@@ -28,9 +28,10 @@ except ts.spark.SparkSetupError as e:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_dynamic_allocation_and_a_stopped_session_are_refused():
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=240, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "DYNAMIC: barrier execution mode does not support dynamic allocation" in done.stdout
     assert "STOPPED: the Spark session is stopped" in done.stdout

@@ -14,4 +14,6 @@ from .log import LogCapture, capture_log
 from .parquet import EventLogError, ParquetEventReader, ParquetEventWriter, worker_dirs
 from .stream_io import EventReader, EventStreamError, EventWriter
 
-__all__ = ["LogCapture", "capture_log", "EventLogError", "ParquetEventReader", "ParquetEventWriter", "worker_dirs", "EventReader", "EventStreamError", "EventWriter", "Event", "EventQueue", "Messages", "Progress", "as_source", "extract", "replay_into"]
+__all__ = ["LogCapture", "capture_log", "EventLogError", "ParquetEventReader", "ParquetEventWriter", "worker_dirs",
+           "EventReader", "EventStreamError", "EventWriter", "Event", "EventQueue", "Messages", "Progress", "as_source",
+           "extract", "replay_into"]

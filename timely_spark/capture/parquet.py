@@ -352,7 +352,7 @@ class ParquetEventReader:
         diffs = table.column("diff").to_pylist()
         names = [n for n in table.column_names if n not in RESERVED]
         if layout == "arrow":
-            data_cols = None
+            data_cols: Any = None
         elif layout == "pickle":
             data_cols = [table.column("payload").to_pylist()]
         else:

@@ -66,7 +66,7 @@ class EventWriter:
     def __init__(self, target: Any, secret: Optional[Any] = None) -> None:
         self._sock = target if isinstance(target, socket.socket) else None
         self._own = isinstance(target, (str, Path))
-        self._file = open(target, "ab") if self._own else (None if self._sock else target)
+        self._file: Any = open(target, "ab") if self._own else (None if self._sock else target)
         self._secret = _secret(secret, self._sock is not None, "EventWriter")
         self.closed = False
 
@@ -96,7 +96,7 @@ class EventReader:
 
     def __init__(self, source: Any, secret: Optional[Any] = None) -> None:
         self._sock = source if isinstance(source, socket.socket) else None
-        self._file = open(source, "rb") if isinstance(source, (str, Path)) else (None if self._sock else source)
+        self._file: Any = open(source, "rb") if isinstance(source, (str, Path)) else (None if self._sock else source)
         self._name = str(source) if isinstance(source, (str, Path)) else repr(source)
         self._secret = _secret(secret, self._sock is not None, "EventReader")
         self._buf = bytearray()

@@ -24,38 +24,49 @@ def read_conf(path: Any) -> dict[str, str]:
 
 def get_session(app_name: str, master: Optional[str] = None, conf_dir: Optional[Any] = None,
                 extra: Optional[dict[str, str]] = None) -> Any:
-    """The active SparkSession, or a new one.
+    """The active SparkSession, or a new one, without overriding anybody's settings.
 
-    Settings come from ``conf_dir/spark-defaults.conf`` (default ``$SPARK_CONF_DIR``)
-    and ``extra``, but never override what ``spark-submit`` was given; ``master``, if
-    passed, wins.  ``conf_dir/log4j2.properties`` configures logging when this call
-    starts the JVM.  Executors run this Python (``PYSPARK_PYTHON``), so they import
-    the same timely_spark.
+    * An active session is returned as it is.
+    * Under ``spark-submit`` (the JVM exists already), spark-submit has applied its
+      command line, ``--conf`` and ``$SPARK_CONF_DIR/spark-defaults.conf``; of this
+      call's settings only the SQL settings nobody set are added (the rest cannot
+      change once the JVM runs).
+    * Otherwise (plain ``python``, a notebook) the session is built from
+      ``conf_dir/spark-defaults.conf`` (default ``$SPARK_CONF_DIR``; none if unset) and
+      ``extra``, and ``conf_dir/log4j2.properties`` configures logging.
+
+    ``master``, if given, is used when this call creates the session; without one,
+    and with no master set anywhere, it is ``local[2]``.  Executors run this Python
+    (``PYSPARK_PYTHON``), so they import the same timely_spark.
     """
-    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     conf_dir = conf_dir or os.environ.get("SPARK_CONF_DIR")
     settings: dict[str, str] = {}
+    log4j = None
     if conf_dir and (Path(conf_dir) / "spark-defaults.conf").exists():
         settings.update(read_conf(Path(conf_dir) / "spark-defaults.conf"))
         log4j = Path(conf_dir) / "log4j2.properties"
-        jvm_started = SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ
-        if log4j.exists() and not jvm_started and "PYSPARK_SUBMIT_ARGS" not in os.environ:
+    settings.update(extra or {})
+    if "PYSPARK_GATEWAY_PORT" in os.environ:      # started by spark-submit: its settings stand
+        spark = SparkSession.builder.appName(app_name).getOrCreate()
+        given = dict(spark.sparkContext.getConf().getAll())
+        for key, value in settings.items():
+            if key.startswith("spark.sql.") and key not in given:
+                spark.conf.set(key, value)
+    else:
+        if log4j is not None and log4j.exists() and "PYSPARK_SUBMIT_ARGS" not in os.environ:
             os.environ["PYSPARK_SUBMIT_ARGS"] = (
                 f"--driver-java-options -Dlog4j2.configurationFile=file:{log4j.resolve()} pyspark-shell")
-    settings.update(extra or {})
-    submitted = SparkConf()   # what spark-submit (or an earlier session) already set
-    builder = SparkSession.builder.appName(app_name)
-    for key, value in settings.items():
-        if not submitted.contains(key):
+        builder = SparkSession.builder.appName(app_name)
+        for key, value in settings.items():
             builder = builder.config(key, value)
-    if master:
-        builder = builder.master(master)
-    elif not submitted.contains("spark.master") and "spark.master" not in settings:
-        builder = builder.master("local[2]")
-    spark = builder.getOrCreate()
+        builder = builder.master(master or settings.get("spark.master", "local[2]"))
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
