@@ -10,13 +10,12 @@ Both return a matplotlib Figure and, given ``path``, save it there (PNG, SVG...)
 
 from __future__ import annotations
 
-import ast
 from typing import Any, Iterable, Optional
 
 from .capture.event import Messages, Progress
 from .progress import MutableAntichain, sort_key
 
-__all__ = ["plot_frontiers", "plot_capture"]
+__all__ = ["plot_frontiers", "plot_capture", "frontier_series"]
 
 
 def _pyplot() -> Any:
@@ -39,20 +38,47 @@ def _first(frontier: list) -> Any:
     return t
 
 
-def plot_frontiers(events: Iterable[dict], path: Optional[str] = None, title: str = "Probe frontiers") -> Any:
-    """Step plot of each probe's least frontier time against seconds since its worker started."""
-    plt = _pyplot()
-    series: dict[tuple, list] = {}
+def frontier_series(events: Iterable[dict]) -> dict[tuple, tuple[list, list]]:
+    """Per ``(probe name, worker)``: the step line to draw, ``(seconds, least times)``.
+
+    Each probe's least frontier time, from its frontier events; once its frontier is
+    empty (the stream ended) the line keeps its last value to the end of the log, so
+    a probe that stopped early still shows where it stood.
+
+    >>> events = [{"event": "frontier", "name": "p", "worker": 0, "elapsed": 0.1, "frontier": (2,)},
+    ...           {"event": "frontier", "name": "p", "worker": 0, "elapsed": 0.2, "frontier": ()},
+    ...           {"event": "shutdown", "name": "", "worker": 0, "elapsed": 0.9, "frontier": ()}]
+    >>> frontier_series(events)
+    {('p', 0): ([0.1, 0.9], [2, 2])}
+    """
+    events = list(events)
+    end = max((e["elapsed"] for e in events), default=0.0)
+    points: dict[tuple, list] = {}
     for e in events:
         if e["event"] == "frontier":
-            series.setdefault((e["name"], e["worker"]), []).append((e["elapsed"], ast.literal_eval(e["detail"])))
+            points.setdefault((e["name"], e["worker"]), []).append((e["elapsed"], _first(list(e["frontier"]))))
+    series = {}
+    for key, pts in points.items():
+        xs = [x for x, y in pts if y is not None]
+        ys = [y for x, y in pts if y is not None]
+        if xs:
+            xs.append(end)
+            ys.append(ys[-1])
+        series[key] = (xs, ys)
+    return series
+
+
+def plot_frontiers(events: Iterable[dict], path: Optional[str] = None, title: str = "Probe frontiers") -> Any:
+    """Step plot of each probe's least frontier time against seconds since its worker
+    started (see :func:`frontier_series`); a dotted line marks when a probe's stream ended."""
+    plt = _pyplot()
+    events = list(events)
+    series = frontier_series(events)
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    for (name, worker), points in sorted(series.items()):
-        xs = [x for x, f in points]
-        ys = [_first(f) for _, f in points]
-        done = [x for x, y in zip(xs, ys) if y is None]
-        ax.step([x for x, y in zip(xs, ys) if y is not None], [y for y in ys if y is not None], where="post",
-                label=f"{name} (worker {worker})")
+    for (name, worker), (xs, ys) in sorted(series.items()):
+        ax.step(xs, ys, where="post", label=f"{name} (worker {worker})")
+        done = [e["elapsed"] for e in events if e["event"] == "frontier" and e["name"] == name
+                and e["worker"] == worker and not e["frontier"]]
         if done:
             ax.axvline(done[0], linestyle=":", color="grey")
     ax.set_xlabel("seconds since the worker started")

@@ -59,6 +59,7 @@ def test_probe_frontiers_are_logged():
     (events,) = ts.execute(work)
     frontiers = [e["detail"] for e in events if e["event"] == "frontier"]
     assert frontiers == ["[0]", "[1]", "[2]", "[3]", "[]"]
+    assert [e["frontier"] for e in events if e["event"] == "frontier"] == [(0,), (1,), (2,), (3,), ()]
 
 
 def test_engine_events_captured_into_a_parquet_log(tmp_path):
@@ -145,3 +146,46 @@ def test_plots_make_image_files(tmp_path):
     for name in ("capture.png", "frontiers.png"):
         data = (tmp_path / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+def test_a_probe_that_stopped_early_keeps_its_last_frontier_to_the_end_of_the_plot():
+    from timely_spark.plot import frontier_series
+
+    def work(worker):
+        events = []
+        worker.log_register().insert("timely", events.extend)
+
+        def hold(cap, info):                      # holds time 2 until its input ends
+            held = {}
+
+            def logic(input, output):
+                for c, batch in input:
+                    if c.time == 2:
+                        held["cap"] = c.retain()
+                if input.frontier.is_empty() and held.get("cap"):
+                    held.pop("cap").drop()
+            cap.drop()
+            return logic
+
+        def build(s):
+            inp, stream = s.new_input()
+            before, after = ts.ProbeHandle("before"), ts.ProbeHandle("after")
+            stream.probe_with(before).unary_frontier(None, "Hold", hold).probe_with(after)
+            return inp, before, after
+
+        inp, before, after = worker.dataflow(build)
+        for epoch in range(6):
+            inp.send(epoch)
+            inp.advance_to(epoch + 1)
+            worker.step_while(lambda: before.less_than(inp.time), timeout=10)
+        inp.close()
+        while worker.step():
+            pass
+        return events
+
+    (events,) = ts.execute(work)
+    series = frontier_series(events)
+    xs, ys = series[("after", 0)]
+    end = max(e["elapsed"] for e in events)
+    assert ys[-1] == 2 and xs[-1] == end          # the line runs on at 2 to the end
+    assert series[("before", 0)][1][-1] == 6

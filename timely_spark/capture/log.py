@@ -4,7 +4,8 @@ pusher -- an EventQueue, an EventWriter, or a ParquetEventWriter that Spark read
 Times are milliseconds since the worker started; each batch of events becomes
 messages at their times followed by the progress that moves the stream past them,
 and the stream ends when the worker finishes.  The records leave out the ``worker``
-field: a captured stream is one worker's (a Parquet log's ``worker=<i>`` says which).
+field -- a captured stream is one worker's (a Parquet log's ``worker=<i>`` says which)
+-- and the ``frontier`` field, whose times have no one type: ``detail`` has it as text.
 
 >>> import timely_spark as ts
 >>> from timely_spark.capture import EventQueue, capture_log, extract
@@ -38,7 +39,7 @@ class LogCapture:
     def __call__(self, events: list) -> None:
         by_ms: dict[int, list] = {}
         for e in events:
-            record = {k: v for k, v in e.items() if k != "worker"}
+            record = {k: v for k, v in e.items() if k not in ("worker", "frontier")}
             by_ms.setdefault(max(self.time, int(e["elapsed"] * 1000)), []).append(record)
         for t in sorted(by_ms):
             self.pusher.push(Messages(t, by_ms[t]))

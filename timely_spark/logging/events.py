@@ -12,7 +12,8 @@ channel     ``channel`` (id), ``source`` / ``target`` ("address:port")
 schedule    ``operator``, ``start`` (True when it starts, False when it stops)
 messages    ``channel``, ``operator``, ``count`` (records), ``start`` (True: sent)
 progress    ``address`` (the scope), ``count`` (updates in the batch)
-frontier    ``name`` (a probe), ``detail`` (its frontier, as text)
+frontier    ``name`` (a probe), ``frontier`` (its frontier: a tuple of times, least first),
+            ``detail`` (the same as text, for people)
 shutdown    ``address`` (a dataflow whose work is complete)
 ==========  ================================================================
 """
@@ -24,13 +25,18 @@ from typing import Any
 __all__ = ["FIELDS", "event"]
 
 FIELDS = ("elapsed", "worker", "event", "operator", "channel", "address", "name", "source", "target",
-          "start", "count", "detail")
+          "start", "count", "detail", "frontier")
 
 _DEFAULTS = {"operator": -1, "channel": -1, "address": "", "name": "", "source": "", "target": "",
-             "start": False, "count": 0, "detail": ""}
+             "start": False, "count": 0, "detail": "", "frontier": ()}
 
 
 def event(elapsed: float, worker: int, kind: str, **fields: Any) -> dict:
+    """One event record with every field of :data:`FIELDS` (defaults for those not given).
+
+    >>> event(0.5, 1, "frontier", name="probe", frontier=(3,))["frontier"]
+    (3,)
+    """
     record = {"elapsed": elapsed, "worker": worker, "event": kind}
     for key in FIELDS[3:]:
         record[key] = fields.get(key, _DEFAULTS[key])
