@@ -30,7 +30,7 @@ def test_jobs_have_help():
     for job in ["hello_timely.py", "bench_engine.py", "bench_mesh.py", "connected_components.py",
                 "wordcount.py", "bench_connected_components.py", "barrier_demo.py", "sequencer_demo.py",
                 "bench_sync.py", "capture_send.py", "capture_recv.py", "stream_to_parquet.py",
-                "bench_capture.py"]:
+                "bench_capture.py", "bench_columnar.py"]:
         assert "usage" in run_job(job, "--help")
 
 

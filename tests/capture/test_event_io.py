@@ -95,3 +95,14 @@ def test_capture_send_and_recv_five_into_three(tmp_path):
     lines = out.splitlines()
     assert len(lines) == 50
     assert Counter(lines) == Counter(f"replayed: {x}" for x in range(10) for _ in range(5))
+
+
+@pytest.mark.parametrize("job", ["capture_send.py", "capture_recv.py"])
+def test_capture_jobs_without_the_secret_fail_at_once_saying_so(job):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("TIMELY_SPARK_SECRET", None)
+    args = ["5", "--port-base", "1"] if job == "capture_recv.py" else ["--port-base", "1"]
+    done = subprocess.run([sys.executable, str(ROOT / "jobs" / job), *args], capture_output=True, text=True,
+                          env=env, timeout=30)
+    assert done.returncode != 0
+    assert "TIMELY_SPARK_SECRET" in done.stderr and "export" in done.stderr

@@ -30,17 +30,25 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import TimelyError
+from ..runtime import SECRET_ENV
 
-__all__ = ["EventWriter", "EventReader", "EventStreamError"]
+__all__ = ["EventWriter", "EventReader", "EventStreamError", "shared_secret"]
 
 _HEAD = struct.Struct("<QB")          # payload length, kind
 _DATA, _END = 1, 2
 _MAC = 32
-SECRET_ENV = "TIMELY_SPARK_SECRET"
 
 
 class EventStreamError(TimelyError):
     """A frame that fails its HMAC, or a stream that is not an event stream."""
+
+
+def shared_secret(what: str) -> bytes:
+    """The secret in ``$TIMELY_SPARK_SECRET``; a ValueError naming ``what`` needs it if unset
+    (jobs call it first, to fail at once rather than after connecting)."""
+    secret = _secret(None, True, what)
+    assert secret is not None
+    return secret
 
 
 def _secret(secret: Optional[Any], required: bool, what: str) -> Optional[bytes]:
@@ -50,7 +58,8 @@ def _secret(secret: Optional[Any], required: bool, what: str) -> Optional[bytes]
     if isinstance(secret, str):
         secret = secret.encode()
     if required and not secret:
-        raise ValueError(f"{what} over a socket needs a shared secret (secret=..., or ${SECRET_ENV})")
+        raise ValueError(f"{what} over a socket needs a shared secret (secret=..., or ${SECRET_ENV}: "
+                         f"export {SECRET_ENV}=$(python -c 'import secrets; print(secrets.token_hex(16))'))")
     return secret
 
 
