@@ -14,17 +14,11 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys
 import time
 from pathlib import Path
 
-import cloudpickle
-
 import timely_spark as ts
 from timely_spark.capture import ParquetEventWriter
-
-if __name__ != "__main__":
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 PAGES = ["home", "search", "cart", "checkout", "help"]
 

@@ -4,7 +4,9 @@ Each text file of the input directory is one epoch (in file-name order).  Every
 worker reads its share of each file's lines, words are exchanged so that each
 word is counted by one worker, and each epoch's counts are emitted as soon as the
 epoch is complete -- while later epochs are still being read.  Counts are written
-as Parquet ``(epoch, word, count)`` and the top words of each epoch are printed.
+as Parquet ``(epoch, word, count, worker, emitted)`` -- ``emitted`` is when the worker
+emitted the count, in seconds since it started -- and the top words of each epoch are
+printed.
 
     spark-submit jobs/wordcount.py --input texts/ --out /tmp/wordcount
     python jobs/wordcount.py            # generates a few sample files
@@ -15,17 +17,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import cloudpickle
-
 import timely_spark as ts
-
-if __name__ != "__main__":
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 SAMPLE = [
     "the quick brown fox jumps over the lazy dog",
@@ -35,7 +31,7 @@ SAMPLE = [
 
 
 def count_epochs(files: list[str]):
-    """A worker function: returns ``[(epoch, word, count, seconds when emitted)]``."""
+    """A worker function: returns ``[(epoch, word, count, worker, seconds when emitted)]``."""
 
     def work(worker):
         emitted = []
@@ -45,7 +41,8 @@ def count_epochs(files: list[str]):
             counts = (lines.flat_map(lambda line: re.findall(r"[a-z']+", line.lower()))
                       .map(lambda w: (w, 1))
                       .aggregate(lambda w, one, n: (n or 0) + one, lambda w, n: (w, n)))
-            probe = counts.inspect_time(lambda t, wn: emitted.append((t, wn[0], wn[1], worker.elapsed()))).probe()
+            probe = counts.inspect_time(
+                lambda t, wn: emitted.append((t, wn[0], wn[1], worker.index, worker.elapsed()))).probe()
             return inp, probe
 
         inp, probe = worker.dataflow(build)
@@ -86,10 +83,10 @@ def main() -> None:
     start = time.perf_counter()
     rows = [r for part in ts.spark.run(spark, count_epochs(files), workers=args.workers) for r in part]
     elapsed = time.perf_counter() - start
-    df = spark.createDataFrame([(t, w, n) for t, w, n, _ in rows], "epoch long, word string, count long")
+    df = spark.createDataFrame(rows, "epoch long, word string, count long, worker long, emitted double")
     df.write.mode("overwrite").parquet(args.out)
     for epoch in range(len(files)):
-        top = sorted(((n, w) for t, w, n, _ in rows if t == epoch), key=lambda p: (-p[0], p[1]))[:args.top]
+        top = sorted(((n, w) for t, w, n, _, _ in rows if t == epoch), key=lambda p: (-p[0], p[1]))[:args.top]
         print(f"epoch {epoch}: " + ", ".join(f"{w} {n}" for n, w in top))
     print(f"{len(files)} epochs, {len(rows)} (epoch, word) counts, {args.workers} timely workers, "
           f"{elapsed:.1f} s; written to {args.out}")

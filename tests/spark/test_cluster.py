@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from .jobs_path import union_find as components
+from timely_spark.graph import union_find as components
 
 ROOT = Path(__file__).resolve().parents[2]
 

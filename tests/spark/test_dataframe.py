@@ -5,8 +5,7 @@ import pyarrow.compute as pc
 import pytest
 
 import timely_spark as ts
-
-from .jobs_path import union_find as components
+from timely_spark.graph import union_find as components
 
 
 def test_record_batches_in_and_out(spark):

@@ -62,15 +62,3 @@ def test_not_an_event_log(spark, tmp_path):
     spark.createDataFrame([(1,)], "x long").write.parquet(str(tmp_path / "plain"))
     with pytest.raises(EventLogError, match="not a timely_spark event log"):
         ts.spark.read_event_log(spark, tmp_path / "plain")
-
-
-def test_stream_to_parquet_job_reports_complete_epochs_only(spark, tmp_path):
-    from .jobs_path import capture_views
-
-    out = str(tmp_path / "views")
-    assert ts.spark.run(spark, capture_views(out, 3, 50, True), workers=2) == ["open", "open"]
-    everything = ts.spark.read_event_log(spark, out, complete_only=False)
-    assert sorted(r["time"] for r in everything.select("time").distinct().collect()) == [0, 1, 2]
-    ts.spark.read_event_log(spark, out).createOrReplaceTempView("views")
-    rows = spark.sql("SELECT time AS epoch, count(*) AS views FROM views GROUP BY time ORDER BY time").collect()
-    assert [(r["epoch"], r["views"]) for r in rows] == [(0, 100), (1, 100)]     # epoch 2 is still open
