@@ -4,8 +4,9 @@ import pytest
 
 import timely_spark as ts
 from timely_spark import Product
+from timely_spark.testing import collect
 
-from .helpers import collatz_dataflow, collatz_steps, collect
+from .helpers import collatz_dataflow, collatz_steps
 
 
 @pytest.mark.parametrize("threads", [1, 2])

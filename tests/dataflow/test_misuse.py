@@ -7,8 +7,7 @@ import pytest
 import timely_spark as ts
 from timely_spark import CapabilityError, Product, WorkerError
 from timely_spark.progress import CycleError, identity
-
-from .helpers import collect
+from timely_spark.testing import collect
 
 
 def fails_with(build, exc_type, match, threads=1):

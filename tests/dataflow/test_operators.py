@@ -3,8 +3,7 @@
 import pytest
 
 import timely_spark as ts
-
-from .helpers import collect
+from timely_spark.testing import collect
 
 
 def stream_of(scope, records_by_time):

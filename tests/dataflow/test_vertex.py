@@ -4,8 +4,7 @@ import pytest
 
 import timely_spark as ts
 from timely_spark import CapabilityError, WorkerError
-
-from .helpers import collect, epochs
+from timely_spark.testing import collect, feed_epochs
 
 
 class SelectVertex(ts.Vertex):
@@ -37,7 +36,7 @@ def test_select_then_count_per_epoch(threads):
         return stream.vertex(SelectVertex(lambda x: x * 2)).exchange(lambda x: 0).vertex(CountVertex())
 
     def work(worker):
-        return epochs(worker, build, [[1, 2, 3], [4], [], [5, 6]])
+        return feed_epochs(worker, build, [[1, 2, 3], [4], [], [5, 6]])
 
     seen = sorted(p for part in ts.execute(work, threads=threads) for p in part)
     assert seen == [(0, 3), (1, 1), (3, 2)]

@@ -3,8 +3,7 @@
 import pytest
 
 import timely_spark as ts
-
-from .helpers import collect, epochs, per_worker
+from timely_spark.testing import collect, collect_per_worker, feed_epochs
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
@@ -22,7 +21,7 @@ def test_exchange_routes_each_record_to_its_worker(threads):
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_broadcast_gives_every_worker_everything(threads):
-    got = per_worker(lambda s: s.to_stream([s.index * 10, s.index * 10 + 1]).broadcast(), threads)
+    got = collect_per_worker(lambda s: s.to_stream([s.index * 10, s.index * 10 + 1]).broadcast(), threads)
     everything = sorted(x for i in range(threads) for x in (i * 10, i * 10 + 1))
     assert got == [everything] * threads
 
@@ -40,7 +39,7 @@ def test_distinct_count_across_workers(threads):
         return distinct.aggregate(lambda k, v, acc: (acc or 0) + v, lambda k, acc: acc)
 
     def work(worker):
-        return epochs(worker, build, data)
+        return feed_epochs(worker, build, data)
 
     seen = [pair for part in ts.execute(work, threads=threads) for pair in part]
     assert sorted(seen) == [(0, 7), (1, 11)]
@@ -52,7 +51,7 @@ def test_probe_tracks_epochs_in_order(threads):
         return stream.exchange(lambda x: x).map(lambda x: x + 1)
 
     def work(worker):
-        return epochs(worker, build, [[1, 2], [3], [], [4, 5, 6]])
+        return feed_epochs(worker, build, [[1, 2], [3], [], [4, 5, 6]])
 
     seen = sorted(pair for part in ts.execute(work, threads=threads) for pair in part)
     assert seen == [(0, 2), (0, 3), (1, 4), (3, 5), (3, 6), (3, 7)]
