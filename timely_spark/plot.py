@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional
 
 from .capture.event import Messages, Progress
-from .progress import MutableAntichain, sort_key
+from .progress import MutableAntichain, sort_key, timestamp
 
 __all__ = ["plot_frontiers", "plot_capture", "frontier_series"]
 
@@ -32,10 +32,7 @@ def _first(frontier: list) -> Any:
     """A frontier as one number to plot: its least element (the outer part of a Product)."""
     if not frontier:
         return None
-    t = min(frontier, key=sort_key)
-    while isinstance(t, tuple):
-        t = t[0]
-    return t
+    return timestamp.show(min(frontier, key=sort_key))
 
 
 def frontier_series(events: Iterable[dict]) -> dict[tuple, tuple[list, list]]:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import TimelyError
-from ..progress import Product
+from ..progress import timestamp
 from .event import Messages, Progress
 
 __all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_dirs", "time_type"]
@@ -47,42 +47,13 @@ class EventLogError(TimelyError):
     """A file or directory that is not (a valid part of) the expected event log."""
 
 
-# ---- times -------------------------------------------------------------------------------
+# ---- times ---------------------------------------------------------------------------------
 def time_type(t: Any) -> Any:
-    """A JSON-able description of a timestamp's type: "int", {"product": [o, i]}, {"tuple": [...]}."""
-    if type(t) is Product:
-        return {"product": [time_type(t[0]), time_type(t[1])]}
-    if isinstance(t, tuple):
-        return {"tuple": [time_type(x) for x in t]}
-    if isinstance(t, int) and not isinstance(t, bool):
-        return "int"
-    raise EventLogError(f"{t!r} is not a timestamp an event log can hold")
-
-
-def _arrow_time(desc: Any) -> Any:
-    import pyarrow as pa
-
-    if desc == "int":
-        return pa.int64()
-    if "product" in desc:
-        return pa.struct([("outer", _arrow_time(desc["product"][0])), ("inner", _arrow_time(desc["product"][1]))])
-    return pa.struct([(f"f{i}", _arrow_time(d)) for i, d in enumerate(desc["tuple"])])
-
-
-def _to_plain(t: Any) -> Any:
-    if type(t) is Product:
-        return {"outer": _to_plain(t[0]), "inner": _to_plain(t[1])}
-    if isinstance(t, tuple):
-        return {f"f{i}": _to_plain(x) for i, x in enumerate(t)}
-    return t
-
-
-def _from_plain(v: Any, desc: Any) -> Any:
-    if desc == "int":
-        return v
-    if "product" in desc:
-        return Product(_from_plain(v["outer"], desc["product"][0]), _from_plain(v["inner"], desc["product"][1]))
-    return tuple(_from_plain(v[f"f{i}"], d) for i, d in enumerate(desc["tuple"]))
+    """A JSON-able description of a timestamp's type (see :func:`timely_spark.progress.timestamp.describe`)."""
+    try:
+        return timestamp.describe(t)
+    except TypeError:
+        raise EventLogError(f"{t!r} is not a timestamp an event log can hold") from None
 
 
 # ---- records -----------------------------------------------------------------------------
@@ -171,6 +142,19 @@ class ParquetEventWriter:
             cols = {"payload": pa.array([pickle.dumps(r, protocol=5) for r in records], pa.binary())}
         return cols
 
+    def poll(self) -> Optional[float]:
+        """Flush if buffered events have waited ``flush_seconds``; return the seconds
+        until the next flush is due (None: nothing waits).  The capture operator calls
+        it on every run and again after that delay, so a completed time becomes
+        readable within ``flush_seconds`` even when the stream goes idle."""
+        if not self._events:
+            return None
+        wait = self.flush_seconds - (_time.monotonic() - self._last_flush)
+        if wait > 0:
+            return wait
+        self.flush()
+        return self.flush_seconds if self._events else None
+
     def flush(self, closing: bool = False) -> None:
         """Write what is buffered as one new file (atomically).  Until the first data
         record shows the records' columns, progress waits in the buffer (every file of
@@ -180,16 +164,15 @@ class ParquetEventWriter:
         if self._layout is None and not closing and not any(
                 type(e) is Messages and e.data for _, e in self._events):
             return
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         events, self._events, self._rows = self._events, [], 0
-        seqs: list[int] = []
-        kinds: list[int] = []
-        times: list[Any] = []
-        diffs: list[Any] = []
+        self._write_atomically(self._table(*self._rows_of(events)))
+
+    def _rows_of(self, events: list) -> tuple[dict[str, list], list, dict[str, list]]:
+        """The events as rows: data rows (seq, time), their records, and progress rows
+        (seq, time, diff).  Fixes the log's time type and record layout on first sight."""
+        data: dict[str, list] = {"seq": [], "time": []}
+        progress: dict[str, list] = {"seq": [], "time": [], "diff": []}
         records: list[Any] = []
-        p_seqs, p_times, p_diffs = [], [], []
         for seq, event in events:
             if type(event) is Messages:
                 t = event.time
@@ -199,40 +182,43 @@ class ParquetEventWriter:
                     self._layout = _layout(event.data[0])
                 n = sum(rb.num_rows for rb in event.data) if self._layout == "arrow" else len(event.data)
                 records.extend(event.data)
-                seqs.extend([seq] * n)
-                times.extend([_to_plain(t)] * n)
+                data["seq"].extend([seq] * n)
+                data["time"].extend([timestamp.to_plain(t)] * n)
             else:
                 for t, d in event.updates:
                     if self._time_desc is None:
                         self._time_desc = time_type(t)
-                    p_seqs.append(seq)
-                    p_times.append(_to_plain(t))
-                    p_diffs.append(d)
-        n_data = len(seqs)
-        kinds = [0] * n_data + [1] * len(p_seqs)
-        diffs = [None] * n_data + p_diffs
-        time_arrow = _arrow_time(self._time_desc or "int")
+                    progress["seq"].append(seq)
+                    progress["time"].append(timestamp.to_plain(t))
+                    progress["diff"].append(d)
+        return data, records, progress
+
+    def _table(self, data: dict[str, list], records: list, progress: dict[str, list]) -> Any:
+        """One table of data rows then progress rows, in event order, with the log's
+        columns and metadata (record columns null on progress rows)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n_data, n_progress = len(data["seq"]), len(progress["seq"])
         columns: dict[str, Any] = {
-            "seq": pa.array(seqs + p_seqs, pa.int64()),
-            "kind": pa.array(kinds, pa.int8()),
-            "time": pa.array(times + p_times, time_arrow),
-            "diff": pa.array(diffs, pa.int64()),
+            "seq": pa.array(data["seq"] + progress["seq"], pa.int64()),
+            "kind": pa.array([0] * n_data + [1] * n_progress, pa.int8()),
+            "time": pa.array(data["time"] + progress["time"], timestamp.arrow_type(self._time_desc or "int")),
+            "diff": pa.array([None] * n_data + progress["diff"], pa.int64()),
         }
         if self._layout is not None and not records and self._schema is not None:
             for field in self._schema:   # a file of progress only: the record columns are null
                 if field.name not in columns:
-                    columns[field.name] = pa.nulls(len(p_seqs), field.type)
+                    columns[field.name] = pa.nulls(n_progress, field.type)
         elif self._layout is not None:
             for name, col in self._record_columns(records).items():
                 if name in RESERVED:
                     raise EventLogError(f"{self.dir}: record field {name!r} clashes with the event log's columns "
                                         f"{RESERVED}")
                 col = col.combine_chunks() if hasattr(col, "combine_chunks") else col
-                columns[name] = pa.concat_arrays([col, pa.nulls(len(p_seqs), col.type)]) if p_seqs else col
+                columns[name] = pa.concat_arrays([col, pa.nulls(n_progress, col.type)]) if n_progress else col
         table = pa.table(columns)
-        if p_seqs and n_data:   # interleave data and progress rows in event order (stable)
-            import pyarrow.compute as pc
-
+        if n_progress and n_data:   # interleave data and progress rows in event order (stable)
             table = table.take(pc.sort_indices(table, [("seq", "ascending")]))
         if self._schema is None:
             self._schema = table.schema
@@ -243,7 +229,13 @@ class ParquetEventWriter:
                 raise EventLogError(f"{self.dir}: records changed shape: {table.schema} after {self._schema}")
         meta = {"format": FORMAT, "time": self._time_desc or "int", "records": self._layout or "none",
                 "worker": self.worker, "peers": self.peers}
-        table = table.replace_schema_metadata({b"timely": json.dumps(meta).encode()})
+        return table.replace_schema_metadata({b"timely": json.dumps(meta).encode()})
+
+    def _write_atomically(self, table: Any) -> None:
+        """Write the next part file under a hidden temporary name, then rename it: a
+        reader sees the whole file or none of it."""
+        import pyarrow.parquet as pq
+
         name = f"part-{self._part:06d}.parquet"
         tmp = self.dir / f".{name}.tmp"
         pq.write_table(table, tmp)
@@ -364,9 +356,9 @@ class ParquetEventReader:
             while j < n and seqs[j] == seqs[i] and kinds[j] == kinds[i]:
                 j += 1
             if kinds[i] == 1:
-                events.append(Progress([(_from_plain(times[k], desc), diffs[k]) for k in range(i, j)]))
+                events.append(Progress([(timestamp.from_plain(times[k], desc), diffs[k]) for k in range(i, j)]))
             else:
-                t = _from_plain(times[i], desc)
+                t = timestamp.from_plain(times[i], desc)
                 if layout == "arrow":
                     records = table.slice(i, j - i).select(names).combine_chunks().to_batches()
                 elif layout == "pickle":

@@ -20,7 +20,7 @@ import heapq
 from typing import Any, Callable, Iterator, Optional
 
 from ..errors import CapabilityError
-from ..progress import Product, sort_key
+from ..progress import kind_of, sort_key
 from .capability import Capability, InputCapability
 
 __all__ = ["Notificator"]
@@ -87,7 +87,7 @@ class Notificator:
             if take:
                 heapq.heappop(heap)
             return t
-        if type(t) is not Product:
+        if kind_of(t).total:
             return None                  # totally ordered: nothing later is complete either
         blocked = []
         found = None

@@ -1,6 +1,6 @@
 """Progress tracking: timestamps, path summaries, antichains and pointstamp tracking.
 
-Pure bookkeeping: this layer imports nothing else from ``timely_spark``.
+Pure bookkeeping: this layer imports nothing else from ``timely_spark`` but its errors.
 """
 
 from .antichain import Antichain, MutableAntichain
@@ -8,8 +8,20 @@ from .change_batch import ChangeBatch
 from .location import Location, Source, Target
 from .operate import Operate, SharedProgress
 from .reachability import Builder, CycleError, Tracker
-from .summary import MAX_INT, Add, ProductSummary, TupleSummary, advance, identity
-from .timestamp import Product, check_time, less_equal, less_than, minimum, order_of, sort_key
+from .summary import MAX_INT, Add, ProductSummary, TupleSummary
+from .timestamp import (
+    Product,
+    TimeKind,
+    advance,
+    check_time,
+    identity,
+    kind_of,
+    less_equal,
+    less_than,
+    minimum,
+    order_of,
+    sort_key,
+)
 
 __all__ = [
     "Add",
@@ -24,6 +36,7 @@ __all__ = [
     "Product",
     "ProductSummary",
     "SharedProgress",
+    "TimeKind",
     "Source",
     "Target",
     "Tracker",
@@ -31,6 +44,7 @@ __all__ = [
     "advance",
     "check_time",
     "identity",
+    "kind_of",
     "less_equal",
     "less_than",
     "minimum",

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from .timestamp import _native_le, sort_key
+from .product import native_le
+from .timestamp import sort_key
 
 __all__ = ["Antichain", "MutableAntichain"]
 
@@ -34,7 +35,7 @@ LessEqual = Callable[[Any, Any], bool]
 
 def _order_for(x: Any) -> LessEqual:
     le = getattr(type(x), "less_equal", None)
-    return le if le is not None else _native_le
+    return le if le is not None else native_le
 
 
 class Antichain:

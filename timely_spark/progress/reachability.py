@@ -30,7 +30,7 @@ from typing import Any, Iterable, Optional, Sequence
 from ..errors import CycleError
 from .antichain import Antichain, MutableAntichain
 from .location import Location, Source, Target
-from .summary import identity
+from .timestamp import identity
 
 __all__ = ["Builder", "Tracker", "CycleError"]
 

@@ -14,12 +14,13 @@ Every summary has
 ``limit`` (default ``2**64 - 1``, so that ints overflow as timely's ``u64`` do).
 A small ``limit`` bounds a loop: ``Add(1, limit=9)`` passes at most ten rounds.
 ``ProductSummary(outer, inner)`` acts on each coordinate of a ``Product``;
-``TupleSummary`` on each field of a lexicographic tuple.
+``TupleSummary`` on each field of a lexicographic tuple.  Which summary a kind of
+time uses (``identity``, ``advance``) is said in :mod:`.timestamp`.
 
 >>> Add(1).results_in(4), Add(1, limit=4).results_in(4)
 (5, None)
 >>> s = ProductSummary(Add(0), Add(1))
->>> s.results_in(Product(3, 7)), s.advances(), identity(Product(0, 0)).advances()
+>>> s.results_in(Product(3, 7)), s.advances(), ProductSummary(Add(0), Add(0)).advances()
 (Product(3, 8), True, False)
 >>> Add(2).followed_by(Add(3))
 Add(5)
@@ -29,9 +30,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .timestamp import Product
+from .product import Product
 
-__all__ = ["Add", "ProductSummary", "TupleSummary", "identity", "advance", "MAX_INT"]
+__all__ = ["Add", "ProductSummary", "TupleSummary", "MAX_INT"]
 
 MAX_INT = 2**64 - 1
 
@@ -157,29 +158,3 @@ class TupleSummary:
 
     def __repr__(self) -> str:
         return f"TupleSummary{self.fields!r}"
-
-
-def identity(example: Any) -> Any:
-    """The summary that leaves timestamps like ``example`` unchanged."""
-    if type(example) is Product:
-        return ProductSummary(identity(example[0]), identity(example[1]))
-    if isinstance(example, tuple):
-        return TupleSummary(*(identity(x) for x in example))
-    return Add(0)
-
-
-def advance(example: Any, amount: int = 1, limit: int = MAX_INT) -> Any:
-    """The summary that adds ``amount`` to the innermost coordinate of times like ``example``.
-
-    ``Product``: the inner part; tuple: the last field; int: the int itself.
-
-    >>> advance(Product(0, 0), 1)
-    ProductSummary(Add(0), Add(1))
-    """
-    if type(example) is Product:
-        return ProductSummary(identity(example[0]), advance(example[1], amount, limit))
-    if isinstance(example, tuple):
-        if not example:
-            raise ValueError("the timestamp () has a single value and cannot advance")
-        return TupleSummary(*(identity(x) for x in example[:-1]), advance(example[-1], amount, limit))
-    return Add(amount, limit)

@@ -14,19 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from ..capture.parquet import EventLogError, read_meta, worker_dirs
-from ..progress import Antichain, MutableAntichain, Product, minimum
+from ..progress import Antichain, MutableAntichain, minimum, timestamp
 
 __all__ = ["read_event_log", "event_log_frontier"]
 
 
-def _py_time(value: Any) -> Any:
-    """A time read by Spark (an int, or a Row for struct times) as a timely time."""
-    if hasattr(value, "asDict"):
-        d = value.asDict()
-        if set(d) == {"outer", "inner"}:
-            return Product(_py_time(d["outer"]), _py_time(d["inner"]))
-        return tuple(_py_time(d[f"f{i}"]) for i in range(len(d)))
-    return value
+def _time_desc(frame: Any) -> Any:
+    """The log's time type, from the Spark schema of its ``time`` column."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return timestamp.describe_arrow(to_arrow_type(frame.schema["time"].dataType))
 
 
 def _peers(path: str) -> int:
@@ -43,10 +40,12 @@ def event_log_frontier(spark: Any, path: Any) -> Antichain:
     """The times that may still appear in the log: empty once every writer's stream ended."""
     path = str(path)
     peers = _peers(path) if Path(path).exists() else None
-    rows = (spark.read.parquet(path).where("kind = 1").select("worker", "time", "diff").collect())
+    frame = spark.read.parquet(path)
+    desc = _time_desc(frame)
+    rows = frame.where("kind = 1").select("worker", "time", "diff").collect()
     streams: dict[int, list] = {}
     for r in rows:
-        streams.setdefault(int(r["worker"]), []).append((_py_time(r["time"]), int(r["diff"])))
+        streams.setdefault(int(r["worker"]), []).append((timestamp.from_plain(r["time"], desc), int(r["diff"])))
     example = next((u[0][0] for u in streams.values() if u), 0)
     start = minimum(example)
     frontier = Antichain()
@@ -84,8 +83,9 @@ def read_event_log(spark: Any, path: Any, complete_only: bool = True) -> Any:
     if frontier.is_empty():
         return data
     elements = list(frontier)
-    if all(isinstance(t, int) for t in elements):
+    if all(timestamp.kind_of(t).name == "int" for t in elements):   # totally ordered: a filter Spark pushes down
         return data.where(F.col("time") < min(elements))
     distinct = data.select("time").distinct()
-    complete = [r for r in distinct.collect() if not frontier.less_equal(_py_time(r["time"]))]
+    desc = _time_desc(frame)
+    complete = [r for r in distinct.collect() if not frontier.less_equal(timestamp.from_plain(r["time"], desc))]
     return data.join(spark.createDataFrame(complete, distinct.schema), on="time", how="left_semi")
