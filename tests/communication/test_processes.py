@@ -3,8 +3,9 @@
 import pytest
 
 import timely_spark as ts
+from timely_spark.testing import collect, collect_per_worker, feed_epochs
 
-from ..dataflow.helpers import collatz_dataflow, collatz_steps, collect, epochs, per_worker
+from ..dataflow.helpers import collatz_dataflow, collatz_steps
 
 LAYOUTS = [(2, 1), (3, 1), (2, 2)]   # (processes, threads)
 
@@ -26,7 +27,7 @@ def test_broadcast_matches_threads(processes, threads):
         return s.to_stream([s.index]).broadcast()
 
     peers = processes * threads
-    assert per_worker(build, threads, processes) == [list(range(peers))] * peers
+    assert collect_per_worker(build, threads, processes) == [list(range(peers))] * peers
 
 
 @pytest.mark.parametrize("processes,threads", [(2, 1), (3, 1)])
@@ -44,7 +45,7 @@ def test_probes_and_aggregation_across_epochs(processes, threads):
                 .aggregate(lambda k, v, acc: (acc or 0) + v, lambda k, acc: (k, acc)))
 
     def work(worker):
-        return epochs(worker, build, data)
+        return feed_epochs(worker, build, data)
 
     seen = sorted(p for part in ts.execute(work, threads=threads, processes=processes) for p in part)
     assert seen == [(0, (0, 6)), (0, (1, 4)), (1, (1, 5)), (3, (0, 14)), (3, (1, 7))]

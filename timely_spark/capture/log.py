@@ -48,6 +48,7 @@ class LogCapture:
         self.time = last
 
     def close(self) -> None:
+        """End the captured stream (its last progress) and close the pusher if it can be closed."""
         if not self.closed:
             self.closed = True
             self.pusher.push(Progress([(self.time, -1)]))

@@ -110,6 +110,9 @@ class ParquetEventWriter:
         self.closed = False
 
     def push(self, event: Any) -> None:
+        """Buffer one event; flush when a progress event comes ``flush_seconds`` after the last file, or ``max_rows``
+        rows wait.
+        """
         if self.closed:
             raise EventLogError(f"{self.dir}: the writer is closed")
         self._events.append((self._seq, event))
@@ -267,6 +270,9 @@ def worker_dirs(path: Any) -> list[Path]:
 
 
 def read_meta(file: Path) -> dict:
+    """The timely metadata of one part file (format, time type, record layout, worker, peers); EventLogError naming the
+    file if it has none.
+    """
     import pyarrow.parquet as pq
 
     try:
@@ -374,6 +380,7 @@ class ParquetEventReader:
         return events
 
     def next(self) -> Any:
+        """The next event, None when no more has been written yet, StopIteration once the log is closed and read."""
         while not self._pending:
             files = self._part_files()
             if self._next_part < len(files):

@@ -88,9 +88,11 @@ class EventWriter:
             self._file.flush()
 
     def push(self, event: Any) -> None:
+        """Write one event as an authenticated frame."""
         self._write(_DATA, pickle.dumps(event, protocol=5))
 
     def close(self) -> None:
+        """Write the end frame (the reader then stops) and close a file this writer opened (idempotent)."""
         if not self.closed:
             self.closed = True
             self._write(_END, b"")
@@ -131,6 +133,9 @@ class EventReader:
                 self._buf += chunk
 
     def next(self) -> Any:
+        """The next event, None when no whole frame has arrived yet, StopIteration after the end frame;
+        EventStreamError for a frame that fails its HMAC.
+        """
         if self._ended:
             raise StopIteration
         if len(self._buf) < _HEAD.size + _MAC:

@@ -45,6 +45,7 @@ class LocalPusher:
         self._inbox = inbox
 
     def push(self, payload: Any) -> None:
+        """Deliver a message to this worker's own inbox (no copy, no serialization)."""
         self._inbox.queue.append(payload)
         self._inbox.activate()
 
@@ -59,6 +60,7 @@ class MailboxPusher:
         self._channel = channel
 
     def push(self, payload: Any) -> None:
+        """Put a message into another local worker's mailbox, tagged with the channel."""
         self._put((self._channel, payload))
 
 
@@ -91,6 +93,7 @@ class Allocator:
 
     # -- shared -------------------------------------------------------------------
     def allocate(self, channel: int, inbox: Inbox) -> list[Any]:
+        """The pushers of ``channel`` (one per worker); what arrives for this worker lands in ``inbox``."""
         if channel in self._inboxes:
             raise ValueError(f"channel {channel} allocated twice on worker {self.index}")
         self._inboxes[channel] = inbox

@@ -52,6 +52,9 @@ def _arrow_batches(payload: Any) -> Any:
 
 
 def encode(payload: Any) -> tuple[int, list[Any]]:
+    """A payload as ``(kind, buffers)`` for one framed write: Arrow IPC for record batches, pickle protocol 5 with out-
+    of-band buffers otherwise.
+    """
     batches = _arrow_batches(payload)
     if batches is not None:
         import pyarrow as pa
@@ -72,6 +75,7 @@ def encode(payload: Any) -> tuple[int, list[Any]]:
 
 
 def decode(kind: int, body: memoryview) -> Any:
+    """The payload back from its kind and bytes (the inverse of :func:`encode`)."""
     if kind == ARROW:
         import pyarrow as pa
 

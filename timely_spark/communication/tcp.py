@@ -307,9 +307,11 @@ class Mesh:
                 conn.control(HEARTBEAT)
 
     def connection_for(self, worker: int) -> _Connection:
+        """The connection to the process that hosts global worker ``worker``."""
         return self.connections[worker // self.threads]
 
     def deliver(self, target: int, channel: int, payload: Any) -> None:
+        """Hand a message that arrived for local worker ``target`` to its mailbox."""
         self.fabric.mailboxes[target - self.fabric.offset].put((channel, payload))
 
     def fail(self, exc: BaseException, remote: bool = False) -> None:
@@ -375,6 +377,7 @@ class TcpAllocator(Allocator):
         self.mesh = mesh
 
     def pushers(self, channel: int, inbox: Inbox) -> list[Any]:
+        """One pusher per worker: this worker's inbox, local mailboxes, or the mesh."""
         fabric = self.fabric
         local = range(fabric.offset, fabric.offset + fabric.peers)
         out: list[Any] = []
@@ -388,6 +391,7 @@ class TcpAllocator(Allocator):
         return out
 
     def check(self) -> None:
+        """Raise WorkerAborted if the run failed elsewhere (checked at every receive)."""
         failure = self.fabric.failure
         if failure is not None and failure[0] != self.index:
             from ..errors import WorkerAborted

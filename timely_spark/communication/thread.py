@@ -57,12 +57,14 @@ class ThreadAllocator(Allocator):
         self.fabric = fabric
 
     def pushers(self, channel: int, inbox: Inbox) -> list[Any]:
+        """One pusher per worker: this worker's inbox, or another thread's mailbox."""
         return [
             LocalPusher(inbox) if j == self.index else MailboxPusher(self.fabric.mailboxes[j], channel)
             for j in range(self.peers)
         ]
 
     def check(self) -> None:
+        """Raise WorkerAborted if another worker failed (checked at every receive)."""
         failure = self.fabric.failure
         if failure is not None and failure[0] != self.index:
             raise WorkerAborted(f"worker {failure[0]} failed")

@@ -66,12 +66,14 @@ class Capability:
 
     @property
     def time(self) -> Any:
+        """The time this capability allows sending at; CapabilityError once dropped."""
         if self._op is None:
             raise CapabilityError(f"capability at {self._time!r} was already dropped")
         return self._time
 
     @property
     def valid(self) -> bool:
+        """Whether the capability is still held (not dropped)."""
         return self._op is not None
 
     def _check(self, t: Any, verb: str) -> Any:
@@ -198,6 +200,7 @@ class CapabilitySet:
             self.insert(c)
 
     def insert(self, cap: Capability) -> None:
+        """Add a capability, dropping it (or the held ones it makes redundant) to keep the set minimal."""
         t = cap.time
         for c in self._caps:
             if less_equal(c.time, t):
@@ -213,6 +216,7 @@ class CapabilitySet:
         self._caps = keep
 
     def delayed(self, t: Any) -> Capability:
+        """A new capability for ``t`` from a held one at or before ``t``; CapabilityError if none is."""
         for c in self._caps:
             if less_equal(c.time, t):
                 return c.delayed(t)
@@ -228,9 +232,11 @@ class CapabilitySet:
         self._caps = new._caps
 
     def first(self) -> Optional[Capability]:
+        """The held capability with the least time (by sort key), or None."""
         return min(self._caps, key=lambda c: sort_key(c.time)) if self._caps else None
 
     def clear(self) -> None:
+        """Drop every held capability."""
         for c in self._caps:
             c.drop()
         self._caps = []

@@ -44,6 +44,7 @@ class Exchange:
         self.key = key
 
     def tee_pusher(self, pushers: Sequence[Any], index: int) -> Callable[[Any, list], None]:
+        """One pusher for the producing output: each batch split by ``key(record) % peers``."""
         peers = len(pushers)
         if peers == 1:
             return _Pipeline().tee_pusher(pushers, index)
@@ -70,6 +71,7 @@ class Broadcast:
     its output counts each record once per worker."""
 
     def tee_pusher(self, pushers: Sequence[Any], index: int) -> Callable[[Any, list], None]:
+        """One pusher for the producing output: each batch to every worker."""
         pushes = [p.push for p in pushers]
 
         def broadcast(time: Any, data: list) -> None:

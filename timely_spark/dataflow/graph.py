@@ -28,6 +28,7 @@ __all__ = ["ScopeGraph", "Node", "describe"]
 
 @dataclass
 class Node:
+    """An operator or nested scope in a :class:`ScopeGraph`: its index, address, name and port counts."""
     index: int
     address: str
     name: str
@@ -38,6 +39,7 @@ class Node:
 
 @dataclass
 class ScopeGraph:
+    """A scope as a graph: its nodes (``scope`` set for nested scopes) and links between ports."""
     name: str
     address: str
     inputs: int
@@ -83,6 +85,7 @@ class ScopeGraph:
         return self._id(child.address)
 
     def mermaid_lines(self, indent: str) -> list[str]:
+        """This scope's lines of a Mermaid flowchart, nested scopes as subgraphs."""
         lines = []
         for i in range(self.inputs):
             lines.append(f'{indent}{self._id(f"{self.address}:in{i}")}(["in {i}"])')
@@ -104,6 +107,7 @@ class ScopeGraph:
         return "\n".join(["flowchart LR"] + self.mermaid_lines("  "))
 
     def dot_lines(self, indent: str) -> list[str]:
+        """This scope's lines of a Graphviz DOT graph, nested scopes as clusters."""
         lines = []
         for i in range(self.inputs):
             lines.append(f'{indent}{self._id(f"{self.address}:in{i}")} [label="in {i}", shape=circle];')

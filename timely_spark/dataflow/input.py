@@ -19,6 +19,22 @@ __all__ = ["InputHandle", "new_input", "to_stream", "BATCH"]
 BATCH = 4096
 
 
+def _seen(*steps: Any) -> Any:
+    """A worker function for the examples: run ``step(inp)`` for each step on an input
+    whose stream is collected, then return ``(time, record)`` pairs that came out."""
+    def work(worker: Any) -> Any:
+        out: list = []
+        inp = worker.dataflow(lambda s: (lambda i, st: (i, st.inspect_time(lambda t, x: out.append((t, x)))))(
+            *s.new_input()))[0]
+        for step in steps:
+            step(inp)
+        inp.close()
+        while worker.step():
+            pass
+        return out
+    return work
+
+
 class InputHandle:
     """Send records at the input's current time; advance the time; close.
 
@@ -68,12 +84,22 @@ class InputHandle:
 
     @property
     def time(self) -> Any:
-        """The time at which records are sent now."""
+        """The time at which records are sent now.
+
+        >>> import timely_spark as ts
+        >>> ts.execute(lambda w: (lambda i: (i.advance_to(4), i.time)[1])(w.dataflow(lambda s: s.new_input()[0])))
+        [4]
+        """
         return self._cap.time
 
     @property
     def closed(self) -> bool:
-        """Whether the input was closed."""
+        """Whether the input was closed.
+
+        >>> import timely_spark as ts
+        >>> ts.execute(lambda w: (lambda i: (i.close(), i.closed)[1])(w.dataflow(lambda s: s.new_input()[0])))
+        [True]
+        """
         return self._closed
 
     def _check_open(self) -> None:
@@ -81,7 +107,12 @@ class InputHandle:
             raise ValueError(f"input {self.name!r} is closed; nothing more can be sent")
 
     def send(self, record: Any) -> None:
-        """Send one record at the current time (buffered; sent in batches)."""
+        """Send one record at the current time (buffered; sent in batches).
+
+        >>> import timely_spark as ts
+        >>> ts.execute(_seen(lambda inp: inp.send("a"), lambda inp: inp.send("b")))
+        [[(0, 'a'), (0, 'b')]]
+        """
         self._check_open()
         buf = self._buffer
         buf.append(record)
@@ -90,7 +121,12 @@ class InputHandle:
 
     def send_batch(self, records: Iterable[Any]) -> None:
         """Send a batch as it is (after anything buffered).  A ``pyarrow.Table``, a
-        RecordBatch or a pandas DataFrame is sent as its record batches."""
+        RecordBatch or a pandas DataFrame is sent as its record batches.
+
+        >>> import timely_spark as ts
+        >>> ts.execute(_seen(lambda inp: inp.send_batch(range(3))))
+        [[(0, 0), (0, 1), (0, 2)]]
+        """
         self._check_open()
         self.flush()
         if is_table_like(records):
@@ -100,13 +136,24 @@ class InputHandle:
             self._push(batch)
 
     def flush(self) -> None:
-        """Send the buffered records now (the worker does it at every step)."""
+        """Send the buffered records now (the worker does it at every step).
+
+        >>> import timely_spark as ts
+        >>> ts.execute(_seen(lambda inp: inp.send(1), lambda inp: inp.flush()))
+        [[(0, 1)]]
+        """
         if self._buffer:
             buf, self._buffer = self._buffer, []
             self._push(buf)
 
     def advance_to(self, t: Any) -> None:
-        """Move to time ``t``; raises if ``t`` is earlier than the current time."""
+        """Move to time ``t``: no more records at earlier times will come from this input
+        on this worker.  Raises ValueError if ``t`` is earlier than the current time.
+
+        >>> import timely_spark as ts
+        >>> ts.execute(_seen(lambda inp: inp.send("x"), lambda inp: inp.advance_to(2), lambda inp: inp.send("y")))
+        [[(0, 'x'), (2, 'y')]]
+        """
         self._check_open()
         check_time(t, self._like)
         if not less_equal(self._cap.time, t):
@@ -115,7 +162,13 @@ class InputHandle:
         self._cap.downgrade(t)
 
     def close(self) -> None:
-        """Flush and give up the input's capability: the input ends (idempotent)."""
+        """Flush and give up the input's capability: the input ends (idempotent).  The
+        worker closes its inputs itself when the worker function returns.
+
+        >>> import timely_spark as ts
+        >>> ts.execute(_seen(lambda inp: inp.send("last"), lambda inp: inp.close()))
+        [[(0, 'last')]]
+        """
         if not self._closed:
             self.flush()
             self._closed = True

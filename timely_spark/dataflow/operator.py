@@ -110,11 +110,17 @@ class OperatorCore(Operate):
 
     # ---- Operate -------------------------------------------------------------------
     def get_internal_summary(self) -> tuple[list[list[Antichain]], list[list[tuple[Any, int]]]]:
+        """The operator's path summaries and, per output, its initial capabilities (one per worker unless built
+        without).
+        """
         n = self.graph.peers if self.initial_capabilities else 0
         initial = [[(self.graph.min_time, n)] if n else [] for _ in range(self.outputs)]
         return self.summary, initial
 
     def schedule(self) -> bool:
+        """Apply pending frontier changes, run the logic once, flush buffered outputs; an exception becomes
+        OperatorError naming the operator.
+        """
         if self.notify:
             for frontier, changes in zip(self.frontiers, self.shared_progress.frontiers):
                 if changes.unstable_has_updates():

@@ -55,6 +55,7 @@ class Scope:
 
     @property
     def name(self) -> str:
+        """The scope's name (the dataflow's, or the nested scope's)."""
         return self._graph.name
 
     @property

@@ -172,6 +172,8 @@ class Subgraph(Operate):
 
     # ---- Operate (as seen by the parent) ----------------------------------------------
     def get_internal_summary(self) -> tuple[list[list[Antichain]], list[list[tuple[Any, int]]]]:
+        """The scope's summaries from each input to each output (as its parent sees them) and its initial capabilities.
+        """
         summary = []
         for i in range(self.inputs):
             reach = self._compiled[Source(0, i)]
@@ -184,6 +186,9 @@ class Subgraph(Operate):
         return summary, initial
 
     def schedule(self) -> bool:
+        """One run: take in external and exchanged progress, propagate, run activated children, broadcast this run's
+        progress batch; True while incomplete.
+        """
         self._self_active = False
         tracker = self.tracker
         for i, changes in enumerate(self.shared_progress.frontiers):
@@ -203,6 +208,7 @@ class Subgraph(Operate):
 
     # ---- activation ----------------------------------------------------------------------
     def activate_child(self, i: int) -> None:
+        """Schedule child ``i`` (in this pass if its index is higher than the running child's, else in the next)."""
         if self._in_pass and i > self._running >= 0:
             heapq.heappush(self._heap, i)
             return

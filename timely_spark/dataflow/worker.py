@@ -65,7 +65,12 @@ class Worker:
 
     # ---- services for the layers above ---------------------------------------------------
     def elapsed(self) -> float:
-        """Seconds since the worker started."""
+        """Seconds since the worker started.
+
+        >>> import timely_spark as ts
+        >>> ts.execute(lambda w: 0 <= w.elapsed() < 60)
+        [True]
+        """
         return time.monotonic() - self.timer
 
     def log_register(self) -> Any:
@@ -88,46 +93,107 @@ class Worker:
 
     def set_logger(self, logger: Any) -> None:
         """Install (or, with None, remove) the engine's event logger, ``worker.logger``
-        (the logging registry does)."""
+        (the logging registry does).
+
+        >>> import timely_spark as ts
+        >>> ts.execute(lambda w: (w.set_logger(None), w.logger)[1])
+        [None]
+        """
         self.logger = logger
 
     def next_operator_id(self) -> int:
-        """A new operator id, unique on this worker (operators and scopes take one)."""
+        """A new operator id, unique on this worker (operators and scopes take one).
+
+        >>> import timely_spark as ts
+        >>> ts.execute(lambda w: (lambda a, b: b == a + 1)(w.next_operator_id(), w.next_operator_id()))
+        [True]
+        """
         self._operator_ids += 1
         return self._operator_ids - 1
 
     def allocate_channel(self, inbox: Any) -> tuple[int, list[Any]]:
         """A new channel, numbered in build order: ``(number, pushers)`` with one
-        pusher per worker; what the others push to this worker lands in ``inbox``."""
+        pusher per worker; what the others push to this worker lands in ``inbox``.
+
+        >>> import timely_spark as ts
+        >>> from timely_spark.communication.allocator import Inbox
+        >>> ts.execute(lambda w: (lambda c: (c[0] >= 0, len(c[1])))(w.allocate_channel(Inbox(lambda: None))), threads=2)
+        [(True, 2), (True, 2)]
+        """
         channel = self._channels
         self._channels += 1
         return channel, self.allocator.allocate(channel, inbox)
 
     def on_finish(self, closer: Any) -> None:
         """Call ``closer.close()`` when the worker function returns, before the worker
-        runs its dataflows to completion (sequencers use it)."""
+        runs its dataflows to completion (sequencers use it).
+
+        >>> import timely_spark as ts
+        >>> class Note:
+        ...     def close(self): print("closed")
+        >>> ts.execute(lambda w: w.on_finish(Note()))
+        closed
+        [None]
+        """
         self._closers.append(closer)
 
     def track_input(self, handle: Any) -> None:
         """Flush ``handle`` at every step and close it when the worker function returns
-        (inputs register themselves; dropping their dataflow forgets them)."""
+        (inputs register themselves; dropping their dataflow forgets them).
+
+        >>> import timely_spark as ts
+        >>> def work(w):
+        ...     inp = w.dataflow(lambda s: s.new_input()[0])      # tracked by new_input
+        ...     return inp.closed
+        >>> ts.execute(work)
+        [False]
+        """
         self._inputs.append((len(self._built) - 1, handle))
 
     def dataflow_graphs(self) -> list:
         """A description of every dataflow built on this worker (operators, ports,
-        edges, nested scopes), renderable in a notebook (see :mod:`.graph`)."""
+        edges, nested scopes), renderable in a notebook (see :mod:`.graph`).
+
+        >>> import timely_spark as ts
+        >>> def work(w):
+        ...     w.dataflow(lambda s: s.to_stream([1]).map(str))
+        ...     return w.dataflow_graphs()[0].operators()
+        >>> ts.execute(work)
+        [[('0.1', 'ToStream'), ('0.2', 'Map')]]
+        """
         from .graph import describe
 
         return [describe(g) for g in self._built]
 
     def activate_after(self, activate: Callable[[], None], delay: float) -> None:
         """Call ``activate()`` (an operator's activator) once ``delay`` seconds have passed;
-        until then the worker may park instead of spinning."""
+        until then the worker may park instead of spinning.
+
+        >>> import timely_spark as ts
+        >>> def work(w):
+        ...     fired = []
+        ...     w.activate_after(lambda: fired.append(True), 0.01)
+        ...     w.step_while(lambda: not fired, timeout=10)
+        ...     return fired
+        >>> ts.execute(work)
+        [[True]]
+        """
         self._timer_seq += 1
         heapq.heappush(self._timers, (time.monotonic() + delay, self._timer_seq, activate))
 
     def activate_dataflow(self, graph: Subgraph) -> None:
-        """Schedule a dataflow's top scope at the next step (its scope calls this)."""
+        """Schedule a dataflow's top scope at the next step (its scope calls this).
+
+        >>> import timely_spark as ts
+        >>> def work(w):
+        ...     scopes = []
+        ...     w.dataflow(lambda s: scopes.append(s.subgraph))      # an empty dataflow
+        ...     w.activate_dataflow(scopes[0])      # what a scope does when an operator in it is activated
+        ...     w.step()                            # it runs, and is complete
+        ...     return w.installed_dataflows()
+        >>> ts.execute(work)
+        [[]]
+        """
         self._active.append(graph)
 
     # ---- dataflows -----------------------------------------------------------------------
@@ -150,11 +216,27 @@ class Worker:
         return result
 
     def next_dataflow_index(self) -> int:
-        """The index the next dataflow built here will have."""
+        """The index the next dataflow built here will have.
+
+        >>> import timely_spark as ts
+        >>> ts.execute(lambda w: (w.next_dataflow_index(), w.dataflow(lambda s: None), w.next_dataflow_index()))
+        [(0, None, 1)]
+        """
         return len(self._built)
 
     def installed_dataflows(self) -> list[int]:
-        """Indices of the dataflows still running (not complete, not dropped)."""
+        """Indices of the dataflows still running (not complete, not dropped).
+
+        >>> import timely_spark as ts
+        >>> def work(w):
+        ...     w.dataflow(lambda s: s.to_stream([1]))
+        ...     before = w.installed_dataflows()
+        ...     while w.step():
+        ...         pass
+        ...     return before, w.installed_dataflows()
+        >>> ts.execute(work)
+        [([0], [])]
+        """
         return sorted(self._dataflows)
 
     def drop_dataflow(self, index: int) -> None:
@@ -178,7 +260,16 @@ class Worker:
 
     def incomplete_dataflows(self) -> list[str]:
         """The installed dataflows, by name, each with the times its operators still
-        hold (what a run that does not end is waiting for)."""
+        hold (what a run that does not end is waiting for).
+
+        >>> import timely_spark as ts
+        >>> def work(w):
+        ...     w.dataflow(lambda s: s.new_input(), name="Clicks")
+        ...     w.step()
+        ...     return w.incomplete_dataflows()
+        >>> ts.execute(work)
+        [['Clicks (holding [0])']]
+        """
         return [f"{g.name} (holding {g.held_times()})" for g in self._dataflows.values()]
 
     # ---- running --------------------------------------------------------------------
@@ -256,7 +347,13 @@ class Worker:
     def finish(self) -> None:
         """What happens when the worker function returns: close what registered with
         :meth:`on_finish` and this worker's inputs, run the dataflows to completion,
-        and close the logging registry and the allocator."""
+        and close the logging registry and the allocator.  ``ts.execute`` calls it.
+
+        >>> import timely_spark as ts
+        >>> ts.execute(lambda w: (w.dataflow(lambda s: s.to_stream([1]).inspect(print)), None)[1])
+        1
+        [None]
+        """
         for _, handle in self._inputs:
             handle.close()
         for closer in self._closers:

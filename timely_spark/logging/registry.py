@@ -36,15 +36,18 @@ class Logger:
         self.buffer: list[dict] = []
 
     def log(self, kind: str, **fields: Any) -> None:
+        """Record one event of ``kind`` with the given fields (see :mod:`.events`)."""
         self.buffer.append(event(time.monotonic() - self.start, self.worker, kind, **fields))
 
     def flush(self) -> None:
+        """Hand the buffered events to the handler as one batch."""
         if self.buffer:
             batch, self.buffer = self.buffer, []
             self.handler(batch)
 
 
 class Registry:
+    """A worker's logging registry: named event streams and their handlers."""
     def __init__(self, worker: Any) -> None:
         self._worker = worker
         self.loggers: dict[str, Logger] = {}
@@ -57,6 +60,7 @@ class Registry:
             self._worker.set_logger(self.loggers[name])
 
     def remove(self, name: str) -> None:
+        """Stop stream ``name`` (flushing what it buffered)."""
         logger = self.loggers.pop(name, None)
         if logger is not None:
             logger.flush()
@@ -64,9 +68,11 @@ class Registry:
                 self._worker.set_logger(None)
 
     def get(self, name: str) -> Optional[Logger]:
+        """The logger of stream ``name``, or None."""
         return self.loggers.get(name)
 
     def flush(self) -> None:
+        """Hand every stream's buffered events to its handler."""
         for logger in self.loggers.values():
             logger.flush()
 

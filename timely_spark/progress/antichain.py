@@ -88,9 +88,11 @@ class Antichain:
         return all(self.less_equal(t) for t in other)
 
     def elements(self) -> list[Any]:
+        """The elements, as a list."""
         return list(self._elements)
 
     def is_empty(self) -> bool:
+        """Whether there is no element (an empty frontier: nothing more can come)."""
         return not self._elements
 
     def __iter__(self) -> Iterator[Any]:
@@ -175,6 +177,7 @@ class MutableAntichain:
         return self._rebuild()
 
     def update(self, t: Any, diff: int) -> list[tuple[Any, int]]:
+        """Apply one ``(t, diff)`` update; return the frontier's changes."""
         return self.update_iter(((t, diff),))
 
     def _rebuild(self) -> list[tuple[Any, int]]:
@@ -202,9 +205,11 @@ class MutableAntichain:
         return Antichain(self._frontier, le=self._le)
 
     def elements(self) -> list[Any]:
+        """The frontier's elements, as a list."""
         return list(self._frontier)
 
     def less_equal(self, t: Any) -> bool:
+        """Whether some frontier element is ``<= t``."""
         le = self._le
         for f in self._frontier:
             if le(f, t):  # type: ignore[misc]
@@ -212,6 +217,7 @@ class MutableAntichain:
         return False
 
     def less_than(self, t: Any) -> bool:
+        """Whether some frontier element is ``< t``."""
         le = self._le
         for f in self._frontier:
             if f != t and le(f, t):  # type: ignore[misc]
@@ -219,6 +225,7 @@ class MutableAntichain:
         return False
 
     def is_empty(self) -> bool:
+        """Whether the frontier is empty."""
         return not self._frontier
 
     def has_counts(self) -> bool:
@@ -226,9 +233,11 @@ class MutableAntichain:
         return bool(self._counts)
 
     def count_for(self, t: Any) -> int:
+        """The accumulated count of time ``t``."""
         return self._counts.get(t, 0)
 
     def counts(self) -> dict[Any, int]:
+        """All non-zero counts, as a dict (a copy)."""
         return dict(self._counts)
 
     def __iter__(self) -> Iterator[Any]:

@@ -29,11 +29,13 @@ class ChangeBatch:
         self.extend(updates)
 
     def update(self, item: Hashable, diff: int) -> None:
+        """Add ``diff`` to ``item``'s count."""
         if diff:
             counts = self._counts
             counts[item] = counts.get(item, 0) + diff
 
     def extend(self, updates: Iterable[tuple[Hashable, int]]) -> None:
+        """Add every ``(item, diff)`` of ``updates``."""
         counts = self._counts
         for item, diff in updates:
             if diff:
@@ -58,9 +60,11 @@ class ChangeBatch:
         return bool(self._counts)
 
     def compact(self) -> None:
+        """Forget items whose count is zero."""
         self._counts = {k: v for k, v in self._counts.items() if v}
 
     def is_empty(self) -> bool:
+        """Whether every count is zero (compacts first)."""
         if not self._counts:
             return True
         self.compact()
@@ -72,6 +76,7 @@ class ChangeBatch:
         return [(k, v) for k, v in counts.items() if v]
 
     def drain_into(self, other: "ChangeBatch") -> None:
+        """Move every non-zero update into ``other``."""
         other.extend(self.drain())
 
     def items(self) -> list[tuple[Any, int]]:

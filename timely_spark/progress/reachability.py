@@ -61,6 +61,7 @@ class Builder:
         self.names[node] = name
 
     def add_edge(self, source: Source, target: Target) -> None:
+        """Connect an output port to an input port."""
         self.edges.append((source, target))
 
     def _describe(self, loc: Location) -> str:
@@ -201,18 +202,21 @@ class Tracker:
 
     # ---- updates -------------------------------------------------------------------
     def location_id(self, loc: Location) -> int:
+        """The dense id of a location (for the ``*_id`` methods)."""
         try:
             return self._index[loc]
         except KeyError:
             raise KeyError(f"{loc} is not a location of this graph") from None
 
     def update(self, loc: Location, time: Any, diff: int) -> None:
+        """Record a pointstamp change at a location (applied at the next propagation)."""
         self.update_id(self.location_id(loc), time, diff)
 
     update_source = update
     update_target = update
 
     def update_id(self, loc_id: int, time: Any, diff: int) -> None:
+        """Like :meth:`update`, by location id."""
         pending = self._pending.get(loc_id)
         if pending is None:
             self._pending[loc_id] = [(time, diff)]
@@ -221,6 +225,9 @@ class Tracker:
 
     # ---- propagation ---------------------------------------------------------------
     def propagate_all(self) -> None:
+        """Apply the recorded changes and update the frontiers of the observed targets; what changed is kept for
+        :meth:`drain_pushed`.
+        """
         if not self._pending:
             return
         pending, self._pending = self._pending, {}

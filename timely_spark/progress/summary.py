@@ -49,18 +49,22 @@ class Add:
         self.limit = limit
 
     def results_in(self, t: int) -> Optional[int]:
+        """``t + delta``, or None beyond ``limit``."""
         r = t + self.delta
         return r if r <= self.limit else None
 
     def followed_by(self, other: "Add") -> Optional["Add"]:
+        """This summary then ``other``, or None if nothing could pass both."""
         delta = self.delta + other.delta
         limit = min(self.limit + other.delta, other.limit)
         return Add(delta, limit) if delta <= limit else None
 
     def less_equal(self, other: "Add") -> bool:
+        """Whether this summary never yields a later time than ``other``."""
         return self.delta <= other.delta and self.limit - self.delta >= other.limit - other.delta
 
     def advances(self) -> bool:
+        """Whether every time that passes strictly increases (``delta > 0``)."""
         return self.delta > 0
 
     def __eq__(self, other: object) -> bool:
@@ -83,6 +87,7 @@ class ProductSummary:
         self.inner = inner
 
     def results_in(self, t: Product) -> Optional[Product]:
+        """Both coordinates moved by their summaries, or None."""
         o = self.outer.results_in(t[0])
         if o is None:
             return None
@@ -92,6 +97,7 @@ class ProductSummary:
         return Product(o, i)
 
     def followed_by(self, other: "ProductSummary") -> Optional["ProductSummary"]:
+        """Coordinate by coordinate, or None."""
         o = self.outer.followed_by(other.outer)
         i = self.inner.followed_by(other.inner)
         if o is None or i is None:
@@ -99,9 +105,11 @@ class ProductSummary:
         return ProductSummary(o, i)
 
     def less_equal(self, other: "ProductSummary") -> bool:
+        """Coordinate by coordinate."""
         return self.outer.less_equal(other.outer) and self.inner.less_equal(other.inner)
 
     def advances(self) -> bool:
+        """Whether either coordinate advances."""
         return self.outer.advances() or self.inner.advances()
 
     def __eq__(self, other: object) -> bool:
@@ -123,6 +131,7 @@ class TupleSummary:
         self.fields = tuple(fields)
 
     def results_in(self, t: tuple) -> Optional[tuple]:
+        """Every field moved by its summary, or None."""
         out = []
         for s, x in zip(self.fields, t):
             r = s.results_in(x)
@@ -132,6 +141,7 @@ class TupleSummary:
         return tuple(out)
 
     def followed_by(self, other: "TupleSummary") -> Optional["TupleSummary"]:
+        """Field by field, or None."""
         out = []
         for a, b in zip(self.fields, other.fields):
             r = a.followed_by(b)
@@ -143,11 +153,13 @@ class TupleSummary:
     def less_equal(self, other: "TupleSummary") -> bool:
         # Sufficient (never wrongly true): ``other`` passes no time that we do
         # not, and our increments are lexicographically no larger.
+        """A sufficient test: never true when this summary could yield a later time."""
         passes = all(a.limit - a.delta >= b.limit - b.delta for a, b in zip(self.fields, other.fields))
         deltas = tuple(a.delta for a in self.fields) <= tuple(b.delta for b in other.fields)
         return passes and deltas
 
     def advances(self) -> bool:
+        """Whether some field advances."""
         return any(s.advances() for s in self.fields)
 
     def __eq__(self, other: object) -> bool:

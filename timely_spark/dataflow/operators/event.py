@@ -21,11 +21,13 @@ __all__ = ["Messages", "Progress", "Event", "EventQueue", "as_source"]
 
 
 class Messages(NamedTuple):
+    """A batch of records at ``time``."""
     time: Any
     data: list
 
 
 class Progress(NamedTuple):
+    """Changes ``[(time, diff), ...]`` to a captured stream's frontier."""
     updates: list
 
 
@@ -43,12 +45,15 @@ class EventQueue:
         self.closed = False
 
     def push(self, event: Event) -> None:
+        """Append an event."""
         self._events.append(event)
 
     def close(self) -> None:
+        """Mark the end: once drained, ``next()`` raises StopIteration."""
         self.closed = True
 
     def next(self) -> Optional[Event]:
+        """The next event, None if none is waiting, StopIteration once closed and drained."""
         if self._events:
             return self._events.popleft()
         if self.closed:
