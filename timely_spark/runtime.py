@@ -15,7 +15,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-__all__ = ["Config", "DEFAULT_PEER_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HANDSHAKE_TIMEOUT", "STOP_GRACE",
+__all__ = ["Config", "DEFAULT_PEER_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HANDSHAKE_TIMEOUT", "MAX_HANDSHAKES",
+           "MAX_FRAME", "STOP_GRACE",
            "CHILD_EXIT_WAIT", "SECRET_ENV", "DEFAULT_PORT", "new_secret", "check_timeout", "check_count",
            "check_port"]
 
@@ -29,6 +30,13 @@ DEFAULT_CONNECT_TIMEOUT = 60.0
 
 #: Seconds one connection may take for the whole authentication handshake.
 HANDSHAKE_TIMEOUT = 10.0
+
+#: Connections that may be in their handshake at once; more are refused at once.
+MAX_HANDSHAKES = 16
+
+#: The largest frame (bytes) the mesh sends or accepts; larger messages go as several
+#: frames.  A peer announcing more is failed before anything is allocated.
+MAX_FRAME = 256 * 1024 * 1024
 
 #: Seconds the other workers get to notice a failure (or a run deadline) and stop,
 #: before their processes are ended.

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import timely_spark as ts
-from timely_spark.communication.tcp import MAGIC, Mesh, _mac, bind_listener
+from timely_spark.communication.tcp import MAGIC, Mesh, bind_listener, handshake_mac
 from timely_spark.communication.thread import ThreadFabric
 
 JOB = Path(__file__).with_name("mesh_job.py")
@@ -97,7 +97,7 @@ def test_garbage_unauthenticated_pickles_and_wrong_secrets_are_refused(tmp_path)
         hello = s.recv(len(MAGIC) + 32)
         challenge = hello[len(MAGIC):]
         me, mine = struct.pack("<I", 1), os.urandom(32)
-        s.sendall(MAGIC + me + mine + _mac(b"wrong", b"connect", challenge, me, mine))
+        s.sendall(MAGIC + me + mine + handshake_mac(b"wrong", b"connect", challenge, me, mine))
         assert s.recv(32) == b""                                                         # closed on us
     p1 = start(1, hostfile, "right")
     out0, err0 = p0.communicate(timeout=120)
@@ -122,9 +122,9 @@ def test_duplicate_process_index_is_refused():
         s = socket.create_connection(("127.0.0.1", port), timeout=5)
         challenge = s.recv(len(MAGIC) + 32)[len(MAGIC):]
         me, mine = struct.pack("<I", index), os.urandom(32)
-        s.sendall(MAGIC + me + mine + _mac(b"k", b"connect", challenge, me, mine))
+        s.sendall(MAGIC + me + mine + handshake_mac(b"k", b"connect", challenge, me, mine))
         answer = s.recv(32)
-        return s, answer, _mac(b"k", b"accept", mine, challenge, struct.pack("<I", 0))
+        return s, answer, handshake_mac(b"k", b"accept", mine, challenge, struct.pack("<I", 0))
 
     first, answer, proof = claim(1)
     assert hmac.compare_digest(answer, proof)          # the acceptor proved the secret too

@@ -12,11 +12,28 @@ index is expected and not already connected) and answers with its own HMAC.  The
 secret never crosses the wire.  Connections that fail this are closed; the run
 goes on.
 
+Every frame after the handshake is protected: each direction of a connection has
+its own key, derived with HMAC-SHA256 from the secret and both handshake nonces
+(so keys differ per connection and per run), and each frame carries an
+HMAC-SHA256 tag over its header, its payload and its number in that direction.
+The receiver checks the tag before it decodes (let alone unpickles) anything, so a
+frame injected, altered, reordered, replayed or dropped by someone on the path fails
+the connection, naming the peer.  Integrity and authenticity are protected;
+confidentiality is not (payloads travel in clear).
+
 Each message is one frame -- a fixed header ``(channel, source worker, target
-worker, sequence number, kind, length)`` and the payload (see :mod:`.codec`) --
-written with one gathered ``sendmsg`` under the connection's lock, so frames of
-one sender stay in order (FIFO per channel and peer).  A reader thread per
-connection decodes frames and puts them into the target worker's mailbox.
+worker, sequence number, kind, length)``, the payload (see :mod:`.codec`) and the
+tag -- written with one gathered ``sendmsg`` under the connection's lock, so frames
+of one sender stay in order (FIFO per channel and peer).  A message larger than
+:data:`~timely_spark.runtime.MAX_FRAME` goes as several frames; a header announcing
+more than that fails the connection before anything is allocated.  A reader thread
+per connection checks and decodes frames and puts them into the target worker's
+mailbox.
+
+The listener gives each connection one deadline for its whole handshake, handshakes
+at most :data:`~timely_spark.runtime.MAX_HANDSHAKES` at once (more are closed at
+once), and keeps accepting after transient errors (too many open files, aborted
+connections), backing off.
 
 Failure: a peer that closes without saying goodbye, or stays silent (no frame,
 not even a heartbeat) for ``timeout`` seconds, fails the run with
@@ -37,12 +54,13 @@ import threading
 import time
 from typing import Any
 
-from ..errors import WorkerFailure
+from ..errors import WorkerAborted, WorkerFailure
+from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, HANDSHAKE_TIMEOUT, MAX_FRAME, MAX_HANDSHAKES
 from .allocator import Allocator, Inbox, LocalPusher, MailboxPusher
 from .codec import decode, encode
 from .thread import ThreadFabric
 
-__all__ = ["Mesh", "TcpAllocator", "bind_listener"]
+__all__ = ["Mesh", "TcpAllocator", "bind_listener", "frame_keys", "frame_tag", "handshake_mac"]
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +70,8 @@ MAC = 32
 HEADER = struct.Struct("<IIIQBQ")     # channel, source, target, seq, kind, length
 CONTROL = 0xFFFFFFFF                  # channel of control frames
 HEARTBEAT, GOODBYE, ERROR = 10, 11, 12
-MAX_FRAME = 1 << 40
+MORE = 0x80                           # kind flag: the message continues in the next frame
+TAG = 32                              # HMAC-SHA256 tag after each frame
 
 
 def bind_listener(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
@@ -65,20 +84,42 @@ def bind_listener(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     return sock
 
 
-def _mac(secret: bytes, *parts: bytes) -> bytes:
+def handshake_mac(secret: bytes, *parts: bytes) -> bytes:
+    """HMAC-SHA256 of the concatenated parts (the handshake's proofs, and key derivation)."""
     return hmac.new(secret, b"".join(parts), hashlib.sha256).digest()
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytearray:
+def _recv_exact(sock: socket.socket, n: int, deadline: float = 0.0) -> bytearray:
+    """Exactly ``n`` bytes; with a ``deadline`` (monotonic), raise socket.timeout past it."""
     buf = bytearray(n)
     view = memoryview(buf)
     got = 0
     while got < n:
+        if deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("deadline passed")
+            sock.settimeout(left)
         k = sock.recv_into(view[got:], n - got)
         if k == 0:
             raise EOFError("connection closed")
         got += k
     return buf
+
+
+def frame_keys(secret: bytes, challenge: bytes, nonce: bytes) -> tuple[bytes, bytes]:
+    """The two directions' frame keys of a connection: ``(connector -> acceptor,
+    acceptor -> connector)``, from the secret and the handshake's two nonces."""
+    base = handshake_mac(secret, b"timely_spark frames", challenge, nonce)
+    return handshake_mac(base, b"connector to acceptor"), handshake_mac(base, b"acceptor to connector")
+
+
+def frame_tag(key: bytes, number: int, parts: list) -> bytes:
+    """The tag of frame ``number`` of a direction: HMAC-SHA256 over the number and the frame."""
+    mac = hmac.new(key, number.to_bytes(8, "little"), hashlib.sha256)
+    for p in parts:
+        mac.update(p)
+    return mac.digest()
 
 
 def _send_parts(sock: socket.socket, parts: list) -> None:
@@ -96,7 +137,7 @@ def _send_parts(sock: socket.socket, parts: list) -> None:
 
 
 class _Connection:
-    def __init__(self, mesh: "Mesh", sock: socket.socket, peer: int) -> None:
+    def __init__(self, mesh: "Mesh", sock: socket.socket, peer: int, send_key: bytes, recv_key: bytes) -> None:
         self.mesh = mesh
         self.sock = sock
         self.peer = peer
@@ -104,6 +145,8 @@ class _Connection:
         self.seq: dict[tuple[int, int, int], int] = {}
         self.goodbye = threading.Event()
         self.closed = False
+        self._send_key, self._recv_key = send_key, recv_key
+        self._sent = 0          # frames sent in this direction (the tag's number)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def describe(self) -> str:
@@ -111,14 +154,18 @@ class _Connection:
         return f"process {self.peer} ({host}:{port})"
 
     def send(self, channel: int, source: int, target: int, kind: int, parts: list) -> None:
-        length = sum(memoryview(p).nbytes for p in parts)
+        views = [memoryview(p).cast("B") for p in parts]
         with self.lock:
             key = (channel, source, target)
             seq = self.seq.get(key, 0)
             self.seq[key] = seq + 1
-            header = HEADER.pack(channel, source, target, seq, kind, length)
             try:
-                _send_parts(self.sock, [header, *parts])
+                for chunk, more in _chunks(views, self.mesh.max_frame):
+                    length = sum(v.nbytes for v in chunk)
+                    header = HEADER.pack(channel, source, target, seq, kind | (MORE if more else 0), length)
+                    tag = frame_tag(self._send_key, self._sent, [header, *chunk])
+                    self._sent += 1
+                    _send_parts(self.sock, [header, *chunk, tag])
             except OSError as exc:
                 failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
                 self.mesh.fail(failure)
@@ -130,17 +177,39 @@ class _Connection:
         except WorkerFailure:
             pass
 
+    def _read_frame(self, number: int) -> tuple[int, int, int, int, int, memoryview]:
+        """The next frame, its tag checked before anything of it is used."""
+        sock = self.sock
+        header = _recv_exact(sock, HEADER.size)
+        channel, source, target, seq, kind, length = HEADER.unpack(header)
+        if length > self.mesh.max_frame:
+            raise _BadFrame(f"{self.describe()} announced a frame of {length} bytes, over the limit of "
+                            f"{self.mesh.max_frame}")
+        body = memoryview(_recv_exact(sock, length)) if length else memoryview(b"")
+        tag = bytes(_recv_exact(sock, TAG))
+        if not hmac.compare_digest(tag, frame_tag(self._recv_key, number, [header, body])):
+            raise _BadFrame(f"a frame from {self.describe()} failed its integrity check (injected, altered, "
+                            "reordered, replayed or dropped on the way)")
+        return channel, source, target, seq, kind, body
+
     def read_loop(self) -> None:
         mesh = self.mesh
         sock = self.sock
         sock.settimeout(mesh.timeout)
         expected: dict[tuple[int, int, int], int] = {}
+        number = 0
+        pending: list[memoryview] = []          # the first frames of a message sent in several
         try:
             while True:
-                channel, source, target, seq, kind, length = HEADER.unpack(_recv_exact(sock, HEADER.size))
-                if length > MAX_FRAME:
-                    raise ValueError(f"frame of {length} bytes")
-                body = memoryview(_recv_exact(sock, length)) if length else memoryview(b"")
+                channel, source, target, seq, kind, body = self._read_frame(number)
+                number += 1
+                if kind & MORE:
+                    pending.append(body)
+                    continue
+                if pending:
+                    pending.append(body)
+                    body = memoryview(b"".join(pending))
+                    pending = []
                 if channel == CONTROL:
                     if kind == GOODBYE:
                         self.goodbye.set()
@@ -153,6 +222,8 @@ class _Connection:
                                      f"expected {expected.get(key, 0)}")
                 expected[key] = seq + 1
                 mesh.deliver(target, channel, decode(kind, body))
+        except _BadFrame as exc:
+            mesh.fail(WorkerFailure(str(exc)))
         except socket.timeout:
             if not self.goodbye.is_set():
                 mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.timeout} s"))
@@ -165,6 +236,34 @@ class _Connection:
             self.goodbye.set()
 
 
+class _BadFrame(Exception):
+    """A frame that failed its check: the connection is failed with this message."""
+
+
+def _chunks(views: list, limit: int) -> list[tuple[list, bool]]:
+    """The views as frames of at most ``limit`` bytes: ``[(views, more_follows)]``."""
+    total = sum(v.nbytes for v in views)
+    if total <= limit:
+        return [(views, False)]
+    frames: list[tuple[list, bool]] = []
+    current: list = []
+    size = 0
+    for v in views:
+        while v.nbytes:
+            take = min(v.nbytes, limit - size)
+            current.append(v[:take])
+            size += take
+            v = v[take:]
+            if size == limit:
+                frames.append((current, True))
+                current, size = [], 0
+    if current:
+        frames.append((current, True))
+    last, _ = frames[-1]
+    frames[-1] = (last, False)
+    return frames
+
+
 class Mesh:
     """The connections of process ``process`` to all others, and their threads.
 
@@ -173,7 +272,9 @@ class Mesh:
     """
 
     def __init__(self, process: int, addresses: list[tuple[str, int]], listener: socket.socket, secret: bytes,
-                 fabric: ThreadFabric, threads: int, timeout: float = 30.0, connect_timeout: float = 60.0) -> None:
+                 fabric: ThreadFabric, threads: int, timeout: float = DEFAULT_PEER_TIMEOUT,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, max_frame: int = MAX_FRAME,
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT) -> None:
         if not secret:
             raise ValueError("the mesh needs a non-empty secret")
         self.process = process
@@ -184,6 +285,9 @@ class Mesh:
         self.threads = threads
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self.max_frame = max_frame
+        self.handshake_timeout = handshake_timeout
+        self._handshakes = threading.BoundedSemaphore(MAX_HANDSHAKES)
         self.connections: dict[int, _Connection] = {}
         self.closing = False
         self._stop = threading.Event()
@@ -196,9 +300,7 @@ class Mesh:
     def connect(self) -> None:
         """Connect to every peer (authenticated) or raise WorkerFailure by the deadline."""
         deadline = time.monotonic() + self.connect_timeout
-        acceptor = threading.Thread(target=self._accept_loop, name=f"timely-accept-{self.process}", daemon=True)
-        acceptor.start()
-        self._threads.append(acceptor)
+        self.start_accepting()
         for j in range(self.process):
             self._connect_to(j, deadline)
         with self._ready:
@@ -231,36 +333,70 @@ class Mesh:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
         try:
-            sock.settimeout(10.0)
-            hello = _recv_exact(sock, len(MAGIC) + NONCE)
+            until = time.monotonic() + self.handshake_timeout
+            hello = _recv_exact(sock, len(MAGIC) + NONCE, until)
             if bytes(hello[:len(MAGIC)]) != MAGIC:
                 raise WorkerFailure(f"{host}:{port} is not a timely_spark mesh listener")
             challenge = bytes(hello[len(MAGIC):])
             mine = os.urandom(NONCE)
             me = struct.pack("<I", self.process)
-            sock.sendall(MAGIC + me + mine + _mac(self.secret, b"connect", challenge, me, mine))
-            answer = bytes(_recv_exact(sock, MAC))
+            sock.sendall(MAGIC + me + mine + handshake_mac(self.secret, b"connect", challenge, me, mine))
+            answer = bytes(_recv_exact(sock, MAC, until))
             them = struct.pack("<I", j)
-            if not hmac.compare_digest(answer, _mac(self.secret, b"accept", mine, challenge, them)):
-                raise WorkerFailure(f"process {j} at {host}:{port} did not prove the run's secret")
+            if not hmac.compare_digest(answer, handshake_mac(self.secret, b"accept", mine, challenge, them)):
+                raise WorkerFailure(f"the listener at {host}:{port} (process {j}) did not prove the run's secret: "
+                                    "refusing to join it")
             sock.settimeout(None)
         except (OSError, EOFError) as exc:
             sock.close()
             raise WorkerFailure(f"handshake with process {j} at {host}:{port} failed: {exc}") from exc
+        except WorkerFailure:
+            sock.close()
+            raise
+        send_key, recv_key = frame_keys(self.secret, challenge, mine)
         with self._ready:
-            self.connections[j] = _Connection(self, sock, j)
+            self.connections[j] = _Connection(self, sock, j, send_key, recv_key)
             self._ready.notify_all()
 
+    def start_accepting(self) -> None:
+        """Start the thread that accepts and authenticates peers (``connect`` does)."""
+        acceptor = threading.Thread(target=self._accept_loop, name=f"timely-accept-{self.process}", daemon=True)
+        acceptor.start()
+        self._threads.append(acceptor)
+
     def _accept_loop(self) -> None:
+        """Accept connections until stopped; transient errors (EMFILE, ECONNABORTED...)
+        back off and go on.  Each connection's handshake runs in its own thread, at most
+        MAX_HANDSHAKES at once; more are closed at once."""
         self.listener.settimeout(0.2)
+        backoff = 0.01
         while not self._stop.is_set():
             try:
                 sock, addr = self.listener.accept()
             except socket.timeout:
                 continue
-            except OSError:
-                return
-            threading.Thread(target=self._handshake, args=(sock, addr), daemon=True).start()
+            except OSError as exc:
+                if self._stop.is_set() or self.listener.fileno() < 0:
+                    return
+                log.warning("timely_spark mesh, process %d: accept failed (%s); retrying", self.process, exc)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 1.0)
+                continue
+            backoff = 0.01
+            if not self._handshakes.acquire(blocking=False):
+                self._refuse(sock, addr, f"too many connections in their handshake (over {MAX_HANDSHAKES})")
+                continue
+            try:
+                threading.Thread(target=self._bounded_handshake, args=(sock, addr), daemon=True).start()
+            except RuntimeError as exc:      # no thread to be had
+                self._handshakes.release()
+                self._refuse(sock, addr, f"cannot start its handshake ({exc})")
+
+    def _bounded_handshake(self, sock: socket.socket, addr: Any) -> None:
+        try:
+            self._handshake(sock, addr)
+        finally:
+            self._handshakes.release()
 
     def _refuse(self, sock: socket.socket, addr: Any, why: str) -> None:
         self.rejected.append(f"{addr}: {why}")
@@ -272,10 +408,13 @@ class Mesh:
 
     def _handshake(self, sock: socket.socket, addr: Any) -> None:
         try:
-            sock.settimeout(10.0)
+            until = time.monotonic() + self.handshake_timeout
+            sock.settimeout(self.handshake_timeout)
             challenge = os.urandom(NONCE)
             sock.sendall(MAGIC + challenge)
-            reply = bytes(_recv_exact(sock, len(MAGIC) + 4 + NONCE + MAC))
+            reply = bytes(_recv_exact(sock, len(MAGIC) + 4 + NONCE + MAC, until))
+        except socket.timeout:
+            return self._refuse(sock, addr, f"handshake not done within {self.handshake_timeout} s")
         except (OSError, EOFError) as exc:
             return self._refuse(sock, addr, f"no valid greeting ({exc})")
         if reply[:len(MAGIC)] != MAGIC:
@@ -283,7 +422,7 @@ class Mesh:
         me_bytes = reply[len(MAGIC):len(MAGIC) + 4]
         theirs = reply[len(MAGIC) + 4:len(MAGIC) + 4 + NONCE]
         mac = reply[len(MAGIC) + 4 + NONCE:]
-        if not hmac.compare_digest(mac, _mac(self.secret, b"connect", challenge, me_bytes, theirs)):
+        if not hmac.compare_digest(mac, handshake_mac(self.secret, b"connect", challenge, me_bytes, theirs)):
             return self._refuse(sock, addr, "failed authentication (wrong secret, or another run)")
         (peer,) = struct.unpack("<I", me_bytes)
         with self._ready:
@@ -292,11 +431,12 @@ class Mesh:
             if peer in self.connections:
                 return self._refuse(sock, addr, f"authenticated, but process {peer} is already connected")
             try:
-                sock.sendall(_mac(self.secret, b"accept", theirs, challenge, struct.pack("<I", self.process)))
+                sock.sendall(handshake_mac(self.secret, b"accept", theirs, challenge, struct.pack("<I", self.process)))
                 sock.settimeout(None)
             except OSError as exc:
                 return self._refuse(sock, addr, f"handshake failed ({exc})")
-            self.connections[peer] = _Connection(self, sock, peer)
+            connector_to_us, us_to_connector = frame_keys(self.secret, challenge, theirs)
+            self.connections[peer] = _Connection(self, sock, peer, send_key=us_to_connector, recv_key=connector_to_us)
             self._ready.notify_all()
 
     # ---- running ----------------------------------------------------------------------
@@ -394,6 +534,4 @@ class TcpAllocator(Allocator):
         """Raise WorkerAborted if the run failed elsewhere (checked at every receive)."""
         failure = self.fabric.failure
         if failure is not None and failure[0] != self.index:
-            from ..errors import WorkerAborted
-
             raise WorkerAborted(f"the run failed: {failure[1]}")

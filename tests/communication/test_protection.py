@@ -1,0 +1,326 @@
+"""The mesh after the handshake: frames that someone on the path injects, alters, replays
+or drops are refused (nothing is unpickled); both sides verify each other; frame sizes,
+handshakes and the accept loop are bounded; a silent peer fails the run fast."""
+
+import os
+import pickle
+import resource
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import timely_spark as ts
+from timely_spark.communication.tcp import (
+    HEADER,
+    MAC,
+    MAGIC,
+    NONCE,
+    TAG,
+    Mesh,
+    bind_listener,
+    frame_keys,
+    frame_tag,
+    handshake_mac,
+)
+from timely_spark.communication.thread import ThreadFabric
+
+ROOT = Path(__file__).resolve().parents[2]
+JOB = Path(__file__).with_name("mesh_job.py")
+CONNECTOR_HELLO = len(MAGIC) + 4 + NONCE + MAC      # what the connecting side sends in the handshake
+
+
+class Evil:
+    """Unpickling this would create a file."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+class Proxy:
+    """Relays a connection from process 1 to process 0; after the handshake it applies
+    ``attack(frames)`` to the frames going to process 0 (a list of whole frames)."""
+
+    def __init__(self, target_port, attack):
+        self.listener = bind_listener("127.0.0.1", 0)
+        self.port = self.listener.getsockname()[1]
+        self.target_port = target_port
+        self.attack = attack
+        self.attacked = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        self.listener.settimeout(60)
+        client, _ = self.listener.accept()
+        server = socket.create_connection(("127.0.0.1", self.target_port), timeout=60)
+        threading.Thread(target=self._pipe, args=(server, client), daemon=True).start()
+        buf = b""
+        handshake_left = CONNECTOR_HELLO
+        try:
+            while True:
+                chunk = client.recv(1 << 16)
+                if not chunk:
+                    break
+                buf += chunk
+                if handshake_left:
+                    n = min(handshake_left, len(buf))
+                    server.sendall(buf[:n])
+                    buf, handshake_left = buf[n:], handshake_left - n
+                frames = []
+                while len(buf) >= HEADER.size:
+                    length = HEADER.unpack(buf[:HEADER.size])[-1]
+                    size = HEADER.size + length + TAG
+                    if len(buf) < size:
+                        break
+                    frames.append(buf[:size])
+                    buf = buf[size:]
+                if frames and not self.attacked.is_set():
+                    frames = self.attack(frames)
+                    self.attacked.set()
+                server.sendall(b"".join(frames))
+        except OSError:
+            pass
+        finally:
+            server.close()
+            client.close()
+
+    @staticmethod
+    def _pipe(src, dst):
+        try:
+            while True:
+                chunk = src.recv(1 << 16)
+                if not chunk:
+                    break
+                dst.sendall(chunk)
+        except OSError:
+            pass
+
+
+def run_through_proxy(tmp_path, attack):
+    socks = [bind_listener("127.0.0.1", 0) for _ in range(2)]
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    proxy = Proxy(ports[0], attack)
+    (tmp_path / "hosts0").write_text(f"127.0.0.1:{ports[0]}\n127.0.0.1:{ports[1]}\n")
+    (tmp_path / "hosts1").write_text(f"127.0.0.1:{proxy.port}\n127.0.0.1:{ports[1]}\n")
+    env = dict(os.environ, TIMELY_SPARK_SECRET="s3cret", PYTHONPATH=str(ROOT))
+    procs = [subprocess.Popen([sys.executable, str(JOB), "-n", "2", "-p", str(p), "-w", "1",
+                               "-h", str(tmp_path / f"hosts{p}"), "--peer-timeout", "5", "--timeout", "40"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for p in (0, 1)]
+    outs = [p.communicate(timeout=90) for p in procs]
+    assert proxy.attacked.is_set(), "the proxy saw no frame to attack"
+    return procs, outs
+
+
+def forged(marker):
+    bomb = pickle.dumps(Evil(str(marker)))
+    header = HEADER.pack(0xFFFFFFFF, 0, 0, 0, 12, len(bomb))          # a control ERROR frame
+    return header + bomb + os.urandom(TAG)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("how", ["inject", "flip", "replay", "drop"])
+def test_frames_tampered_with_on_the_path_fail_the_run(tmp_path, how):
+    marker = tmp_path / "pwned"
+
+    def attack(frames):
+        if how == "inject":
+            return [forged(marker)] + frames
+        if how == "flip":
+            first = bytearray(frames[0])
+            first[HEADER.size - 9] ^= 0x01                                 # a bit of the header's kind
+            return [bytes(first)] + frames[1:]
+        if how == "replay":
+            return [frames[0], frames[0]] + frames[1:]
+        return frames[1:] if len(frames) > 1 else []                      # drop
+
+    procs, outs = run_through_proxy(tmp_path, attack)
+    assert procs[0].returncode != 0
+    assert "integrity check" in outs[0][1] and "process 1" in outs[0][1], outs[0][1][-2000:]
+    assert not marker.exists()
+
+
+def handshake_as_connector(port, secret, index=1):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    challenge = s.recv(len(MAGIC) + NONCE)[len(MAGIC):]
+    me, mine = struct.pack("<I", index), os.urandom(NONCE)
+    s.sendall(MAGIC + me + mine + handshake_mac(secret, b"connect", challenge, me, mine))
+    answer = s.recv(MAC)
+    return s, challenge, mine, answer
+
+
+def mesh(process, addresses, listener, **kw):
+    fabric = ThreadFabric(1, offset=process)
+    m = Mesh(process, addresses, listener, b"k", fabric, 1, **kw)
+    return m, fabric
+
+
+def test_an_impostor_listener_without_the_secret_is_refused_by_the_connecting_side():
+    impostor = bind_listener("127.0.0.1", 0)
+    port = impostor.getsockname()[1]
+
+    def pretend():
+        s, _ = impostor.accept()
+        s.sendall(MAGIC + os.urandom(NONCE))          # a valid greeting...
+        s.recv(CONNECTOR_HELLO)
+        s.sendall(os.urandom(MAC))                     # ...and an answer it cannot compute
+        time.sleep(1)
+        s.close()
+
+    threading.Thread(target=pretend, daemon=True).start()
+    listener = bind_listener("127.0.0.1", 0)
+    m, _ = mesh(1, [("127.0.0.1", port), listener.getsockname()], listener, connect_timeout=10)
+    with pytest.raises(ts.WorkerFailure, match=f"127.0.0.1:{port}.*did not prove the run's secret"):
+        m.connect()
+    m.shutdown(clean=False)
+
+
+def test_a_peer_claiming_an_index_out_of_range_is_refused():
+    listener = bind_listener()
+    port = listener.getsockname()[1]
+    m, _ = mesh(1, [("127.0.0.1", 1), ("127.0.0.1", port), ("127.0.0.1", 2)], listener, connect_timeout=3)
+    m.start_accepting()
+    for index in (0, 1, 3):                            # <= its own, or >= n
+        s, _, _, answer = handshake_as_connector(port, b"k", index)
+        assert answer == b""
+        s.close()
+    deadline = time.monotonic() + 5
+    while sum("not expected here" in r for r in m.rejected) < 3:
+        assert time.monotonic() < deadline, m.rejected
+        time.sleep(0.02)
+    m.shutdown(clean=False)
+
+
+def test_a_silent_peer_fails_the_run_within_its_peer_timeout():
+    raw = bind_listener("127.0.0.1", 0)
+    port = raw.getsockname()[1]
+    stop = threading.Event()
+
+    def silent_acceptor():                             # completes the handshake, then says nothing
+        s, _ = raw.accept()
+        challenge = os.urandom(NONCE)
+        s.sendall(MAGIC + challenge)
+        hello = s.recv(CONNECTOR_HELLO)
+        theirs = hello[len(MAGIC) + 4:len(MAGIC) + 4 + NONCE]
+        s.sendall(handshake_mac(b"k", b"accept", theirs, challenge, struct.pack("<I", 0)))
+        stop.wait(30)
+        s.close()
+
+    threading.Thread(target=silent_acceptor, daemon=True).start()
+    listener = bind_listener("127.0.0.1", 0)
+    m, fabric = mesh(1, [("127.0.0.1", port), listener.getsockname()], listener, timeout=1.0, connect_timeout=10)
+    start = time.monotonic()
+    m.connect()
+    while fabric.failure is None and time.monotonic() - start < 10:
+        time.sleep(0.05)
+    stop.set()
+    m.shutdown(clean=False)
+    assert fabric.failure is not None and "went silent for 1.0 s" in str(fabric.failure[1])
+    assert time.monotonic() - start < 5
+
+
+def test_an_oversized_frame_announcement_fails_the_connection_before_allocating():
+    listener = bind_listener()
+    port = listener.getsockname()[1]
+    m, fabric = mesh(0, [("127.0.0.1", port), ("127.0.0.1", 1)], listener, connect_timeout=10)
+    t = threading.Thread(target=m.connect, daemon=True)
+    t.start()
+    s, challenge, mine, answer = handshake_as_connector(port, b"k")
+    t.join(timeout=10)
+    assert 1 in m.connections
+    send_key, _ = frame_keys(b"k", challenge, mine)
+    header = HEADER.pack(1, 1, 0, 0, 1, 2 << 30)       # 2 GiB, with a valid tag over the header alone
+    s.sendall(header + frame_tag(send_key, 0, [header]))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    deadline = time.monotonic() + 10
+    while fabric.failure is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert "announced a frame of 2147483648 bytes" in str(fabric.failure[1])
+    assert "process 1" in str(fabric.failure[1])
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000     # KiB: nothing like 2 GiB
+    s.close()
+    m.shutdown(clean=False)
+
+
+def test_a_slow_handshake_is_dropped_at_its_deadline():
+    listener = bind_listener()
+    port = listener.getsockname()[1]
+    m, _ = mesh(0, [("127.0.0.1", port), ("127.0.0.1", 1)], listener, handshake_timeout=1.0, connect_timeout=5)
+    m.start_accepting()
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.recv(len(MAGIC) + NONCE)
+    start = time.monotonic()
+    closed = False
+    while time.monotonic() - start < 5:                # one byte every 0.3 s: each read is quick
+        try:
+            s.sendall(b"x")
+            s.settimeout(0.3)
+            if s.recv(1) == b"":
+                closed = True
+                break
+        except socket.timeout:
+            continue
+        except OSError:
+            closed = True
+            break
+    assert closed and time.monotonic() - start < 3
+    assert any("not done within 1.0 s" in r for r in m.rejected)
+    m.shutdown(clean=False)
+
+
+ACCEPT_UNDER_PRESSURE = r"""
+import resource, socket, sys, threading, time
+from timely_spark.communication.tcp import Mesh, bind_listener
+from timely_spark.communication.thread import ThreadFabric
+
+listener = bind_listener()
+port = listener.getsockname()[1]
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+m = Mesh(0, [("127.0.0.1", port), ("127.0.0.1", 1)], listener, b"k", ThreadFabric(1), 1, connect_timeout=20)
+t = threading.Thread(target=m.connect, daemon=True)
+t.start()
+hog = []
+try:
+    while True:
+        hog.append(open("/dev/null"))        # exhaust the descriptors: accept() fails with EMFILE
+except OSError:
+    pass
+print("PORT", port, flush=True)
+sys.stdin.readline()                      # the parent has connected meanwhile
+for f in hog:
+    f.close()
+t.join(timeout=20)
+print("CONNECTED", sorted(m.connections), flush=True)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_the_accept_loop_survives_descriptor_exhaustion_and_accepts_the_real_peer(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", ACCEPT_UNDER_PRESSURE], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    line = proc.stdout.readline()
+    assert line.startswith("PORT"), proc.stderr.read()
+    port = int(line.split()[1])
+    pending = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(3)]
+    time.sleep(1.0)                                    # accept() fails meanwhile, and backs off
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    s, _, _, answer = handshake_as_connector(port, b"k")
+    out, err = proc.communicate(timeout=40)
+    s.close()
+    for p in pending:
+        p.close()
+    assert "CONNECTED [1]" in out, err
+    assert "accept failed" in err
