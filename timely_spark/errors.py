@@ -126,9 +126,15 @@ def picklable(exc: BaseException) -> BaseException:
 
 def most_telling(errors: list) -> BaseException:
     """Of the errors a failed run produced, the one to show: a worker's own error
-    beats the failures it caused elsewhere."""
-    for kind in (WorkerError, RunTimeout):
-        for e in errors:
-            if isinstance(e, kind):
-                return e
+    beats the failures it caused elsewhere; run timeouts from several processes are
+    merged into one."""
+    for e in errors:
+        if isinstance(e, WorkerError):
+            return e
+    timeouts = [e for e in errors if isinstance(e, RunTimeout)]
+    if timeouts:                        # each process says what its own workers were doing
+        merged: dict = {}
+        for e in timeouts:
+            merged.update(e.incomplete)
+        return RunTimeout(timeouts[0].timeout, merged)
     return errors[0]

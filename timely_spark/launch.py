@@ -30,7 +30,7 @@ from typing import IO, Any, Callable, Iterator
 
 import cloudpickle
 
-from .errors import RunTimeout, WorkerError, WorkerFailure, most_telling
+from .errors import RunTimeout, WorkerFailure, most_telling
 from .runtime import CHILD_EXIT_WAIT, STOP_GRACE, Config, new_secret
 
 __all__ = ["launch_local", "child_main"]
@@ -176,12 +176,6 @@ def _launch(fn: Callable, config: Config) -> list:
                     for c in pending.values()}))
                 break
         if errors:
-            timeouts = [e for e in errors if isinstance(e, RunTimeout)]
-            if timeouts and not any(isinstance(e, WorkerError) for e in errors):
-                merged: dict = {}
-                for e in timeouts:
-                    merged.update(e.incomplete)
-                raise RunTimeout(timeouts[0].timeout, merged)
             raise most_telling(errors)
         for p in range(config.processes):
             results.extend(outcome[p])

@@ -5,11 +5,11 @@
 * :func:`get_session` -- a session for jobs, from ``conf/spark-defaults.conf``.
 """
 
-from .dataframe import transform
+from .dataframe import SchemaMismatch, transform
 from .event_log import event_log_frontier, read_event_log
 from .preflight import SparkSetupError, check_session, task_slots
 from .runner import SparkJobError, run
 from .session import get_session, read_conf
 
-__all__ = ["event_log_frontier", "read_event_log", "SparkJobError", "SparkSetupError", "check_session", "get_session",
-           "read_conf", "run", "task_slots", "transform"]
+__all__ = ["event_log_frontier", "read_event_log", "SchemaMismatch", "SparkJobError", "SparkSetupError",
+           "check_session", "get_session", "read_conf", "run", "task_slots", "transform"]

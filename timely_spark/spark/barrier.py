@@ -14,12 +14,13 @@ from typing import Any, Callable, Optional
 
 from ..communication.tcp import bind_listener
 from ..process import run_process
+from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT
 
 __all__ = ["run_in_barrier_task"]
 
 
-def run_in_barrier_task(fn: Callable[[Any], Any], secret: bytes, timeout: float,
-                        stats: Optional[dict] = None) -> tuple[int, Any]:
+def run_in_barrier_task(fn: Callable[[Any], Any], secret: bytes, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
+                        timeout: Optional[float] = None, stats: Optional[dict] = None) -> tuple[int, Any]:
     """Run ``fn(worker)`` as this barrier task's worker; return ``(index, result)``.
 
     Raises the run's WorkerError / WorkerFailure.  ``stats`` receives the time spent
@@ -39,5 +40,6 @@ def run_in_barrier_task(fn: Callable[[Any], Any], secret: bytes, timeout: float,
     if stats is not None:
         stats["gather_seconds"] = time.perf_counter() - start
     results = run_process(fn, index, len(addresses), 1, addresses, listener, secret,
-                          peer_timeout=timeout, connect_timeout=max(timeout, 30.0), stats=stats)
+                          peer_timeout=peer_timeout, connect_timeout=max(peer_timeout, DEFAULT_CONNECT_TIMEOUT),
+                          timeout=timeout, stats=stats)
     return index, results[0]

@@ -9,15 +9,22 @@ result, which must match ``schema``.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Iterator, Optional
 
 import cloudpickle
 
-from ..runtime import new_secret
+from ..errors import TimelyError
+from ..runtime import DEFAULT_PEER_TIMEOUT, check_timeout, new_secret
 from .barrier import run_in_barrier_task
-from .preflight import check_session
+from .preflight import check_session, task_slots
 
-__all__ = ["transform"]
+__all__ = ["transform", "SchemaMismatch"]
+
+
+class SchemaMismatch(TimelyError, ValueError):
+    """The output of ``transform`` does not fit its schema (a column missing, extra, or
+    of a type that cannot be cast without changing values)."""
 
 
 def _arrow_schema(df: Any, schema: Any) -> Any:
@@ -29,7 +36,10 @@ def _arrow_schema(df: Any, schema: Any) -> Any:
     return schema, to_arrow_schema(schema)
 
 
-def _to_batches(records: list, arrow_schema: Any, rows: bool) -> Iterator[Any]:
+def _to_batches(records: list, arrow_schema: Any, rows: bool, worker: int) -> Iterator[Any]:
+    """The output records as record batches of exactly ``arrow_schema``: columns matched
+    by name (any order), types cast only where no value changes; a missing or extra
+    column, or a type that does not fit, is an error naming the column and the worker."""
     import pyarrow as pa
 
     if not records:
@@ -38,40 +48,97 @@ def _to_batches(records: list, arrow_schema: Any, rows: bool) -> Iterator[Any]:
     if rows:
         dicts = [r if isinstance(r, dict) else (r.asDict() if hasattr(r, "asDict") else dict(zip(names, r)))
                  for r in records]
-        yield pa.RecordBatch.from_pylist(dicts, schema=arrow_schema)
-        return
-    for rb in records:
-        if not isinstance(rb, pa.RecordBatch):
-            raise TypeError(f"ts.spark.transform: the output stream must carry pyarrow.RecordBatch records "
-                            f"(or pass rows=True), got {type(rb).__name__}")
-        if rb.schema.equals(arrow_schema):
-            yield rb
-        else:
-            yield from pa.Table.from_batches([rb]).select(names).cast(arrow_schema).to_batches()
+        extra = sorted({k for d in dicts for k in d} - set(names))
+        if extra:
+            raise SchemaMismatch(f"worker {worker}: output rows have column(s) {extra} that the schema "
+                                 f"({', '.join(names)}) does not")
+        batches = [pa.RecordBatch.from_pylist(dicts, schema=arrow_schema)]
+    else:
+        batches = []
+        for rb in records:
+            if not isinstance(rb, pa.RecordBatch):
+                raise TypeError(f"ts.spark.transform: the output stream must carry pyarrow.RecordBatch records "
+                                f"(or pass rows=True), got {type(rb).__name__}")
+            batches.append(rb)
+    for rb in batches:
+        yield _conform(rb, arrow_schema, worker)
+
+
+def _conform(rb: Any, arrow_schema: Any, worker: int) -> Any:
+    import pyarrow as pa
+
+    if rb.schema.equals(arrow_schema):
+        return rb
+    have, want = set(rb.schema.names), set(arrow_schema.names)
+    if want - have:
+        raise SchemaMismatch(f"worker {worker}: the output has no column(s) {sorted(want - have)} "
+                             f"(it has {', '.join(rb.schema.names)})")
+    if have - want:
+        raise SchemaMismatch(f"worker {worker}: the output has column(s) {sorted(have - want)} that the schema "
+                             f"({', '.join(arrow_schema.names)}) does not")
+    arrays = []
+    for field in arrow_schema:
+        column = rb.column(field.name)
+        try:
+            arrays.append(column.cast(field.type, safe=True))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise SchemaMismatch(f"worker {worker}: column {field.name!r} is {column.type}, which does not fit "
+                                 f"{field.type} ({exc})") from exc
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+
+
+def _fit_to_slots(df: Any) -> Any:
+    """``df`` itself when its partitions fit in the task slots, else repartitioned to the
+    slots (barrier stages cannot coalesce), with a warning.  Runs no Spark job: the
+    partition count comes from the physical plan (or, for a plan that does not know it,
+    such as local data, from its RDD, which has no shuffle to run)."""
+    try:
+        df.sparkSession.sparkContext
+    except Exception:  # Spark Connect: no SparkContext; Spark checks the slots itself
+        return df
+    slots = task_slots(check_session(df.sparkSession, 1))
+    planned = int(df._jdf.queryExecution().sparkPlan().outputPartitioning().numPartitions())
+    partitions = planned or df.rdd.getNumPartitions()
+    if partitions <= slots:
+        return df
+    warnings.warn(f"ts.spark.transform: the input has {partitions} partitions but the cluster runs {slots} tasks at "
+                  f"once; repartitioning to {slots} timely workers (pass workers= to choose)", stacklevel=3)
+    return df.repartition(slots)
 
 
 def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool = False,
-              timeout: float = 30.0) -> Any:
-    """Run ``build(scope, stream) -> stream`` over ``df``, one worker per partition.
+              workers: Optional[int] = None, timeout: Optional[float] = None,
+              peer_timeout: float = DEFAULT_PEER_TIMEOUT) -> Any:
+    """Run ``build(scope, stream) -> stream`` over ``df``, one timely worker per partition.
 
     ``stream`` carries the partition's ``pyarrow.RecordBatch`` es (``rows=True``: one
     dict per row); the returned stream's records -- record batches, or (with
-    ``rows=True``) dicts, tuples or Rows -- become the result's rows, with ``schema``
-    (a StructType or a DDL string).  Lazy, like any DataFrame transformation.
+    ``rows=True``) dicts, tuples or Rows -- become the result's rows, which must match
+    ``schema`` (a StructType or a DDL string) by column name, with types that cast
+    without changing a value; otherwise the job fails with ``SchemaMismatch`` naming
+    the column and the worker.
+
+    Lazy, like any DataFrame transformation: calling it runs no Spark job.  With
+    ``workers=N`` the input is repartitioned to N partitions (N workers); by default
+    the input's partitions are kept when they fit in the task slots, and coalesced to
+    the slots otherwise.  ``timeout`` bounds each worker's run; ``peer_timeout`` is how
+    long a worker may stay silent.  Runs as ``mapInArrow(..., barrier=True)``, so it
+    also works over Spark Connect.  Before planning, ``SparkSetupError`` if the session
+    cannot run ``workers`` barrier tasks at once.
 
         counts = ts.spark.transform(
             words_df,
-            lambda scope, rows: rows.map(lambda r: (r["word"], 1))
-                                    .aggregate(lambda w, one, n: (n or 0) + one, lambda w, n: (w, n)),
-            "word string, n long", rows=True)
+            lambda scope, batches: batches.group_by("word").aggregate([([], "count_all")]),
+            "word string, count_all long")
     """
     struct, arrow_schema = _arrow_schema(df, schema)
-    try:
-        partitions: Optional[int] = df.rdd.getNumPartitions()
-    except Exception:  # Spark Connect: no RDDs; Spark checks the slots itself
-        partitions = None
-    if partitions is not None:
-        check_session(df.sparkSession, partitions)
+    timeout = check_timeout("timeout", timeout)
+    peer_timeout = check_timeout("peer_timeout", peer_timeout, allow_none=False)  # type: ignore[assignment]
+    if workers is not None:
+        check_session(df.sparkSession, workers)
+        df = df.repartition(workers)
+    else:
+        df = _fit_to_slots(df)
     build_bytes = cloudpickle.dumps(build, protocol=5)
     secret = new_secret()
 
@@ -94,7 +161,7 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
             inp.close()
             return out
 
-        _, records = run_in_barrier_task(work, secret, timeout)
-        yield from _to_batches(records, arrow_schema, rows)
+        index, records = run_in_barrier_task(work, secret, peer_timeout, timeout)
+        yield from _to_batches(records, arrow_schema, rows, index)
 
     return df.mapInArrow(func, struct, barrier=True)

@@ -7,9 +7,10 @@ from typing import Any, Callable, Optional
 
 import cloudpickle
 
-from ..errors import TimelyError, most_telling, picklable
-from ..runtime import new_secret
+from ..errors import RunTimeout, TimelyError, most_telling, picklable
+from ..runtime import DEFAULT_PEER_TIMEOUT, STOP_GRACE, check_timeout, new_secret
 from .barrier import run_in_barrier_task
+from .cancel import cancelled_on_interrupt_or_deadline
 from .preflight import check_session, task_slots
 
 __all__ = ["run", "SparkJobError"]
@@ -21,7 +22,7 @@ class SparkJobError(TimelyError):
     """The barrier job itself failed (a task or executor died, Spark gave up)."""
 
 
-def _partition_fn(fn_bytes: bytes, secret: bytes, timeout: float) -> Callable:
+def _partition_fn(fn_bytes: bytes, secret: bytes, peer_timeout: float, timeout: Optional[float]) -> Callable:
     def partition(_: Any) -> Any:
         from pyspark import BarrierTaskContext
 
@@ -29,7 +30,7 @@ def _partition_fn(fn_bytes: bytes, secret: bytes, timeout: float) -> Callable:
         stats: dict = {}
         index = BarrierTaskContext.get().partitionId()
         try:
-            index, result = run_in_barrier_task(fn, secret, timeout, stats)
+            index, result = run_in_barrier_task(fn, secret, peer_timeout, timeout, stats)
             outcome = ("ok", result)
         except Exception as exc:  # after the mesh is up, every task reports instead of raising
             outcome = ("error", picklable(exc))
@@ -44,7 +45,8 @@ def _short(exc: BaseException, limit: int = 4000) -> str:
 
 
 def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max_attempts: int = 1,
-        timeout: float = 30.0, stats: Optional[dict] = None) -> list:
+        timeout: Optional[float] = None, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
+        stats: Optional[dict] = None) -> list:
     """Run ``fn(worker)`` in ``workers`` Spark barrier tasks (default: all task slots)
     and return the results in worker order.
 
@@ -57,10 +59,19 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     ``max_attempts`` retries the whole run from here.  ``stats`` (a dict) receives
     per-task timings under ``"tasks"``.
 
+    ``timeout`` bounds each attempt: the workers stop and this raises
+    :class:`~timely_spark.errors.RunTimeout` naming what was incomplete (the barrier
+    job is cancelled if the tasks do not end by themselves).  ``peer_timeout`` is how
+    long a task may stay silent before the others fail.  Ctrl-C (KeyboardInterrupt)
+    cancels the barrier job.  ``SparkJobError`` is raised only when Spark itself
+    failed the job (an executor died...), its message leading with the cause.
+
         results = ts.spark.run(spark, lambda worker: worker.index, workers=2)   # [0, 1]
     """
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+    timeout = check_timeout("timeout", timeout)
+    peer_timeout = check_timeout("peer_timeout", peer_timeout, allow_none=False)  # type: ignore[assignment]
     sc = check_session(spark, 1 if workers is None else workers)
     if workers is None:
         workers = task_slots(sc)
@@ -70,11 +81,19 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     for attempt in range(1, max_attempts + 1):
         secret = new_secret()
         sc.setJobDescription(f"timely_spark.run: {workers} workers (attempt {attempt} of {max_attempts})")
+        backstop = None if timeout is None else timeout + 2 * STOP_GRACE + 10
         try:
-            rows = (sc.parallelize(range(workers), workers).barrier()
-                    .mapPartitions(_partition_fn(fn_bytes, secret, timeout)).collect())
+            with cancelled_on_interrupt_or_deadline(sc, backstop) as expired:
+                rows = (sc.parallelize(range(workers), workers).barrier()
+                        .mapPartitions(_partition_fn(fn_bytes, secret, peer_timeout, timeout)).collect())
         except Exception as exc:  # the stage failed; Spark will not retry it
-            failure = SparkJobError(f"the barrier job failed (attempt {attempt} of {max_attempts}): {_short(exc)}")
+            if expired.is_set():
+                assert timeout is not None
+                failure = RunTimeout(timeout, {w: "the barrier task did not end; the job was cancelled"
+                                               for w in range(workers)})
+            else:
+                failure = SparkJobError(f"the barrier job failed (attempt {attempt} of {max_attempts}): "
+                                        f"{_short(exc)}")
             failure.__cause__ = exc
         else:
             decoded = sorted((cloudpickle.loads(r) for r in rows), key=lambda r: r[0])
