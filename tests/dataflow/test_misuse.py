@@ -203,3 +203,22 @@ def test_bad_arguments():
         ts.execute(lambda w: None, threads=0)
     with pytest.raises(WorkerError, match="not a pact"):
         ts.example(lambda s: s.to_stream([1]).unary(42, "X", lambda c, i: lambda a, b: None))
+
+
+def test_notify_at_refuses_another_operators_capability():
+    stolen = {}
+
+    def owner(cap, info):
+        stolen["cap"] = cap
+        return lambda i, o: i.take()
+
+    def logic(input, output, notificator):
+        input.take()
+        if "cap" in stolen:
+            notificator.notify_at(stolen.pop("cap"))
+
+    def build(s):
+        s.to_stream([1]).unary(None, "Owner", owner)
+        return s.to_stream([1]).unary_notify(None, "Notifier", [], logic)
+
+    fails_with(build, CapabilityError, "'Notifier': cannot use a capability of operator 'Owner'")

@@ -54,3 +54,12 @@ def test_change_batch():
     other = ChangeBatch()
     b.drain_into(other)
     assert b.is_empty() and other == ChangeBatch([("y", 2)])
+
+
+def test_a_transiently_negative_count_never_enters_the_frontier():
+    counts = MutableAntichain()
+    assert counts.update_iter([(3, -1)]) == [] and counts.frontier() == Antichain()
+    assert counts.update_iter([(5, +1)]) == [(5, 1)]
+    assert counts.elements() == [5]                    # 3 (count -1) is not in it
+    assert counts.update_iter([(3, +1)]) == []         # back to zero: still [5]
+    assert counts.elements() == [5]
