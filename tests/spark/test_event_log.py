@@ -40,12 +40,13 @@ def test_complete_only_leaves_out_the_open_epoch(spark, tmp_path):
     assert everything == 6
 
 
-def test_a_missing_worker_makes_nothing_complete(spark, tmp_path):
+def test_a_missing_worker_is_an_error_naming_it(spark, tmp_path):
     writer = ParquetEventWriter(tmp_path, 0, 2, flush_seconds=0.0)   # 2 workers, only one wrote
     writer.push(Messages(0, [{"x": 1}]))
     writer.push(Progress([(0, -1)]))
     writer.close()
-    assert ts.spark.read_event_log(spark, tmp_path).count() == 0
+    with pytest.raises(EventLogError, match=r"no directory for worker\(s\) \[1\]"):   # was: silently empty
+        ts.spark.read_event_log(spark, tmp_path)
 
 
 def test_product_times(spark, tmp_path):

@@ -29,6 +29,7 @@ import os
 import pickle
 import re
 import time as _time
+import uuid
 from pathlib import Path
 from typing import Any, Optional
 
@@ -36,7 +37,8 @@ from ..errors import TimelyError
 from ..progress import timestamp
 from .event import Messages, Progress
 
-__all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_dirs", "time_type"]
+__all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_dirs", "time_type", "part_files",
+           "log_files"]
 
 FORMAT = "timely_spark.event_log.v1"
 RESERVED = ("seq", "kind", "time", "diff", "worker")
@@ -107,6 +109,7 @@ class ParquetEventWriter:
         self._time_desc: Any = None
         self._layout: Optional[str] = None
         self._schema: Any = None
+        self.stream_id = uuid.uuid4().hex        # every file of this writer says it is this stream's
         self.closed = False
 
     def push(self, event: Any) -> None:
@@ -231,7 +234,7 @@ class ParquetEventWriter:
             else:
                 raise EventLogError(f"{self.dir}: records changed shape: {table.schema} after {self._schema}")
         meta = {"format": FORMAT, "time": self._time_desc or "int", "records": self._layout or "none",
-                "worker": self.worker, "peers": self.peers}
+                "worker": self.worker, "peers": self.peers, "stream": self.stream_id, "part": self._part}
         return table.replace_schema_metadata({b"timely": json.dumps(meta).encode()})
 
     def _write_atomically(self, table: Any) -> None:
@@ -265,7 +268,7 @@ def worker_dirs(path: Any) -> list[Path]:
         if m and p.is_dir():
             found.append((int(m.group(1)), p))
     if not found:
-        raise EventLogError(f"{root}: not an event log (no worker=<i> directories)")
+        raise EventLogError(f"{root}: not a timely_spark event log (not an event log: no worker=<i> directories)")
     return [p for _, p in sorted(found)]
 
 
@@ -286,6 +289,49 @@ def read_meta(file: Path) -> dict:
     if meta.get("format") != FORMAT:
         raise EventLogError(f"{file}: unknown event log format {meta.get('format')!r}")
     return meta
+
+
+def part_files(worker_dir: Path) -> list[Path]:
+    """The part files of one worker's stream, in order, checked to be its own: each
+    names this worker, the same stream (writer) as the first, and its own number, with
+    no number missing.  Files not named like part files (another tool's, a writer's
+    hidden temporary file) are ignored; a part file that is not this stream's raises
+    EventLogError naming it."""
+    numbered = []
+    for p in worker_dir.iterdir():
+        m = _PART.match(p.name)
+        if m:
+            numbered.append((int(m.group(1)), p))
+    numbered.sort()
+    stream = None
+    expected_worker = int(worker_dir.name.split("=", 1)[1]) if worker_dir.name.startswith("worker=") else None
+    for i, (n, p) in enumerate(numbered):
+        meta = read_meta(p)
+        if expected_worker is not None and meta.get("worker") != expected_worker:
+            raise EventLogError(f"{p}: written by worker {meta.get('worker')}, not by worker {expected_worker}")
+        if stream is None:
+            stream = meta.get("stream")
+        elif meta.get("stream") != stream:
+            raise EventLogError(f"{p}: a part file of another event log (stream {meta.get('stream')}, "
+                                f"not {stream})")
+        if n != i or meta.get("part", n) != n:
+            raise EventLogError(f"{p}: part {n} where part {i} was expected: the stream of {worker_dir} is "
+                                "missing a file")
+    return [p for _, p in numbered]
+
+
+def log_files(path: Any) -> list[Path]:
+    """Every part file of a log, checked (see :func:`part_files`), for all the workers
+    that captured it; EventLogError naming a worker whose directory is missing."""
+    dirs = worker_dirs(path)
+    files = [f for d in dirs for f in part_files(d)]
+    peers = max((read_meta(f)["peers"] for f in files[:1]), default=len(dirs))
+    present = {int(d.name.split("=", 1)[1]) for d in dirs}
+    missing = [w for w in range(peers) if w not in present]
+    if missing:
+        raise EventLogError(f"{Path(path)}: the log has {peers} workers but no directory for worker(s) {missing} "
+                            f"({', '.join(f'worker={w}' for w in missing)})")
+    return files
 
 
 class ParquetEventReader:
@@ -312,12 +358,7 @@ class ParquetEventReader:
         self._pending: list[Any] = []
 
     def _part_files(self) -> list[Path]:
-        files = []
-        for p in self.dir.iterdir():
-            m = _PART.match(p.name)
-            if m:
-                files.append((int(m.group(1)), p))
-        return [p for _, p in sorted(files)]
+        return part_files(self.dir)
 
     def _load(self, file: Path) -> None:
         import pyarrow.parquet as pq

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..capture.parquet import EventLogError, read_meta, worker_dirs
+from ..capture.parquet import EventLogError, log_files, read_meta
 from ..progress import Antichain, MutableAntichain, minimum, timestamp
 
 __all__ = ["read_event_log", "event_log_frontier"]
@@ -26,21 +26,25 @@ def _time_desc(frame: Any) -> Any:
     return timestamp.describe_arrow(to_arrow_type(frame.schema["time"].dataType))
 
 
-def _peers(path: str) -> int:
-    """How many workers captured the log (from a file's metadata when it is local)."""
-    dirs = worker_dirs(path)
-    for d in dirs:
-        parts = sorted(d.glob("part-*.parquet"))
-        if parts:
-            return int(read_meta(parts[0])["peers"])
-    return len(dirs)
+def _frame(spark: Any, path: str) -> tuple[Any, Any]:
+    """The log's part files as a DataFrame (with the ``worker`` column), and the number
+    of capturing workers (None if unknown).  On a local path only the log's own,
+    checked part files are read (a stray file is ignored or named); elsewhere Spark
+    lists the directory."""
+    if not Path(path).exists():
+        return spark.read.parquet(path), None
+    files = log_files(path)
+    if not files:
+        raise EventLogError(f"{path}: the event log has no part files yet")
+    try:
+        frame = spark.read.option("basePath", path).parquet(*[str(f) for f in files])
+    except Exception as exc:
+        raise EventLogError(f"{path}: cannot be read as an event log ({str(exc).splitlines()[0]})") from exc
+    return frame, int(read_meta(files[0])["peers"])
 
 
-def event_log_frontier(spark: Any, path: Any) -> Antichain:
-    """The times that may still appear in the log: empty once every writer's stream ended."""
-    path = str(path)
-    peers = _peers(path) if Path(path).exists() else None
-    frame = spark.read.parquet(path)
+def _frontier(frame: Any, peers: Any) -> Antichain:
+    """The frontier the progress rows of ``frame`` prove, over ``peers`` workers."""
     desc = _time_desc(frame)
     rows = frame.where("kind = 1").select("worker", "time", "diff").collect()
     streams: dict[int, list] = {}
@@ -58,6 +62,11 @@ def event_log_frontier(spark: Any, path: Any) -> Antichain:
     return frontier
 
 
+def event_log_frontier(spark: Any, path: Any) -> Antichain:
+    """The times that may still appear in the log: empty once every writer's stream ended."""
+    return _frontier(*_frame(spark, str(path)))
+
+
 def read_event_log(spark: Any, path: Any, complete_only: bool = True) -> Any:
     """A DataFrame of the log's data rows: ``time``, ``worker`` and the record's columns
     (``payload`` for pickled records).  With ``complete_only`` (the default), only rows
@@ -69,17 +78,14 @@ def read_event_log(spark: Any, path: Any, complete_only: bool = True) -> Any:
     from pyspark.sql import functions as F
 
     path = str(path)
-    try:
-        frame = spark.read.parquet(path)
-    except Exception as exc:
-        raise EventLogError(f"{path}: cannot be read as an event log ({str(exc).splitlines()[0]})") from exc
+    frame, peers = _frame(spark, path)
     missing = {"seq", "kind", "time", "diff", "worker"} - set(frame.columns)
     if missing:
         raise EventLogError(f"{path}: not a timely_spark event log (missing columns {sorted(missing)})")
     data = frame.where(F.col("kind") == 0).drop("kind", "diff", "seq")
     if not complete_only:
         return data
-    frontier = event_log_frontier(spark, path)
+    frontier = _frontier(frame, peers)        # from the same files as the data: a consistent cut
     if frontier.is_empty():
         return data
     elements = list(frontier)
