@@ -37,7 +37,7 @@ __all__ = ["collect", "collect_per_worker", "feed_epochs", "run_epochs", "EpochR
            "DEFAULT_TIMEOUT"]
 
 #: Seconds a helper waits for a run (or for one epoch) before it fails.
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = 30.0
 
 
 def _order(record: Any) -> Any:

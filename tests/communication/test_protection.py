@@ -60,7 +60,16 @@ class Proxy:
     def _run(self):
         self.listener.settimeout(60)
         client, _ = self.listener.accept()
-        server = socket.create_connection(("127.0.0.1", self.target_port), timeout=60)
+        deadline = time.monotonic() + 30
+        while True:                                    # process 0 may not listen yet
+            try:
+                server = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    client.close()
+                    return
+                time.sleep(0.05)
         threading.Thread(target=self._pipe, args=(server, client), daemon=True).start()
         buf = b""
         handshake_left = CONNECTOR_HELLO

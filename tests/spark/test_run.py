@@ -77,3 +77,20 @@ def test_preflight_refuses_more_workers_than_slots_at_once(spark):
     assert time.monotonic() - start < 10    # not Spark's minutes-long slot check
     with pytest.raises(ts.spark.SparkSetupError, match="at least one worker"):
         ts.spark.run(spark, lambda w: None, workers=0)
+
+
+@pytest.mark.timeout(90)
+def test_a_hung_worker_function_ends_at_its_timeout(spark):
+    import time
+
+    def work(worker):
+        worker.dataflow(lambda s: s.new_input("Never"))
+        while True:                      # the dataflow never completes: nobody advances the input
+            worker.step()
+
+    start = time.monotonic()
+    with pytest.raises(ts.RunTimeout) as err:
+        ts.spark.run(spark, work, workers=2, timeout=5)
+    assert time.monotonic() - start < 5 + 30
+    assert sorted(err.value.incomplete) == [0, 1] and "Dataflow0" in str(err.value)
+    assert ts.spark.run(spark, lambda w: w.index, workers=2) == [0, 1]     # the slots are free again

@@ -108,13 +108,15 @@ def _components_of_batches(scope: Any, batches: "Stream") -> "Stream":
          "component": pa.array([c for _, c in rows], pa.int64())})])
 
 
-def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers: Optional[int] = None) -> Any:
+def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers: Optional[int] = None,
+                         timeout: Optional[float] = None) -> Any:
     """``(vertex, component)`` for every vertex of an edge list, ``component`` being the
     smallest vertex id in the vertex's component.
 
     ``edges`` is a Spark DataFrame (run on ``workers`` barrier workers, default 2;
     returns a DataFrame), or a ``pyarrow.Table`` / pandas DataFrame (run on ``workers``
     local worker threads, default 1; returns the same kind, sorted by vertex).
+    ``timeout`` bounds the run (:class:`~timely_spark.errors.RunTimeout`).
 
     >>> import pyarrow as pa
     >>> connected_components(pa.table({"src": [1, 3, 5], "dst": [2, 2, 6]})).to_pydict()
@@ -126,11 +128,11 @@ def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers
         from ..spark import transform
 
         edges = edges.select(F.col(src).cast("long"), F.col(dst).cast("long")).repartition(workers or 2)
-        return transform(edges, _components_of_batches, "vertex long, component long")
-    return _local(edges, src, dst, workers or 1)
+        return transform(edges, _components_of_batches, "vertex long, component long", timeout=timeout)
+    return _local(edges, src, dst, workers or 1, timeout)
 
 
-def _local(edges: Any, src: str, dst: str, workers: int) -> Any:
+def _local(edges: Any, src: str, dst: str, workers: int, timeout: Optional[float]) -> Any:
     import pyarrow as pa
 
     from ..execute import execute
@@ -148,7 +150,7 @@ def _local(edges: Any, src: str, dst: str, workers: int) -> Any:
             pass
         return found
 
-    rows = sorted(row for part in execute(work, threads=workers) for row in part)
+    rows = sorted(row for part in execute(work, threads=workers, timeout=timeout) for row in part)
     result = pa.table({"vertex": pa.array([v for v, _ in rows], pa.int64()),
                        "component": pa.array([c for _, c in rows], pa.int64())})
     return result.to_pandas() if as_pandas else result
