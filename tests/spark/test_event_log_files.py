@@ -92,3 +92,25 @@ def test_an_open_last_epoch_is_not_reported(spark, tmp_path):
     assert counts(spark, tmp_path) == [(0, 6), (1, 6)]
     everything = ts.spark.read_event_log(spark, tmp_path, complete_only=False)
     assert everything.where("time = 2").count() == 6
+
+
+def test_the_timely_data_source_reads_complete_times_only(spark, tmp_path):
+    write_log(tmp_path, epochs=3, open_last=True)
+    frame = spark.read.format("timely").load(str(tmp_path))
+    assert frame.columns[:2] == ["time", "worker"] and {"epoch", "w", "n"} <= set(frame.columns)
+    rows = frame.groupBy("time", "worker").count().collect()
+    assert sorted((r["time"], r["worker"], r["count"]) for r in rows) == [(0, 0, 3), (0, 1, 3), (1, 0, 3), (1, 1, 3)]
+    everything = spark.read.format("timely").option("complete_only", "false").load(str(tmp_path))
+    assert everything.where("time = 2").count() == 6
+
+
+def test_the_timely_data_source_with_product_times(spark, tmp_path):
+    from timely_spark.capture import Messages, Progress
+
+    writer = ParquetEventWriter(tmp_path, 0, 1, flush_seconds=0.0)
+    writer.push(Messages(ts.Product(0, 1), [{"x": 1}]))
+    writer.push(Messages(ts.Product(1, 0), [{"x": 2}]))
+    writer.push(Progress([(ts.Product(0, 0), -1), (ts.Product(0, 2), 1), (ts.Product(1, 0), 1)]))
+    writer.flush()
+    rows = spark.read.format("timely").load(str(tmp_path)).collect()
+    assert [(r["time"]["outer"], r["time"]["inner"], r["x"]) for r in rows] == [(0, 1, 1)]

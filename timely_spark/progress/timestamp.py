@@ -39,8 +39,8 @@ from .product import Product, less_equal, less_than, native_le
 from .summary import MAX_INT, Add, ProductSummary, TupleSummary
 
 __all__ = ["Product", "less_equal", "less_than", "minimum", "sort_key", "order_of", "check_time", "identity",
-           "advance", "TimeKind", "kind_of", "describe", "kind_described", "arrow_type", "describe_arrow", "to_plain",
-           "from_plain", "show"]
+           "advance", "TimeKind", "kind_of", "describe", "kind_described", "minimum_described", "arrow_type",
+           "describe_arrow", "to_plain", "from_plain", "show"]
 
 
 class TimeKind:
@@ -81,6 +81,10 @@ class TimeKind:
 
     def describe(self, t: Any) -> Any:
         """A JSON-able description of ``t``'s type (stored in event-log metadata)."""
+        raise NotImplementedError
+
+    def minimum_described(self, desc: Any) -> Any:
+        """The least time of the described type."""
         raise NotImplementedError
 
     def arrow_type(self, desc: Any) -> Any:
@@ -136,6 +140,9 @@ class _Int(TimeKind):
     def describe(self, t: Any) -> Any:
         return "int"
 
+    def minimum_described(self, desc: Any) -> Any:
+        return 0
+
     def arrow_type(self, desc: Any) -> Any:
         import pyarrow as pa
 
@@ -184,6 +191,9 @@ class _Product(TimeKind):
 
     def describe(self, t: Any) -> Any:
         return {"product": [describe(t[0]), describe(t[1])]}
+
+    def minimum_described(self, desc: Any) -> Any:
+        return Product(minimum_described(desc["product"][0]), minimum_described(desc["product"][1]))
 
     def arrow_type(self, desc: Any) -> Any:
         import pyarrow as pa
@@ -239,6 +249,9 @@ class _Tuple(TimeKind):
 
     def describe(self, t: Any) -> Any:
         return {"tuple": [describe(x) for x in t]}
+
+    def minimum_described(self, desc: Any) -> Any:
+        return tuple(minimum_described(d) for d in desc["tuple"])
 
     def arrow_type(self, desc: Any) -> Any:
         import pyarrow as pa
@@ -342,6 +355,15 @@ def describe(t: Any) -> Any:
     {'product': ['int', {'tuple': ['int', 'int']}]}
     """
     return kind_of(t).describe(t)
+
+
+def minimum_described(desc: Any) -> Any:
+    """The least time of a described type.
+
+    >>> minimum_described({"product": ["int", {"tuple": ["int"]}]})
+    Product(0, (0,))
+    """
+    return kind_described(desc).minimum_described(desc)
 
 
 def arrow_type(desc: Any) -> Any:

@@ -6,10 +6,11 @@
 """
 
 from .dataframe import SchemaMismatch, transform
+from .datasource import register
 from .event_log import event_log_frontier, read_event_log
 from .preflight import SparkSetupError, check_session, task_slots
 from .runner import SparkJobError, run
 from .session import get_session, read_conf
 
 __all__ = ["event_log_frontier", "read_event_log", "SchemaMismatch", "SparkJobError", "SparkSetupError",
-           "check_session", "get_session", "read_conf", "run", "task_slots", "transform"]
+           "check_session", "get_session", "read_conf", "register", "run", "task_slots", "transform"]

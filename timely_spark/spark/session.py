@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from .datasource import register
+
 __all__ = ["read_conf", "get_session"]
 
 
@@ -69,4 +71,5 @@ def get_session(app_name: str, master: Optional[str] = None, conf_dir: Optional[
         builder = builder.master(master or settings.get("spark.master", "local[2]"))
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    register(spark)
     return spark
