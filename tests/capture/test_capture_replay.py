@@ -94,3 +94,28 @@ def test_replay_of_an_unfinished_stream_stays_open():
 def test_replay_rejects_what_is_not_an_event():
     with pytest.raises(ts.WorkerError, match="not an event"):
         ts.example(lambda s: replay_into([["nope"]], s))
+
+
+def test_a_source_that_has_not_spoken_yet_holds_the_replayed_frontier():
+    """Replay starts with one capability per source: two finished sources must not let
+    time 0 pass while a third has not reported anything yet."""
+    done_a = [Messages(0, ["a"]), Progress([(0, -1)])]
+    done_b = [Messages(0, ["b"]), Progress([(0, -1)])]
+    late = EventQueue()                                   # says nothing at first
+
+    def work(worker):
+        seen = []
+        index = worker.next_dataflow_index()
+        probe = worker.dataflow(lambda s: replay_into([done_a, done_b, late], s).inspect(seen.append).probe())
+        worker.step_while(lambda: len(seen) < 2, timeout=10)
+        for _ in range(20):
+            worker.step()
+        held = probe.less_equal(0)                        # time 0 may still get data from `late`
+        late.push(Messages(0, ["c"]))
+        late.push(Progress([(0, -1)]))
+        late.close()
+        worker.step_while(lambda: not probe.done(), timeout=10)
+        worker.drop_dataflow(index)
+        return held, sorted(seen)
+
+    assert ts.execute(work, timeout=30) == [(True, ["a", "b", "c"])]

@@ -195,7 +195,7 @@ def test_step_while_timeout():
         inp.close()
         return True
 
-    assert ts.execute(work) == [True]
+    assert ts.execute(work, timeout=20) == [True]
 
 
 def test_bad_arguments():
