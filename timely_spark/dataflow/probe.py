@@ -87,7 +87,15 @@ class ProbeHandle:
         return self._frontier.frontier()
 
     def update_iter(self, changes: Any) -> list:
-        """Apply frontier changes (the probe operators do)."""
+        """Apply frontier changes ``[(time, diff), ...]`` (the probe operators do);
+        returns the changes to the frontier itself.
+
+        >>> handle = ProbeHandle()
+        >>> handle.update_iter([(2, 1), (5, 1)])
+        [(2, 1)]
+        >>> handle.update_iter([(2, -1)]), handle.frontier
+        ([(2, -1), (5, 1)], Antichain([5]))
+        """
         return self._frontier.update_iter(changes)
 
     def __repr__(self) -> str:

@@ -47,7 +47,12 @@ class Stream:
 
     def connect(self, pusher: Callable[[Any, list], None]) -> None:
         """Deliver every batch of this stream to ``pusher(time, records)`` as well
-        (operator builders connect their inputs this way)."""
+        (operator builders connect their inputs this way).
+
+        >>> import timely_spark as ts
+        >>> _ = ts.example(lambda s: s.to_stream([1, 2]).connect(lambda t, batch: print(t, batch)))
+        0 [1, 2]
+        """
         self._pushers.append(pusher)
 
     def __repr__(self) -> str:

@@ -46,7 +46,23 @@ __all__ = ["Vertex", "vertex"]
 
 class Vertex:
     """A stateful vertex.  ``outputs`` (class attribute) is its number of outputs;
-    ``self.output`` names output 0."""
+    ``self.output`` names output 0.  Override :meth:`on_recv` and :meth:`on_notify`;
+    call :meth:`send_by` and :meth:`notify_at` from inside them.
+
+    >>> import timely_spark as ts
+    >>> class Total(ts.Vertex):             # one sum per time, once the time is complete
+    ...     def __init__(self):
+    ...         self.sums = {}
+    ...     def on_recv(self, input, records, time):
+    ...         if time not in self.sums:
+    ...             self.sums[time] = 0
+    ...             self.notify_at(time)
+    ...         self.sums[time] += sum(records)
+    ...     def on_notify(self, time):
+    ...         self.send_by(self.output, [self.sums.pop(time)], time)
+    >>> _ = ts.example(lambda s: s.to_stream([1, 2, 3]).vertex(Total()).inspect(print))
+    6
+    """
 
     outputs: int = 1
     output: int = 0
@@ -54,21 +70,66 @@ class Vertex:
     _ctx: Any = None
 
     def attach(self, context: Any) -> None:
-        """Connect the vertex to its operator (``stream.vertex`` does this)."""
+        """Connect the vertex to its operator (``stream.vertex`` does this; a vertex
+        that was never attached cannot send).
+
+        >>> Vertex().send_by(0, [1], 0)
+        Traceback (most recent call last):
+        timely_spark.errors.CapabilityError: vertex Vertex: send_by/notify_at work only inside a callback
+        """
         self._ctx = context
 
     def on_recv(self, input: int, records: list, time: Any) -> None:
-        """``records`` arrived on ``input`` at ``time``."""
+        """``records`` arrived on ``input`` at ``time`` (override it; by default
+        records are dropped).
+
+        >>> import timely_spark as ts
+        >>> class Show(ts.Vertex):
+        ...     def on_recv(self, input, records, time):
+        ...         print(input, records, time)
+        >>> _ = ts.example(lambda s: s.to_stream("ab").vertex(Show()))
+        0 ['a', 'b'] 0
+        """
 
     def on_notify(self, time: Any) -> None:
-        """No more messages at times ``<= time`` can arrive (requested by ``notify_at``)."""
+        """No more messages at times ``<= time`` can arrive (requested by ``notify_at``;
+        override it).
+
+        >>> import timely_spark as ts
+        >>> class Done(ts.Vertex):
+        ...     def on_recv(self, input, records, time):
+        ...         self.notify_at(time)
+        ...     def on_notify(self, time):
+        ...         print("complete:", time)
+        >>> _ = ts.example(lambda s: s.to_stream("ab").vertex(Done()))
+        complete: 0
+        """
 
     def send_by(self, output: int, records: Sequence[Any], time: Any) -> None:
-        """Send ``records`` on ``output`` at ``time`` (not before the callback's time)."""
+        """Send ``records`` on ``output`` at ``time`` (not before the callback's time,
+        else CapabilityError).
+
+        >>> import timely_spark as ts
+        >>> class Later(ts.Vertex):
+        ...     def on_recv(self, input, records, time):
+        ...         self.send_by(self.output, records, time + 1)
+        >>> _ = ts.example(lambda s: s.to_stream("a").vertex(Later()).inspect_time(lambda t, x: print(t, x)))
+        1 a
+        """
         self._context().send_by(output, records, time)
 
     def notify_at(self, time: Any) -> None:
-        """Ask for ``on_notify(time)`` once ``time`` is complete (not before the callback's time)."""
+        """Ask for ``on_notify(time)`` once ``time`` is complete (not before the callback's time).
+
+        >>> import timely_spark as ts
+        >>> class Remind(ts.Vertex):
+        ...     def on_recv(self, input, records, time):
+        ...         self.notify_at(time + 2)
+        ...     def on_notify(self, time):
+        ...         self.send_by(self.output, ["reminder"], time)
+        >>> _ = ts.example(lambda s: s.to_stream("a").vertex(Remind()).inspect_time(lambda t, x: print(t, x)))
+        2 reminder
+        """
         self._context().notify_at(time)
 
     def _context(self) -> "_Context":
@@ -111,7 +172,20 @@ class _Context:
 def vertex(stream: "Stream", vertex: Vertex, *others: "Stream", pact: Any = None) -> Any:
     """Run a Naiad-style :class:`Vertex` on this stream (and ``others``, its further
     inputs, numbered from 1); returns its output stream, or a tuple of them when the
-    vertex has several ``outputs``.  See the module docstring for an example."""
+    vertex has several ``outputs``.  See also the module docstring.
+
+    >>> import timely_spark as ts
+    >>> class Route(ts.Vertex):
+    ...     outputs = 2                  # output 0: from this stream; output 1: from the other
+    ...     def on_recv(self, input, records, time):
+    ...         self.send_by(input, records, time)
+    >>> def build(s):
+    ...     mine, theirs = s.to_stream("ab").vertex(Route(), s.to_stream("xy"))
+    ...     theirs.inspect(print)
+    >>> _ = ts.example(build)
+    x
+    y
+    """
     name = vertex.name or type(vertex).__name__
     b = OperatorBuilder(stream.scope, name)
     inputs = [b.new_input(s, pact) for s in (stream, *others)]

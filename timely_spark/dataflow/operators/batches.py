@@ -24,7 +24,12 @@ DEFAULT_MAX_ROWS = 65_536
 
 
 def is_table_like(x: Any) -> bool:
-    """Whether ``x`` is a pyarrow Table or RecordBatch, or a pandas DataFrame."""
+    """Whether ``x`` is a pyarrow Table or RecordBatch, or a pandas DataFrame.
+
+    >>> import pyarrow as pa
+    >>> is_table_like(pa.table({"x": [1]})), is_table_like([1])
+    (True, False)
+    """
     return isinstance(x, (pa.Table, pa.RecordBatch)) or type(x).__module__.startswith("pandas")
 
 

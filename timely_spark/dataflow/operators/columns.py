@@ -26,7 +26,13 @@ Expression = Union[pc.Expression, Callable[[pa.RecordBatch], Any]]
 
 def evaluate(batch: pa.RecordBatch, columns: dict[str, Expression], operator: str) -> pa.RecordBatch:
     """A batch of the named ``columns``, each an expression (or a callable on the batch,
-    or a column name) evaluated on ``batch``.  Errors name the operator."""
+    or a column name) evaluated on ``batch``.  Errors name the operator.
+
+    >>> import pyarrow as pa, pyarrow.compute as pc
+    >>> batch = pa.record_batch({"x": [1, 2]})
+    >>> evaluate(batch, {"x": "x", "y": pc.field("x") * 10}, "Select").to_pydict()
+    {'x': [1, 2], 'y': [10, 20]}
+    """
     exprs: dict[str, pc.Expression] = {}
     computed: dict[str, Any] = {}
     for name, e in columns.items():

@@ -24,7 +24,11 @@ __all__ = ["ExchangeBy", "exchange_by", "key_list", "check_columns", "check_batc
 
 
 def key_list(keys: Union[str, Sequence[str]], operator: str) -> list[str]:
-    """``keys`` as a non-empty list of column names; a BuildError naming the operator otherwise."""
+    """``keys`` as a non-empty list of column names; a BuildError naming the operator otherwise.
+
+    >>> key_list("user", "ExchangeBy"), key_list(["a", "b"], "ExchangeBy")
+    (['user'], ['a', 'b'])
+    """
     names = [keys] if isinstance(keys, str) else list(keys)
     if not names or not all(isinstance(k, str) for k in names):
         raise BuildError(f"operator {operator!r}: keys must be a column name or a list of them, got {keys!r}")
@@ -32,7 +36,13 @@ def key_list(keys: Union[str, Sequence[str]], operator: str) -> list[str]:
 
 
 def check_batch(record: Any, operator: str) -> pa.RecordBatch:
-    """``record`` if it is a RecordBatch; a TypeError naming the operator otherwise."""
+    """``record`` if it is a RecordBatch; a TypeError naming the operator otherwise.
+
+    >>> check_batch([1], "Select")
+    Traceback (most recent call last):
+    TypeError: operator 'Select' is columnar: its records must be pyarrow.RecordBatch, got list (use \
+from_records(schema) to convert a row stream)
+    """
     if not isinstance(record, pa.RecordBatch):
         raise TypeError(f"operator {operator!r} is columnar: its records must be pyarrow.RecordBatch, "
                         f"got {type(record).__name__} (use from_records(schema) to convert a row stream)")
@@ -40,7 +50,13 @@ def check_batch(record: Any, operator: str) -> pa.RecordBatch:
 
 
 def check_columns(batch: pa.RecordBatch, columns: Sequence[str], operator: str) -> None:
-    """A KeyError naming the operator and the column if ``batch`` lacks one of ``columns``."""
+    """A KeyError naming the operator and the column if ``batch`` lacks one of ``columns``.
+
+    >>> import pyarrow as pa
+    >>> check_columns(pa.record_batch({"x": [1]}), ["y"], "ExchangeBy")
+    Traceback (most recent call last):
+    KeyError: "operator 'ExchangeBy': no column 'y' in the batch (columns: x)"
+    """
     names = batch.schema.names
     for c in columns:
         if c not in names:
@@ -48,14 +64,36 @@ def check_columns(batch: pa.RecordBatch, columns: Sequence[str], operator: str) 
 
 
 class ExchangeBy:
-    """The pact that routes each row of record batches to the worker its keys hash to."""
+    """The pact that routes each row of record batches to the worker its keys hash to
+    (``stream.exchange_by(keys)`` uses it).
+
+    >>> import pyarrow as pa, timely_spark as ts
+    >>> table = pa.table({"k": ["a", "b", "a", "c"]})
+    >>> def work(w):
+    ...     rows = []
+    ...     w.dataflow(lambda s: s.to_stream(table if w.index == 0 else [])
+    ...                .exchange_by("k").inspect(lambda rb: rows.extend(rb["k"].to_pylist())))
+    ...     return rows
+    >>> [sorted(set(rows)) for rows in ts.execute(work, threads=2)]     # each key on one worker
+    [['c'], ['a', 'b']]
+    """
 
     def __init__(self, keys: Sequence[str], operator: str) -> None:
         self.keys = list(keys)
         self.operator = operator
 
     def tee_pusher(self, pushers: Sequence[Any], index: int) -> Callable[[Any, list], None]:
-        """One pusher for the producing output: splits every batch by destination."""
+        """One pusher for the producing output: splits every batch by destination.
+
+        >>> import pyarrow as pa
+        >>> class Pusher:
+        ...     def __init__(self): self.got = []
+        ...     def push(self, message): self.got.append([b.num_rows for b in message[1]])
+        >>> to = [Pusher(), Pusher()]
+        >>> ExchangeBy(["k"], "ExchangeBy").tee_pusher(to, 0)(0, [pa.record_batch({"k": ["a", "c", "a"]})])
+        >>> [p.got for p in to]                   # one batch per worker: 'c' to worker 0, both 'a' rows to 1
+        [[[1]], [[2]]]
+        """
         peers = len(pushers)
         pushes = [p.push for p in pushers]
         keys, operator = self.keys, self.operator

@@ -18,7 +18,16 @@ __all__ = ["LoopHandle", "feedback", "connect_loop"]
 
 class LoopHandle:
     """The input end of a feedback edge, made by ``scope.feedback``: connect it once
-    with ``stream.connect_loop(handle)``.  ``summary`` is what it adds to each time."""
+    with ``stream.connect_loop(handle)``.  ``summary`` is what it adds to each time.
+
+    >>> import timely_spark as ts
+    >>> def build(s):
+    ...     handle, cycle = s.feedback(2)
+    ...     s.to_stream([1]).concat(cycle).filter(lambda x: x < 3).map(lambda x: x + 1).connect_loop(handle)
+    ...     return handle.summary.results_in(0), handle.connected     # the summary adds 2 to a time
+    >>> ts.example(build)
+    (2, True)
+    """
 
     def __init__(self, builder: OperatorBuilder, output: Any, summary: Any, name: str) -> None:
         self._builder = builder
@@ -28,7 +37,20 @@ class LoopHandle:
         self.connected = False
 
     def connect(self, stream: "Stream") -> None:
-        """Feed ``stream`` into the feedback edge (see :func:`connect_loop`)."""
+        """Feed ``stream`` into the feedback edge (see :func:`connect_loop`); a second
+        connection raises BuildError.
+
+        >>> import timely_spark as ts
+        >>> def build(s):
+        ...     handle, cycle = s.feedback(1)
+        ...     handle.connect(cycle.filter(lambda x: False))
+        ...     try:
+        ...         handle.connect(cycle)
+        ...     except ts.BuildError as e:
+        ...         return str(e)
+        >>> ts.example(build)
+        "feedback 'Feedback' is already connected"
+        """
         if self.connected:
             raise BuildError(f"feedback {self.name!r} is already connected")
         b = self._builder
@@ -82,5 +104,17 @@ def feedback(scope: Any, summary: Any = 1, name: str = "Feedback") -> tuple[Loop
 
 def connect_loop(stream: "Stream", handle: LoopHandle) -> None:
     """Feed this stream back into the feedback ``handle`` made by ``scope.feedback``
-    (once per handle; see :func:`feedback` for an example)."""
+    (once per handle; see also :func:`feedback`).  Each record comes back with its
+    time advanced by the handle's summary.
+
+    >>> import timely_spark as ts
+    >>> def build(s):
+    ...     handle, cycle = s.feedback(1)
+    ...     s.to_stream([3]).concat(cycle).inspect_time(lambda t, x: print(t, x)) \\
+    ...         .map(lambda x: x - 1).filter(lambda x: x > 0).connect_loop(handle)
+    >>> _ = ts.example(build)
+    0 3
+    1 2
+    2 1
+    """
     handle.connect(stream)

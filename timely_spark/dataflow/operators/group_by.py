@@ -38,7 +38,12 @@ _PARTIALS = {"sum": [("sum", "sum")], "count": [("count", "sum")], "count_all": 
 
 def tables_of(batches: list, operator: str, time: Any) -> pa.Table:
     """One table of a time's batches; a ValueError naming the operator and the time if
-    their schemas differ."""
+    their schemas differ.
+
+    >>> import pyarrow as pa
+    >>> tables_of([pa.record_batch({"x": [1]}), pa.record_batch({"x": [2]})], "Aggregate", 0).num_rows
+    2
+    """
     try:
         return pa.Table.from_batches(batches)
     except pa.ArrowInvalid as exc:
@@ -66,7 +71,12 @@ def _output_name(column: Any, fn: str) -> str:
 
 
 class GroupBy:
-    """A stream grouped by key columns: call :meth:`aggregate`."""
+    """A stream grouped by key columns (``stream.group_by(keys)``): call :meth:`aggregate`.
+
+    >>> import pyarrow as pa, timely_spark as ts
+    >>> ts.example(lambda s: s.to_stream(pa.table({"k": [1]})).group_by(["k"]).keys)
+    ['k']
+    """
 
     def __init__(self, stream: "Stream", keys: list[str]) -> None:
         self.stream = stream

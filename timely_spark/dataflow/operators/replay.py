@@ -32,7 +32,16 @@ POLL_MIN, POLL_MAX = 0.0005, 0.05
 
 def replay_into(sources: Sequence[Any], scope: Any, name: str = "Replay") -> "Stream":
     """A stream in ``scope`` that replays the captured event ``sources`` (each an event
-    source, a list or an iterator of events); see the module docstring."""
+    source, a list or an iterator of events); see the module docstring.  The stream
+    is complete once every source has ended and released its times.
+
+    >>> import timely_spark as ts
+    >>> first = ts.example(lambda s: s.to_stream([1]).capture())
+    >>> later = ts.example(lambda s: s.to_stream([2]).delay(lambda x, t: 5).capture())
+    >>> _ = ts.example(lambda s: replay_into([first, later], s).inspect_time(lambda t, x: print(t, x)))
+    0 1
+    5 2
+    """
     sources = [as_source(s) for s in sources]
     b = OperatorBuilder(scope, name)
     output, stream = b.new_output()

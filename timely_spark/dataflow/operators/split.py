@@ -19,7 +19,13 @@ __all__ = ["BranchOut", "OkErrOut", "split", "partition", "branch", "branch_when
 
 class BranchOut(NamedTuple):
     """The outputs of :func:`branch` and :func:`branch_when`: ``falses`` and ``trues``
-    (it also unpacks as ``falses, trues``)."""
+    (it also unpacks as ``falses, trues``).
+
+    >>> import timely_spark as ts
+    >>> _ = ts.example(lambda s: s.to_stream(range(4)).branch(lambda x: x % 2).trues.inspect(print))
+    1
+    3
+    """
 
     falses: "Stream"
     trues: "Stream"
@@ -27,7 +33,13 @@ class BranchOut(NamedTuple):
 
 class OkErrOut(NamedTuple):
     """The outputs of :func:`ok_err`: ``oks`` (results) and ``errs`` (``(record,
-    exception)`` pairs); it also unpacks as ``oks, errs``."""
+    exception)`` pairs); it also unpacks as ``oks, errs``.
+
+    >>> import timely_spark as ts
+    >>> _ = ts.example(lambda s: s.to_stream([2, 0]).ok_err(lambda x: 4 // x).errs
+    ...                .inspect(lambda e: print(e[0], type(e[1]).__name__)))
+    0 ZeroDivisionError
+    """
 
     oks: "Stream"
     errs: "Stream"
