@@ -3,11 +3,15 @@
 * :func:`connected_components` -- ``(vertex, component)`` of an edge list, the
   component being the smallest vertex id in it; on Spark barrier workers for a Spark
   DataFrame, on local workers for a ``pyarrow.Table`` or pandas DataFrame;
+* :func:`components` -- the vectorized building block: edge record batches in,
+  ``(vertex, component)`` record batches out, per (cumulative) time;
 * :func:`label_propagation` -- the same as a building block inside your own dataflow;
 * :func:`union_find` -- the plain single-threaded reference.
 """
 
+from .components_columnar import GraphInputError, components, forest
 from .connected_components import connected_components, label_propagation
 from .union_find import find_root, union_find
 
-__all__ = ["connected_components", "label_propagation", "find_root", "union_find"]
+__all__ = ["components", "forest", "GraphInputError", "connected_components", "label_propagation",
+           "find_root", "union_find"]
