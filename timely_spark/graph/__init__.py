@@ -6,12 +6,15 @@
 * :func:`components` -- the vectorized building block: edge record batches in,
   ``(vertex, component)`` record batches out, per (cumulative) time;
 * :func:`label_propagation` -- the same as a building block inside your own dataflow;
+* :func:`pagerank` / :func:`pagerank_stream` -- PageRank (``pagerank_reference``: numpy);
 * :func:`union_find` -- the plain single-threaded reference.
 """
 
 from .components_columnar import GraphInputError, components, forest
 from .connected_components import connected_components, label_propagation
+from .pagerank import pagerank, pagerank_reference, pagerank_stream
 from .union_find import find_root, union_find
 
-__all__ = ["components", "forest", "GraphInputError", "connected_components", "label_propagation",
+__all__ = ["pagerank", "pagerank_stream", "pagerank_reference",
+           "components", "forest", "GraphInputError", "connected_components", "label_propagation",
            "find_root", "union_find"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..dataflow import OperatorBuilder
-from .components_columnar import GraphInputError, check_table, components
+from .components_columnar import GraphInputError, components
 from .union_find import find_root
 
 if TYPE_CHECKING:
@@ -132,24 +132,7 @@ def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers
 def _local(edges: Any, src: str, dst: str, workers: int, processes: int, timeout: Optional[float]) -> Any:
     import pyarrow as pa
 
-    from ..execute import execute
+    from .local import run_local
 
-    as_pandas = not isinstance(edges, pa.Table)
-    table = pa.Table.from_pandas(edges, preserve_index=False) if as_pandas else edges
-    check_table(table, src, dst)
-    table = table.select([src, dst]).rename_columns(["src", "dst"]).combine_chunks()
-
-    def work(worker: Any) -> list:
-        found: list = []
-        n = table.num_rows
-        lo, hi = n * worker.index // worker.peers, n * (worker.index + 1) // worker.peers
-        mine = table.slice(lo, hi - lo)
-        worker.dataflow(lambda s: components(s.to_stream(mine)).inspect(found.append))
-        while worker.step():
-            pass
-        return found
-
-    parts = [rb for part in execute(work, threads=workers, processes=processes, timeout=timeout) for rb in part]
-    schema = pa.schema([("vertex", pa.int64()), ("component", pa.int64())])
-    result = pa.Table.from_batches(parts, schema).sort_by("vertex")
-    return result.to_pandas() if as_pandas else result
+    return run_local(edges, src, dst, lambda scope, batches: components(batches),
+                     pa.schema([("vertex", pa.int64()), ("component", pa.int64())]), workers, processes, timeout)
