@@ -7,14 +7,17 @@
   ``(vertex, component)`` record batches out, per (cumulative) time;
 * :func:`label_propagation` -- the same as a building block inside your own dataflow;
 * :func:`pagerank` / :func:`pagerank_stream` -- PageRank (``pagerank_reference``: numpy);
+* :func:`shortest_paths` / :func:`shortest_paths_stream` -- hop counts or weighted distances;
 * :func:`union_find` -- the plain single-threaded reference.
 """
 
 from .components_columnar import GraphInputError, components, forest
 from .connected_components import connected_components, label_propagation
 from .pagerank import pagerank, pagerank_reference, pagerank_stream
+from .shortest_paths import dijkstra_reference, shortest_paths, shortest_paths_stream
 from .union_find import find_root, union_find
 
-__all__ = ["pagerank", "pagerank_stream", "pagerank_reference",
+__all__ = ["shortest_paths", "shortest_paths_stream", "dijkstra_reference",
+           "pagerank", "pagerank_stream", "pagerank_reference",
            "components", "forest", "GraphInputError", "connected_components", "label_propagation",
            "find_root", "union_find"]
