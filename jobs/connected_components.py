@@ -1,4 +1,4 @@
-"""Connected components by label propagation in a timely loop, across Spark barrier workers.
+"""Connected components (vectorized, ts.graph.connected_components) across Spark barrier workers.
 
 Reads an edge list (Parquet or CSV with columns ``src``, ``dst``; or generates a
 random graph), runs :func:`timely_spark.graph.connected_components` (label
