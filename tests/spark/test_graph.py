@@ -22,3 +22,16 @@ def test_graph_algorithms_on_spark_agree_with_references(spark):
 
     with pytest.raises(GraphInputError, match="'nope'"):
         connected_components(df, src="nope")
+
+
+@pytest.mark.timeout(60)
+def test_shortest_paths_on_spark_match_dijkstra(spark):
+    from timely_spark.graph import dijkstra_reference, shortest_paths
+
+    table = awkward_graph(11)
+    df = spark.createDataFrame(table.to_pandas())
+    sources = [int(table["src"][0].as_py()), 30_000]
+    got = {(r.vertex, r.source): r.distance for r in shortest_paths(df, sources).collect()}
+    assert got == dijkstra_reference(table["src"].to_pylist(), table["dst"].to_pylist(), sources)
+    with pytest.raises(GraphInputError, match="sources"):
+        shortest_paths(df, [987654321])
