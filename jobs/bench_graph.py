@@ -5,7 +5,8 @@ For each size: a random graph (skewed in-degrees), then connected components
 DataFrames, scipy on one core if importable, numpy ``ts.graph.forest`` on one core,
 Python union-find) and PageRank, 20 iterations (ts.graph on Spark, a DataFrame
 join/groupBy loop, a numpy mat-vec loop of the definition, scipy if importable).
-Every method's result is checked equal (PageRank within 1e-9); prints times and ratios.
+Shortest paths (hop counts) from one source: ts.graph, a DataFrame relaxation loop,
+Python heapq Dijkstra.  Every method's result is checked equal (PageRank within 1e-9); prints times and ratios.
 
     python jobs/bench_graph.py --sizes 200000,2000000 [--skip-slow-above 2000000]
 """
@@ -98,6 +99,22 @@ def pagerank_dataframe(spark, edges, iterations=20, d=0.85):
     return ranks
 
 
+def bfs_dataframe(spark, edges, source):
+    from pyspark.sql import functions as F
+
+    dist = spark.createDataFrame([(source, 0)], "v long, d long").localCheckpoint()
+    frontier, rounds = dist, 0
+    while True:
+        rounds += 1
+        reached = frontier.join(edges, frontier.v == edges.src).select(
+            F.col("dst").alias("v"), (F.col("d") + 1).alias("d"))
+        new = reached.distinct().join(dist, "v", "left_anti").localCheckpoint()
+        if not new.count():
+            return dist, rounds
+        dist = dist.union(new).localCheckpoint()
+        frontier = new
+
+
 def to_dict(rows, key, value):
     return {r[key]: r[value] for r in rows}
 
@@ -149,6 +166,16 @@ def bench(spark, m: int, seed: int, slow: bool, report) -> None:
         got = to_dict(ranks, "v", "r")
         assert max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9, "DataFrame PageRank disagrees"
         rows.append(("PageRank x20", "DataFrame join/groupBy loop", t_pr_df))
+    source = int(src[0])
+    sp_ref, t_dj = timed(lambda: ts.graph.dijkstra_reference(src.tolist(), dst.tolist(), [source]))
+    sp_rows, t_sp = timed(lambda: ts.graph.shortest_paths(df, [source], workers=2).collect())
+    assert {(r.vertex, r.source): r.distance for r in sp_rows} == sp_ref, "ts.graph shortest paths disagree"
+    rows += [("shortest paths, 1 src", "ts.graph (Spark, 2 workers)", t_sp),
+             ("shortest paths, 1 src", "Python heapq Dijkstra", t_dj)]
+    if slow:
+        (dist, rounds), t_bfs = timed(lambda: bfs_dataframe(spark, df, source))
+        assert {(r.v, source): r.d for r in dist.collect()} == sp_ref, "DataFrame relaxation disagrees"
+        rows.append(("shortest paths, 1 src", f"DataFrame relaxation loop ({rounds} rounds)", t_bfs))
     for algo, method, t in rows:
         base = next(x for a, mm, x in rows if a == algo and mm.startswith("ts.graph"))
         line = f"{algo:22} {method:44} {t:9.2f} s   this / ts.graph = {t / base:7.2f}"
