@@ -1,10 +1,9 @@
-"""Connected components by label propagation in a timely loop, across Spark barrier workers.
+"""Connected components (vectorized, ts.graph.connected_components) across Spark barrier workers.
 
 Reads an edge list (Parquet or CSV with columns ``src``, ``dst``; or generates a
-random graph), runs :func:`timely_spark.graph.connected_components` (label
-propagation inside ``scope.iterative``, one timely worker per barrier task -- each
-vertex's label is the smallest vertex id in its component) and writes
-``(vertex, component)`` as Parquet, then prints a summary.
+random graph), runs :func:`timely_spark.graph.connected_components` (numpy forests
+per barrier worker, merged on one; each vertex's label is the smallest vertex id in
+its component) and writes ``(vertex, component)`` as Parquet, then prints a summary.
 
     spark-submit jobs/connected_components.py --vertices 10000 --edges 20000 --out /tmp/cc
     python jobs/connected_components.py --edges-path edges.parquet --out /tmp/cc --workers 2

@@ -3,11 +3,21 @@
 * :func:`connected_components` -- ``(vertex, component)`` of an edge list, the
   component being the smallest vertex id in it; on Spark barrier workers for a Spark
   DataFrame, on local workers for a ``pyarrow.Table`` or pandas DataFrame;
+* :func:`components` -- the vectorized building block: edge record batches in,
+  ``(vertex, component)`` record batches out, per (cumulative) time;
 * :func:`label_propagation` -- the same as a building block inside your own dataflow;
+* :func:`pagerank` / :func:`pagerank_stream` -- PageRank (``pagerank_reference``: numpy);
+* :func:`shortest_paths` / :func:`shortest_paths_stream` -- hop counts or weighted distances;
 * :func:`union_find` -- the plain single-threaded reference.
 """
 
+from .components_columnar import GraphInputError, components, forest
 from .connected_components import connected_components, label_propagation
+from .pagerank import pagerank, pagerank_reference, pagerank_stream
+from .shortest_paths import dijkstra_reference, shortest_paths, shortest_paths_stream
 from .union_find import find_root, union_find
 
-__all__ = ["connected_components", "label_propagation", "find_root", "union_find"]
+__all__ = ["shortest_paths", "shortest_paths_stream", "dijkstra_reference",
+           "pagerank", "pagerank_stream", "pagerank_reference",
+           "components", "forest", "GraphInputError", "connected_components", "label_propagation",
+           "find_root", "union_find"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..dataflow import OperatorBuilder
+from .components_columnar import GraphInputError, components
 from .union_find import find_root
 
 if TYPE_CHECKING:
@@ -98,24 +99,16 @@ def label_propagation(scope: "Scope", edges: "Stream") -> "Stream":
     return scope.iterative(loop).accumulate({}, keep_min).flat_map(lambda labels: labels.items())
 
 
-def _components_of_batches(scope: Any, batches: "Stream") -> "Stream":
-    """Record batches of ``(src, dst)`` in, record batches of ``(vertex, component)`` out."""
-    import pyarrow as pa
-
-    edges = batches.flat_map(lambda rb: zip(rb.column(0).to_pylist(), rb.column(1).to_pylist()))
-    return label_propagation(scope, edges).map_batches(lambda rows: [pa.record_batch(
-        {"vertex": pa.array([v for v, _ in rows], pa.int64()),
-         "component": pa.array([c for _, c in rows], pa.int64())})])
-
-
 def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers: Optional[int] = None,
-                         timeout: Optional[float] = None) -> Any:
+                         processes: int = 1, timeout: Optional[float] = None) -> Any:
     """``(vertex, component)`` for every vertex of an edge list, ``component`` being the
-    smallest vertex id in the vertex's component.
+    smallest vertex id in the vertex's component (vectorized: see :mod:`.components_columnar`).
 
     ``edges`` is a Spark DataFrame (run on ``workers`` barrier workers, default 2;
-    returns a DataFrame), or a ``pyarrow.Table`` / pandas DataFrame (run on ``workers``
-    local worker threads, default 1; returns the same kind, sorted by vertex).
+    returns a DataFrame lazily), or a ``pyarrow.Table`` / pandas DataFrame (run on
+    ``workers`` local worker threads, default 1, in each of ``processes`` processes;
+    returns the same kind, sorted by vertex).  Missing columns, null or non-integer
+    ids raise :class:`~.components_columnar.GraphInputError`; no edges give an empty result.
     ``timeout`` bounds the run (:class:`~timely_spark.errors.RunTimeout`).
 
     >>> import pyarrow as pa
@@ -127,30 +120,19 @@ def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers
 
         from ..spark import transform
 
-        edges = edges.select(F.col(src).cast("long"), F.col(dst).cast("long")).repartition(workers or 2)
-        return transform(edges, _components_of_batches, "vertex long, component long", timeout=timeout)
-    return _local(edges, src, dst, workers or 1, timeout)
+        for name in (src, dst):
+            if name not in edges.columns:
+                raise GraphInputError(f"no column {name!r} in the edges (columns: {', '.join(edges.columns)})", name)
+        edges = edges.select(F.col(src).cast("long").alias("src"), F.col(dst).cast("long").alias("dst"))
+        return transform(edges, lambda scope, batches: components(batches), "vertex long, component long",
+                         workers=workers or 2, timeout=timeout)
+    return _local(edges, src, dst, workers or 1, processes, timeout)
 
 
-def _local(edges: Any, src: str, dst: str, workers: int, timeout: Optional[float]) -> Any:
+def _local(edges: Any, src: str, dst: str, workers: int, processes: int, timeout: Optional[float]) -> Any:
     import pyarrow as pa
 
-    from ..execute import execute
+    from .local import run_local
 
-    as_pandas = not isinstance(edges, pa.Table)
-    table = pa.Table.from_pandas(edges, preserve_index=False) if as_pandas else edges
-    pairs = list(zip(table.column(src).to_pylist(), table.column(dst).to_pylist()))
-
-    def work(worker: Any) -> list:
-        found: list = []
-        mine = pairs[worker.index::worker.peers]
-        worker.dataflow(lambda s: label_propagation(s, s.to_stream(mine)).inspect_batch(
-            lambda t, rows: found.extend(rows)))
-        while worker.step():
-            pass
-        return found
-
-    rows = sorted(row for part in execute(work, threads=workers, timeout=timeout) for row in part)
-    result = pa.table({"vertex": pa.array([v for v, _ in rows], pa.int64()),
-                       "component": pa.array([c for _, c in rows], pa.int64())})
-    return result.to_pandas() if as_pandas else result
+    return run_local(edges, src, dst, lambda scope, batches: components(batches),
+                     pa.schema([("vertex", pa.int64()), ("component", pa.int64())]), workers, processes, timeout)

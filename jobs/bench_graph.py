@@ -1,0 +1,205 @@
+"""Benchmark ts.graph against DataFrame loops, numpy/scipy and Python, in one SparkSession.
+
+For each size: a random graph (skewed in-degrees), then connected components
+(ts.graph on Spark, naive DataFrame label propagation, large-star/small-star with
+DataFrames, scipy on one core if importable, numpy ``ts.graph.forest`` on one core,
+Python union-find) and PageRank, 20 iterations (ts.graph on Spark, a DataFrame
+join/groupBy loop, a numpy mat-vec loop of the definition, scipy if importable).
+Shortest paths (hop counts) from one source: ts.graph, a DataFrame relaxation loop,
+Python heapq Dijkstra.  Every method's result is checked equal (PageRank within 1e-9); prints times and ratios.
+
+    python jobs/bench_graph.py --sizes 200000,2000000 [--skip-slow-above 2000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+import timely_spark as ts
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def make_graph(m: int, seed: int):
+    rng = np.random.default_rng(seed)
+    n = m // 2
+    src = rng.integers(0, n, m)
+    dst = (rng.zipf(1.8, m) * 7919 + rng.integers(0, n, m)) % n
+    return src.astype(np.int64), dst.astype(np.int64)
+
+
+def cc_naive(spark, edges):
+    from pyspark.sql import functions as F
+
+    both = edges.union(edges.select(F.col("dst").alias("src"), F.col("src").alias("dst"))).localCheckpoint()
+    labels = both.select(F.col("src").alias("v")).distinct().select("v", F.col("v").alias("label")).localCheckpoint()
+    rounds = 0
+    while True:
+        rounds += 1
+        proposals = both.join(labels, both.src == labels.v).select(F.col("dst").alias("v"), "label")
+        new = proposals.union(labels).groupBy("v").agg(F.min("label").alias("label")).localCheckpoint()
+        changed = new.join(labels.withColumnRenamed("label", "old"), "v").where("label < old").count()
+        labels = new
+        if not changed:
+            return labels, rounds
+
+
+def cc_large_small_star(spark, edges):
+    from pyspark.sql import functions as F
+
+    e = edges.select(F.greatest("src", "dst").alias("src"), F.least("src", "dst").alias("dst")).distinct()
+    e = e.localCheckpoint()
+    rounds = 0
+    while True:
+        rounds += 1
+        both = e.union(e.select(F.col("dst").alias("src"), F.col("src").alias("dst")))
+        m = both.groupBy("src").agg(F.least(F.min("dst"), F.col("src")).alias("m"))
+        large = both.join(m, "src").where(F.col("dst") > F.col("src")).select(
+            F.col("dst").alias("src"), F.col("m").alias("dst")).distinct()
+        oriented = large.select(F.greatest("src", "dst").alias("src"), F.least("src", "dst").alias("dst"))
+        oriented = oriented.where("src != dst")
+        m2 = oriented.groupBy("src").agg(F.min("dst").alias("m"))
+        small = oriented.join(m2, "src").select(F.col("dst").alias("src"), "m").union(
+            m2.select("src", "m")).where("src != m").select(F.col("src"), F.col("m").alias("dst")).distinct()
+        small = small.localCheckpoint()
+        changed = small.exceptAll(e).count() + e.exceptAll(small).count()
+        e = small
+        if not changed:
+            break
+    labels = e.select(F.col("src").alias("v"), F.col("dst").alias("label")).union(
+        e.select(F.col("dst").alias("v"), F.col("dst").alias("label"))).groupBy("v").agg(F.min("label").alias("label"))
+    return labels, rounds
+
+
+def pagerank_dataframe(spark, edges, iterations=20, d=0.85):
+    from pyspark.sql import functions as F
+
+    vertices = edges.select(F.col("src").alias("v")).union(edges.select(F.col("dst").alias("v"))).distinct()
+    vertices = vertices.localCheckpoint()
+    n = vertices.count()
+    out = edges.groupBy("src").agg(F.count("*").alias("out")).localCheckpoint()
+    ranks = vertices.select("v", F.lit(1.0 / n).alias("r")).localCheckpoint()
+    for _ in range(iterations):
+        with_out = ranks.join(out, ranks.v == out.src, "left")
+        dangling = with_out.where(F.col("out").isNull()).agg(F.sum("r")).collect()[0][0] or 0.0
+        contrib = edges.join(with_out.where(F.col("out").isNotNull()), "src").groupBy("dst").agg(
+            F.sum(F.col("r") / F.col("out")).alias("c"))
+        ranks = vertices.join(contrib, vertices.v == contrib.dst, "left").select(
+            "v", ((1 - d) / n + d * (F.coalesce(F.col("c"), F.lit(0.0)) + dangling / n)).alias("r")).localCheckpoint()
+    return ranks
+
+
+def bfs_dataframe(spark, edges, source):
+    from pyspark.sql import functions as F
+
+    dist = spark.createDataFrame([(source, 0)], "v long, d long").localCheckpoint()
+    frontier, rounds = dist, 0
+    while True:
+        rounds += 1
+        reached = frontier.join(edges, frontier.v == edges.src).select(
+            F.col("dst").alias("v"), (F.col("d") + 1).alias("d"))
+        new = reached.distinct().join(dist, "v", "left_anti").localCheckpoint()
+        if not new.count():
+            return dist, rounds
+        dist = dist.union(new).localCheckpoint()
+        frontier = new
+
+
+def to_dict(rows, key, value):
+    return {r[key]: r[value] for r in rows}
+
+
+def bench(spark, m: int, seed: int, slow: bool, report) -> None:
+    src, dst = make_graph(m, seed)
+    table = pa.table({"src": src, "dst": dst})
+    df = spark.createDataFrame(table.to_pandas()).repartition(2).localCheckpoint()
+    df.count()
+    print(f"\n== {m:,} edges, {len(np.unique(np.concatenate([src, dst]))):,} vertices ==")
+
+    ref, t_uf = timed(lambda: ts.graph.union_find(zip(src.tolist(), dst.tolist())))
+    cc_rows, t_ts = timed(lambda: ts.graph.connected_components(df, workers=2).collect())
+    assert to_dict(cc_rows, "vertex", "component") == ref, "ts.graph CC disagrees"
+    (v, c), t_np = timed(lambda: ts.graph.forest(src, dst))
+    assert dict(zip(v.tolist(), c.tolist())) == ref
+    rows = [("connected components", "ts.graph (Spark, 2 workers)", t_ts),
+            ("connected components", "numpy forest, 1 core", t_np),
+            ("connected components", "Python union-find", t_uf)]
+    try:
+        import scipy.sparse as sp
+        from scipy.sparse.csgraph import connected_components as scc
+
+        def scipy_cc():
+            vs, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
+            g = sp.coo_matrix((np.ones(m), (inv[:m], inv[m:])), shape=(len(vs), len(vs))).tocsr()
+            return scc(g, directed=False)
+        _, t_sc = timed(scipy_cc)
+        rows.append(("connected components", "scipy, 1 core", t_sc))
+    except ImportError:
+        pass
+    if slow:
+        (labels, rounds), t_naive = timed(lambda: cc_naive(spark, df))
+        assert to_dict(labels.collect(), "v", "label") == ref, "naive loop disagrees"
+        rows.append(("connected components", f"DataFrame naive loop ({rounds} rounds)", t_naive))
+        (labels, rounds), t_star = timed(lambda: cc_large_small_star(spark, df))
+        got = to_dict(labels.collect(), "v", "label")
+        assert got == ref, "large/small star disagrees"
+        rows.append(("connected components", f"DataFrame large/small-star ({rounds} rounds)", t_star))
+
+    pr_ref, t_pr_np = timed(lambda: ts.graph.pagerank_reference(src, dst, 20))
+    pr_rows, t_pr_ts = timed(lambda: ts.graph.pagerank(df, iterations=20, workers=2).collect())
+    got = to_dict(pr_rows, "vertex", "rank")
+    assert got.keys() == pr_ref.keys() and max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9
+    rows += [("PageRank x20", "ts.graph (Spark, 2 workers)", t_pr_ts),
+             ("PageRank x20", "numpy mat-vec, 1 core", t_pr_np)]
+    if slow:
+        ranks, t_pr_df = timed(lambda: pagerank_dataframe(spark, df).collect())
+        got = to_dict(ranks, "v", "r")
+        assert max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9, "DataFrame PageRank disagrees"
+        rows.append(("PageRank x20", "DataFrame join/groupBy loop", t_pr_df))
+    source = int(src[0])
+    sp_ref, t_dj = timed(lambda: ts.graph.dijkstra_reference(src.tolist(), dst.tolist(), [source]))
+    sp_rows, t_sp = timed(lambda: ts.graph.shortest_paths(df, [source], workers=2).collect())
+    assert {(r.vertex, r.source): r.distance for r in sp_rows} == sp_ref, "ts.graph shortest paths disagree"
+    rows += [("shortest paths, 1 src", "ts.graph (Spark, 2 workers)", t_sp),
+             ("shortest paths, 1 src", "Python heapq Dijkstra", t_dj)]
+    if slow:
+        (dist, rounds), t_bfs = timed(lambda: bfs_dataframe(spark, df, source))
+        assert {(r.v, source): r.d for r in dist.collect()} == sp_ref, "DataFrame relaxation disagrees"
+        rows.append(("shortest paths, 1 src", f"DataFrame relaxation loop ({rounds} rounds)", t_bfs))
+    for algo, method, t in rows:
+        base = next(x for a, mm, x in rows if a == algo and mm.startswith("ts.graph"))
+        line = f"{algo:22} {method:44} {t:9.2f} s   this / ts.graph = {t / base:7.2f}"
+        print(line)
+        report.append((m, line))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="200000,2000000", help="comma-separated edge counts")
+    parser.add_argument("--skip-slow-above", type=int, default=10**12,
+                        help="skip the DataFrame loops above this many edges")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
+    spark = ts.spark.get_session("bench graph", master="local[2]", conf_dir=conf_dir)
+    report: list = []
+    warm = spark.createDataFrame([(1, 2)], "src long, dst long")     # start the Python workers, untimed
+    ts.graph.connected_components(warm, workers=2).collect()
+    for m in (int(s) for s in args.sizes.split(",")):
+        bench(spark, m, args.seed, m <= args.skip_slow_above, report)
+    print(f"\nall methods agree; {len(report)} timings")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import timely_spark as ts
+from timely_spark.graph import GraphInputError, pagerank, pagerank_reference, pagerank_stream
+
+from .graphs import awkward_graph
+
+
+def check(result: pa.Table, table: pa.Table, iterations: int = 20) -> None:
+    ref = pagerank_reference(table["src"].to_numpy(), table["dst"].to_numpy(), iterations)
+    got = dict(zip(result["vertex"].to_pylist(), result["rank"].to_pylist()))
+    assert sorted(got) == sorted(ref)
+    assert max(abs(got[v] - ref[v]) for v in ref) < 1e-9
+    assert abs(sum(got.values()) - 1) < 1e-9
+
+
+@pytest.mark.parametrize("layout", [dict(workers=1), dict(workers=2), dict(workers=1, processes=2)])
+def test_pagerank_matches_numpy_definition(layout):
+    table = awkward_graph(5)
+    check(pagerank(table, timeout=60, **layout), table)
+
+
+def test_dangling_mass_is_redistributed():
+    table = pa.table({"src": [1, 1, 2], "dst": [2, 3, 3]})       # 3 has no out-edge
+    check(pagerank(table, iterations=7, workers=2, timeout=30), table, 7)
+
+
+def test_tolerance_stops_early_with_converged_ranks():
+    table = awkward_graph(6)
+    loose = pagerank(table, iterations=500, tolerance=1e-12, timeout=60)
+    ref = pagerank_reference(table["src"].to_numpy(), table["dst"].to_numpy(), 500)
+    got = dict(zip(loose["vertex"].to_pylist(), loose["rank"].to_pylist()))
+    assert max(abs(got[v] - ref[v]) for v in ref) < 1e-10
+
+
+def test_empty_and_bad_input():
+    empty = pa.table({"src": pa.array([], pa.int64()), "dst": pa.array([], pa.int64())})
+    assert pagerank(empty, workers=2, timeout=30).num_rows == 0
+    with pytest.raises(GraphInputError, match="'dst'"):
+        pagerank(pa.table({"src": [1]}), timeout=30)
+    with pytest.raises(GraphInputError, match="iterations"):
+        pagerank(empty, iterations=0)
+
+
+def test_stream_form_over_epochs_is_cumulative():
+    table = awkward_graph(7)
+    cuts = [0, 500, table.num_rows]
+
+    def work(w):
+        seen = []
+
+        def build(s):
+            inp, edges = s.new_input()
+            pagerank_stream(edges, iterations=10).inspect_time(lambda t, rb: seen.append((t, rb)))
+            return inp
+
+        inp = w.dataflow(build)
+        for epoch in range(2):
+            part = table.slice(cuts[epoch], cuts[epoch + 1] - cuts[epoch])
+            if w.index == epoch:                  # each epoch's edges come in on one worker only
+                inp.send_batch(part)
+            inp.advance_to(epoch + 1)
+        inp.close()
+        while w.step():
+            pass
+        return seen
+
+    per_time: dict = {}
+    for part in ts.execute(work, threads=2, timeout=60):
+        for t, rb in part:
+            per_time.setdefault(t, []).append(rb)
+    assert sorted(per_time) == [0, 1]
+    for epoch in range(2):
+        check(pa.Table.from_batches(per_time[epoch]), table.slice(0, cuts[epoch + 1]), 10)
+    assert np.isclose(sum(sum(rb["rank"].to_pylist()) for rb in per_time[1]), 1)

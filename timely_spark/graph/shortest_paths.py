@@ -1,0 +1,308 @@
+"""Shortest paths from a few sources, vectorized, in a timely loop.
+
+Edges live on the worker their ``src`` hashes to; the best known distance of each
+``(vertex, source)`` lives on the worker the vertex hashes to (the same hash), so
+relaxing a vertex's out-edges is local.  Each round an owner merges the proposals
+it received (one row per ``(vertex, source)``, already reduced to the minimum), and
+only the improved ones are relaxed and sent on: the loop ends when nothing improves.
+Improvements also leave the loop, where a per-time minimum gives the result.
+Loop rounds of an outer time ``T``: 0 new edges in (a restart is broadcast);
+1 every worker seeds the sources found in its edges so far; 2.. relaxation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..dataflow import OperatorBuilder
+from ..dataflow.operators.exchange_by import ExchangeBy, check_batch
+from ..progress import Product, less_equal, sort_key
+from .components_columnar import GraphInputError, edge_arrays
+from .pagerank import broadcast_keys
+
+if TYPE_CHECKING:
+    from ..dataflow import Stream
+
+__all__ = ["shortest_paths", "shortest_paths_stream", "dijkstra_reference"]
+
+PROPOSAL, RESTART = 0, 1
+
+
+def _msgs(vertex: np.ndarray, source: np.ndarray, distance: np.ndarray, kind: int) -> pa.RecordBatch:
+    return pa.record_batch({"vertex": vertex.astype(np.int64, copy=False),
+                            "source": source.astype(np.int64, copy=False),
+                            "distance": distance.astype(np.float64, copy=False),
+                            "kind": np.full(len(vertex), kind, np.int8)})
+
+
+def _min_per_key(v: np.ndarray, s: np.ndarray, d: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """Indices of the best row per (v, s): smallest d, ties won by rows with new == 0."""
+    order = np.lexsort((new, d, s, v))
+    vs, ss = v[order], s[order]
+    first = np.ones(len(order), bool)
+    first[1:] = (vs[1:] != vs[:-1]) | (ss[1:] != ss[:-1])
+    return order[first]
+
+
+class _Round:
+    """Per outer time: the edges so far (sorted by src) and the best distances so far."""
+
+    def __init__(self, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> None:
+        order = np.argsort(src, kind="stable")
+        self.src, self.dst, self.weight = src[order], dst[order], weight[order]
+        self.v = np.zeros(0, np.int64)
+        self.s = np.zeros(0, np.int64)
+        self.d = np.zeros(0)
+
+    def merge(self, v: np.ndarray, s: np.ndarray, d: np.ndarray) -> tuple:
+        """Take the proposals; return the improved (vertex, source, distance)."""
+        new = np.concatenate([np.zeros(len(self.v), np.int8), np.ones(len(v), np.int8)])
+        av, as_, ad = np.concatenate([self.v, v]), np.concatenate([self.s, s]), np.concatenate([self.d, d])
+        keep = _min_per_key(av, as_, ad, new)
+        self.v, self.s, self.d = av[keep], as_[keep], ad[keep]
+        improved = keep[new[keep] == 1]
+        return av[improved], as_[improved], ad[improved]
+
+    def relax(self, v: np.ndarray, s: np.ndarray, d: np.ndarray) -> tuple:
+        lo = np.searchsorted(self.src, v, "left")
+        hi = np.searchsorted(self.src, v, "right")
+        counts = hi - lo
+        rows = np.repeat(np.arange(len(v)), counts)
+        starts = np.repeat(lo - np.cumsum(counts) + counts, counts)
+        edge = starts + np.arange(len(rows))
+        pv, ps, pd = self.dst[edge], s[rows], d[rows] + self.weight[edge]
+        keep = _min_per_key(pv, ps, pd, np.zeros(len(pv), np.int8))
+        return pv[keep], ps[keep], pd[keep]
+
+
+def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optional[str] = None,
+                          src: str = "src", dst: str = "dst") -> "Stream":
+    """Edge record batches in; ``(vertex, source, distance)`` record batches out: at each
+    completed time, for the edges seen so far, the distance from each source (in the
+    graph) to each vertex it reaches -- hop counts (int64) when ``weight`` is None,
+    otherwise the minimum sum of the ``weight`` column (float64, non-negative).
+
+    >>> import pyarrow as pa, timely_spark as ts
+    >>> table = pa.table({"src": [1, 2, 3], "dst": [2, 3, 4]})
+    >>> _ = ts.example(lambda s: shortest_paths_stream(s.to_stream(table), [2])
+    ...                .inspect(lambda rb: print(rb.sort_by("vertex").to_pydict())))
+    {'vertex': [2, 3, 4], 'source': [2, 2, 2], 'distance': [0, 1, 2]}
+    """
+    wanted = _sources(sources)
+    scope = edges.scope
+    name = "ShortestPaths"
+
+    def loop(inner: Any) -> Any:
+        handle, cycle = inner.feedback(1)
+        b = OperatorBuilder(inner, name)
+        edge_in = b.new_input(edges.enter(inner), ExchangeBy([src], name))
+        msg_in = b.new_input(cycle, ExchangeBy(["vertex"], name))
+        out_msgs, msgs = b.new_output("proposals")
+        out_found, found = b.new_output("improvements")
+        b.initial_capability().drop()
+        peers = inner.peers
+        bkeys = broadcast_keys(peers)
+        pending: dict = {}
+        pieces: list = []                     # (outer time, src, dst, weight) routed here
+        rounds: dict = {}
+
+        def step(t: Any, cap: Any, edge_parts: list, msg_parts: list) -> None:
+            outer, k = t.outer, t.inner
+            if k == 0:
+                if edge_parts:
+                    pieces.append((outer, *(np.concatenate([p[i] for p in edge_parts]) for i in range(3))))
+                    out_msgs.session(cap).give_batch([_msgs(bkeys, bkeys, np.zeros(peers), RESTART)])
+                return
+            if k == 1:
+                mine = [p for p in pieces if less_equal(p[0], outer)]
+                empty = np.zeros(0, np.int64)
+                a = np.concatenate([empty] + [p[1] for p in mine])
+                c = np.concatenate([empty] + [p[2] for p in mine])
+                w = np.concatenate([np.zeros(0)] + [p[3] for p in mine])
+                rounds[outer] = _Round(a, c, w)
+                seeds = wanted[np.isin(wanted, np.concatenate([a, c]))]
+                if len(seeds):
+                    out_msgs.session(cap).give_batch([_msgs(seeds, seeds, np.zeros(len(seeds)), PROPOSAL)])
+                return
+            state = rounds.get(outer)
+            if state is None or not msg_parts:
+                return
+            table = pa.Table.from_batches(msg_parts)
+            v, s, d = (table[c].to_numpy() for c in ("vertex", "source", "distance"))
+            better = state.merge(v, s, d)
+            if len(better[0]):
+                out_found.session(cap).give_batch([pa.record_batch(
+                    {"vertex": better[0], "source": better[1], "distance": better[2]})])
+                proposals = state.relax(*better)
+                if len(proposals[0]):
+                    pv, ps, pd = proposals
+                    out_msgs.session(cap).give_batch([_msgs(pv, ps, pd, PROPOSAL)])
+
+        def hold(cap: Any) -> list:
+            entry = pending.get(cap.time)
+            if entry is None:
+                entry = pending[cap.time] = [cap.retain(), [], []]
+            return entry
+
+        def logic() -> None:
+            for cap, data in edge_in:
+                entry = hold(cap)
+                for record in data:
+                    batch = check_batch(record, name)
+                    if batch.num_rows:
+                        entry[1].append(_weighted(batch, src, dst, weight, name))
+            for cap, data in msg_in:
+                hold(cap)[2].extend(data)
+            ef, mf = edge_in.frontier, msg_in.frontier
+            for t in sorted((t for t in pending if not ef.less_equal(t) and not mf.less_equal(t)), key=sort_key):
+                cap, edge_parts, msg_parts = pending.pop(t)
+                step(t if isinstance(t, Product) else Product(*t), cap, edge_parts, msg_parts)
+                cap.drop()
+            for outer in [o for o in rounds if _done(mf, o)]:
+                del rounds[outer]
+
+        b.build(logic, notify=True)
+        msgs.connect_loop(handle)
+        return found.leave()
+
+    best = scope_min(scope.iterative(loop))
+    if weight is None:
+        return best.map(lambda rb: rb.set_column(2, "distance", rb.column(2).cast(pa.int64())))
+    return best
+
+
+def _done(frontier: Any, outer: Any) -> bool:
+    return not any(less_equal(e.outer, outer) for e in frontier.elements())
+
+
+def scope_min(stream: "Stream") -> "Stream":
+    """Per time, the minimum distance per (vertex, source)."""
+    return stream.group_by(["vertex", "source"]).aggregate([("distance", "min")], name="BestDistance").map(
+        lambda rb: rb.rename_columns(["vertex", "source", "distance"]))
+
+
+def _sources(sources: Any) -> np.ndarray:
+    try:
+        values = np.asarray(list(sources))
+    except TypeError:
+        raise GraphInputError(f"sources must be a list of integer vertex ids, got {sources!r}", "sources") from None
+    if values.size and not np.issubdtype(values.dtype, np.integer):
+        raise GraphInputError(f"sources must be integer vertex ids, got {list(sources)!r}", "sources")
+    return np.unique(values.astype(np.int64))
+
+
+def _weighted(batch: pa.RecordBatch, src: str, dst: str, weight: Optional[str], operator: str) -> tuple:
+    a, c = edge_arrays(batch, src, dst, operator)
+    if weight is None:
+        return a, c, np.ones(len(a))
+    if weight not in batch.schema.names:
+        raise GraphInputError(f"{operator}: no weight column {weight!r} (columns: {', '.join(batch.schema.names)})",
+                              weight)
+    column = batch.column(weight)
+    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)) or column.null_count:
+        raise GraphInputError(f"{operator}: weight column {weight!r} must be numeric without nulls", weight)
+    w = column.to_numpy(zero_copy_only=False).astype(np.float64)
+    if len(w) and (np.isnan(w).any() or w.min() < 0):
+        raise GraphInputError(f"{operator}: weight column {weight!r} has negative or NaN weights", weight)
+    return a, c, w
+
+
+def shortest_paths(edges: Any, sources: Sequence[int], weight: Optional[str] = None, src: str = "src",
+                   dst: str = "dst", workers: Optional[int] = None, processes: int = 1,
+                   timeout: Optional[float] = None) -> Any:
+    """``(vertex, source, distance)`` for each source and each vertex it reaches along
+    directed edges: hop counts when ``weight`` is None, else minimum sums of the
+    non-negative ``weight`` column.  A source that is not a vertex of the graph, a
+    negative weight, a missing column raise :class:`~.components_columnar.GraphInputError`.
+
+    Spark DataFrame in: ``workers`` barrier workers (default 2), a DataFrame out
+    (checking the sources runs one small Spark job first); ``pyarrow.Table`` / pandas in:
+    local threads x ``processes``, the same kind out, sorted by vertex, source.
+
+    >>> import pyarrow as pa
+    >>> shortest_paths(pa.table({"src": [1, 2, 1], "dst": [2, 3, 3], "w": [1.0, 1.0, 5.0]}), [1], "w").to_pydict()
+    {'vertex': [1, 2, 3], 'source': [1, 1, 1], 'distance': [0.0, 1.0, 2.0]}
+    """
+    wanted = _sources(sources)
+
+    def build(scope: Any, batches: Any) -> Any:
+        return shortest_paths_stream(batches, wanted.tolist(), None if weight is None else "weight")
+
+    kind = pa.int64() if weight is None else pa.float64()
+    if type(edges).__module__.startswith("pyspark"):
+        from pyspark.sql import functions as F
+
+        from ..spark import transform
+
+        needed = [src, dst] + ([weight] if weight else [])
+        for name in needed:
+            if name not in edges.columns:
+                raise GraphInputError(f"no column {name!r} in the edges (columns: {', '.join(edges.columns)})", name)
+        cols = [F.col(src).cast("long").alias("src"), F.col(dst).cast("long").alias("dst")]
+        if weight:
+            cols.append(F.col(weight).cast("double").alias("weight"))
+        edges = edges.select(*cols)
+        present = edges.select(F.col("src").alias("v")).union(edges.select("dst")).where(
+            F.col("v").isin(wanted.tolist())).distinct().collect()
+        _check_present(wanted, np.array([r.v for r in present], np.int64))
+        schema = f"vertex long, source long, distance {'long' if weight is None else 'double'}"
+        return transform(edges, build, schema, workers=workers or 2, timeout=timeout)
+
+    from .components_columnar import check_table
+    from .local import run_local
+
+    table = edges if isinstance(edges, pa.Table) else pa.Table.from_pandas(edges, preserve_index=False)
+    check_table(table, src, dst)
+    if weight is not None:
+        if weight not in table.column_names:
+            raise GraphInputError(f"no weight column {weight!r} (columns: {', '.join(table.column_names)})", weight)
+        column = table[weight]
+        if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)) or column.null_count:
+            raise GraphInputError(f"weight column {weight!r} must be numeric without nulls", weight)
+        w = column.to_numpy().astype(np.float64)
+        if len(w) and (np.isnan(w).any() or w.min() < 0):
+            raise GraphInputError(f"weight column {weight!r} has negative or NaN weights", weight)
+        table = table.select([src, dst, weight]).rename_columns([src, dst, "weight"])
+    ids = np.concatenate([table[src].to_numpy(), table[dst].to_numpy()]) if table.num_rows else np.zeros(0, np.int64)
+    _check_present(wanted, ids)
+    schema = pa.schema([("vertex", pa.int64()), ("source", pa.int64()), ("distance", kind)])
+    result = run_local(table, src, dst, build, schema, workers or 1, processes, timeout,
+                       extra=() if weight is None else ("weight",))
+    return result if isinstance(edges, pa.Table) else result.to_pandas()
+
+
+def _check_present(wanted: np.ndarray, ids: np.ndarray) -> None:
+    missing = wanted[~np.isin(wanted, ids)]
+    if len(missing):
+        raise GraphInputError(f"sources not in the graph: {missing[:10].tolist()}", "sources")
+
+
+def dijkstra_reference(src: Sequence[int], dst: Sequence[int], sources: Sequence[int],
+                       weight: Optional[Sequence[float]] = None) -> dict:
+    """``{(vertex, source): distance}`` by Dijkstra with heapq, one source at a time.
+
+    >>> dijkstra_reference([1, 2], [2, 3], [1])
+    {(1, 1): 0, (2, 1): 1, (3, 1): 2}
+    """
+    import heapq
+
+    adj: dict = {}
+    for i, (a, c) in enumerate(zip(src, dst)):
+        adj.setdefault(a, []).append((c, 1 if weight is None else weight[i]))
+    result: dict = {}
+    for s in sources:
+        dist = {s: 0 if weight is None else 0.0}
+        heap = [(dist[s], s)]
+        while heap:
+            d, u = heapq.heappop(heap)
+            if d > dist[u]:
+                continue
+            for v, w in adj.get(u, ()):
+                if d + w < dist.get(v, float("inf")):
+                    dist[v] = d + w
+                    heapq.heappush(heap, (d + w, v))
+        result.update({(v, s): d for v, d in dist.items()})
+    return result
