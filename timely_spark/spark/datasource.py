@@ -126,9 +126,11 @@ class TimelyDataSource(DataSource):  # type: ignore[misc,valid-type]
 
     @classmethod
     def name(cls) -> str:
+        """The short name: ``spark.read.format("timely")``."""
         return "timely"
 
     def schema(self) -> Any:
+        """``time``, ``worker`` and the records' columns, from the log's first part file."""
         import pyarrow as pa
         import pyarrow.parquet as pq
         from pyspark.sql.pandas.types import from_arrow_schema
@@ -144,6 +146,7 @@ class TimelyDataSource(DataSource):  # type: ignore[misc,valid-type]
         return from_arrow_schema(pa.schema(fields))
 
     def reader(self, schema: Any) -> "_Reader":
+        """A batch reader: one partition per checked part file, complete times only."""
         return _Reader(self.options, schema)
 
 
