@@ -108,7 +108,8 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
     from .communication.tcp import Mesh, TcpAllocator
 
     fabric = ThreadFabric(threads, offset=process * threads)
-    mesh = Mesh(process, list(addresses), listener, secret, fabric, threads, peer_timeout, connect_timeout)
+    mesh = Mesh(process, list(addresses), listener, secret, fabric, threads, peer_timeout=peer_timeout,
+                connect_timeout=connect_timeout)
     start = time.perf_counter()
     try:
         mesh.connect()

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 __all__ = ["Config", "DEFAULT_PEER_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HANDSHAKE_TIMEOUT", "MAX_HANDSHAKES",
-           "MAX_FRAME", "STOP_GRACE",
-           "CHILD_EXIT_WAIT", "SECRET_ENV", "DEFAULT_PORT", "new_secret", "check_timeout", "check_count",
-           "check_port"]
+           "MAX_FRAME", "STOP_GRACE", "HEARTBEATS_PER_PEER_TIMEOUT", "MIN_HEARTBEAT_INTERVAL",
+           "RETRY_BACKOFF", "MAX_RETRY_BACKOFF", "LISTEN_BACKLOG", "THREAD_JOIN_WAIT", "CHILD_MESSAGE_WAIT",
+           "CHILD_START_WAIT", "RUN_BACKSTOP_SLACK", "POLL_INTERVAL", "CHILD_EXIT_WAIT", "SECRET_ENV", "DEFAULT_PORT",
+           "new_secret", "check_timeout", "check_count", "check_port"]
 
 #: Seconds a peer process may stay silent (not even a heartbeat) before the run fails
 #: with :class:`~timely_spark.errors.WorkerFailure` naming it (``peer_timeout=``).
@@ -41,6 +42,44 @@ MAX_FRAME = 256 * 1024 * 1024
 #: Seconds the other workers get to notice a failure (or a run deadline) and stop,
 #: before their processes are ended.
 STOP_GRACE = 3.0
+
+#: Heartbeats a process sends each peer per ``peer_timeout`` (so one lost or late
+#: heartbeat never fails a run) ...
+HEARTBEATS_PER_PEER_TIMEOUT = 4
+
+#: ... but never more often than every this many seconds.
+MIN_HEARTBEAT_INTERVAL = 0.05
+
+#: Seconds of the first wait before retrying a refused connection or a failed
+#: ``accept()`` (too many open files, aborted connection); it doubles on each retry ...
+RETRY_BACKOFF = 0.01
+
+#: ... up to this many seconds.
+MAX_RETRY_BACKOFF = 1.0
+
+#: Connections the kernel queues for a mesh listener before ``accept()``.
+LISTEN_BACKLOG = 64
+
+#: Seconds granted to each of the mesh's own threads (readers, acceptor, heartbeat)
+#: to end when the mesh shuts down; they are daemon threads, so none can keep a
+#: process alive.
+THREAD_JOIN_WAIT = 5.0
+
+#: Seconds the starting process waits for the rest of a message a worker process
+#: has begun to send (its results or its error).
+CHILD_MESSAGE_WAIT = 60.0
+
+#: Seconds a worker process waits for its configuration from the starting process.
+CHILD_START_WAIT = 120.0
+
+#: Seconds the starting process adds to ``timeout`` + twice :data:`STOP_GRACE` before it
+#: kills worker processes that have not reported their own deadline (a backstop: they
+#: normally end themselves at ``timeout`` + :data:`STOP_GRACE`).
+RUN_BACKSTOP_SLACK = 5.0
+
+#: Seconds between checks while waiting on something that cannot wake us (a child
+#: process, a listener, a peer that is not up yet).
+POLL_INTERVAL = 0.2
 
 #: Seconds to wait for a worker process to exit after the run, before killing it.
 CHILD_EXIT_WAIT = 10.0

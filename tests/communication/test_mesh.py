@@ -113,7 +113,7 @@ def test_duplicate_process_index_is_refused():
     listener = bind_listener()
     port = listener.getsockname()[1]
     fabric = ThreadFabric(1)
-    mesh = Mesh(0, [("127.0.0.1", port), ("127.0.0.1", 1)], listener, b"k", fabric, 1, timeout=5,
+    mesh = Mesh(0, [("127.0.0.1", port), ("127.0.0.1", 1)], listener, b"k", fabric, 1, peer_timeout=5,
                 connect_timeout=10)
     t = threading.Thread(target=mesh.connect, daemon=True)
     t.start()

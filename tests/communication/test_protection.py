@@ -226,7 +226,7 @@ def test_a_silent_peer_fails_the_run_within_its_peer_timeout():
 
     threading.Thread(target=silent_acceptor, daemon=True).start()
     listener = bind_listener("127.0.0.1", 0)
-    m, fabric = mesh(1, [("127.0.0.1", port), listener.getsockname()], listener, timeout=1.0, connect_timeout=10)
+    m, fabric = mesh(1, [("127.0.0.1", port), listener.getsockname()], listener, peer_timeout=1.0, connect_timeout=10)
     start = time.monotonic()
     m.connect()
     while fabric.failure is None and time.monotonic() - start < 10:

@@ -36,7 +36,7 @@ once), and keeps accepting after transient errors (too many open files, aborted
 connections), backing off.
 
 Failure: a peer that closes without saying goodbye, or stays silent (no frame,
-not even a heartbeat) for ``timeout`` seconds, fails the run with
+not even a heartbeat) for ``peer_timeout`` seconds, fails the run with
 :class:`~timely_spark.errors.WorkerFailure` naming it; a peer whose worker raised
 sends the error, which fails the run here with the same error.
 """
@@ -55,7 +55,20 @@ import time
 from typing import Any
 
 from ..errors import WorkerAborted, WorkerFailure
-from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, HANDSHAKE_TIMEOUT, MAX_FRAME, MAX_HANDSHAKES
+from ..runtime import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_PEER_TIMEOUT,
+    HANDSHAKE_TIMEOUT,
+    HEARTBEATS_PER_PEER_TIMEOUT,
+    LISTEN_BACKLOG,
+    MAX_FRAME,
+    MAX_HANDSHAKES,
+    MAX_RETRY_BACKOFF,
+    MIN_HEARTBEAT_INTERVAL,
+    POLL_INTERVAL,
+    RETRY_BACKOFF,
+    THREAD_JOIN_WAIT,
+)
 from .allocator import Allocator, Inbox, LocalPusher, MailboxPusher
 from .codec import decode, encode
 from .thread import ThreadFabric
@@ -80,7 +93,7 @@ def bind_listener(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
-    sock.listen(64)
+    sock.listen(LISTEN_BACKLOG)
     return sock
 
 
@@ -195,7 +208,7 @@ class _Connection:
     def read_loop(self) -> None:
         mesh = self.mesh
         sock = self.sock
-        sock.settimeout(mesh.timeout)
+        sock.settimeout(mesh.peer_timeout)
         expected: dict[tuple[int, int, int], int] = {}
         number = 0
         pending: list[memoryview] = []          # the first frames of a message sent in several
@@ -226,7 +239,7 @@ class _Connection:
             mesh.fail(WorkerFailure(str(exc)))
         except socket.timeout:
             if not self.goodbye.is_set():
-                mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.timeout} s"))
+                mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.peer_timeout} s"))
         except (EOFError, OSError) as exc:
             if not self.goodbye.is_set() and not mesh.closing:
                 mesh.fail(WorkerFailure(f"{self.describe()} closed the connection ({exc})"))
@@ -272,7 +285,7 @@ class Mesh:
     """
 
     def __init__(self, process: int, addresses: list[tuple[str, int]], listener: socket.socket, secret: bytes,
-                 fabric: ThreadFabric, threads: int, timeout: float = DEFAULT_PEER_TIMEOUT,
+                 fabric: ThreadFabric, threads: int, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, max_frame: int = MAX_FRAME,
                  handshake_timeout: float = HANDSHAKE_TIMEOUT) -> None:
         if not secret:
@@ -283,7 +296,7 @@ class Mesh:
         self.secret = secret
         self.fabric = fabric
         self.threads = threads
-        self.timeout = timeout
+        self.peer_timeout = peer_timeout
         self.connect_timeout = connect_timeout
         self.max_frame = max_frame
         self.handshake_timeout = handshake_timeout
@@ -310,7 +323,7 @@ class Mesh:
                     missing = [j for j in range(len(self.addresses)) if j != self.process and j not in self.connections]
                     raise WorkerFailure(f"process {self.process}: no authenticated connection from process(es) "
                                         f"{missing} within {self.connect_timeout} s")
-                self._ready.wait(min(left, 0.5))
+                self._ready.wait(min(left, POLL_INTERVAL))
         for conn in self.connections.values():
             t = threading.Thread(target=conn.read_loop, name=f"timely-read-{self.process}-{conn.peer}", daemon=True)
             t.start()
@@ -321,17 +334,18 @@ class Mesh:
 
     def _connect_to(self, j: int, deadline: float) -> None:
         host, port = self.addresses[j]
-        delay = 0.01
+        delay = RETRY_BACKOFF
         while True:
             try:
-                sock = socket.create_connection((host, port), timeout=max(0.1, min(10.0, deadline - time.monotonic())))
+                wait = max(POLL_INTERVAL, min(self.handshake_timeout, deadline - time.monotonic()))
+                sock = socket.create_connection((host, port), timeout=wait)
                 break
             except OSError as exc:
                 if time.monotonic() + delay > deadline:
                     raise WorkerFailure(f"process {self.process}: cannot connect to process {j} at {host}:{port} "
                                         f"within {self.connect_timeout} s ({exc})") from exc
                 time.sleep(delay)
-                delay = min(delay * 2, 0.5)
+                delay = min(delay * 2, MAX_RETRY_BACKOFF)
         try:
             until = time.monotonic() + self.handshake_timeout
             hello = _recv_exact(sock, len(MAGIC) + NONCE, until)
@@ -368,8 +382,8 @@ class Mesh:
         """Accept connections until stopped; transient errors (EMFILE, ECONNABORTED...)
         back off and go on.  Each connection's handshake runs in its own thread, at most
         MAX_HANDSHAKES at once; more are closed at once."""
-        self.listener.settimeout(0.2)
-        backoff = 0.01
+        self.listener.settimeout(POLL_INTERVAL)
+        backoff = RETRY_BACKOFF
         while not self._stop.is_set():
             try:
                 sock, addr = self.listener.accept()
@@ -380,9 +394,9 @@ class Mesh:
                     return
                 log.warning("timely_spark mesh, process %d: accept failed (%s); retrying", self.process, exc)
                 self._stop.wait(backoff)
-                backoff = min(backoff * 2, 1.0)
+                backoff = min(backoff * 2, MAX_RETRY_BACKOFF)
                 continue
-            backoff = 0.01
+            backoff = RETRY_BACKOFF
             if not self._handshakes.acquire(blocking=False):
                 self._refuse(sock, addr, f"too many connections in their handshake (over {MAX_HANDSHAKES})")
                 continue
@@ -441,7 +455,7 @@ class Mesh:
 
     # ---- running ----------------------------------------------------------------------
     def _heartbeat_loop(self) -> None:
-        interval = max(self.timeout / 4, 0.05)
+        interval = max(self.peer_timeout / HEARTBEATS_PER_PEER_TIMEOUT, MIN_HEARTBEAT_INTERVAL)
         while not self._stop.wait(interval):
             for conn in list(self.connections.values()):
                 conn.control(HEARTBEAT)
@@ -473,7 +487,7 @@ class Mesh:
         if clean:
             for conn in list(self.connections.values()):
                 conn.control(GOODBYE)
-            deadline = time.monotonic() + self.timeout
+            deadline = time.monotonic() + self.peer_timeout
             for conn in list(self.connections.values()):
                 conn.goodbye.wait(max(0.0, deadline - time.monotonic()))
         self.closing = True
@@ -490,7 +504,7 @@ class Mesh:
             pass
         for t in self._threads:
             if t is not threading.current_thread():
-                t.join(timeout=5)
+                t.join(timeout=THREAD_JOIN_WAIT)
 
 
 class _TcpPusher:
