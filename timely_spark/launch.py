@@ -8,7 +8,8 @@ everyone's address, and finally receives the child's results or its error.
 Children print to the parent's stdout and stderr as usual.
 
 Children never outlive the parent: each watches its stdin, and ends itself when the
-parent's end of it closes (the parent exited, was killed, or is done).  The parent
+parent's end of it closes (the parent exited, was killed, or is done); on Linux the
+kernel also kills it when the parent dies (``PR_SET_PDEATHSIG``).  The parent
 handles SIGTERM like Ctrl-C: it ends its children and raises KeyboardInterrupt.
 A run ``timeout`` is enforced by the children themselves (each stops its workers and
 reports :class:`~timely_spark.errors.RunTimeout`), and by the parent as a backstop.
@@ -31,11 +32,21 @@ from typing import IO, Any, Callable, Iterator
 import cloudpickle
 
 from .errors import RunTimeout, WorkerFailure, most_telling
-from .runtime import CHILD_EXIT_WAIT, STOP_GRACE, Config, new_secret
+from .runtime import (
+    CHILD_EXIT_WAIT,
+    CHILD_MESSAGE_WAIT,
+    CHILD_START_WAIT,
+    POLL_INTERVAL,
+    RUN_BACKSTOP_SLACK,
+    STOP_GRACE,
+    Config,
+    new_secret,
+)
 
 __all__ = ["launch_local", "child_main"]
 
 _LEN = struct.Struct("<Q")
+_PR_SET_PDEATHSIG = 1                 # prctl option (linux/prctl.h)
 
 
 def _write(f: IO[bytes], obj: Any) -> None:
@@ -50,7 +61,7 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytes:
         left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError("no message from the child process in time")
-        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+        ready, _, _ = select.select([fd], [], [], min(left, POLL_INTERVAL))
         if not ready:
             continue
         chunk = os.read(fd, n - got)
@@ -73,7 +84,7 @@ class _Child:
         self.fd = read_fd
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")])
-        self.proc = subprocess.Popen([sys.executable, "-m", "timely_spark.child", str(write_fd)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "timely_spark.child", str(write_fd), str(os.getpid())],
                                      stdin=subprocess.PIPE, pass_fds=(write_fd,), env=env)
         os.close(write_fd)
 
@@ -140,20 +151,21 @@ def _launch(fn: Callable, config: Config) -> list:
             addresses.append(value)
         for c in children:
             c.send(addresses)
-        backstop = None if config.timeout is None else time.monotonic() + config.timeout + 2 * STOP_GRACE + 5
+        backstop = (None if config.timeout is None
+                    else time.monotonic() + config.timeout + 2 * STOP_GRACE + RUN_BACKSTOP_SLACK)
         results: list = []
         errors: list[BaseException] = []
         pending = {c.fd: c for c in children}
         outcome: dict[int, list] = {}
         limit = None
         while pending:
-            ready, _, _ = select.select(list(pending), [], [], 0.2)
+            ready, _, _ = select.select(list(pending), [], [], POLL_INTERVAL)
             for fd in ready:
                 c = pending.pop(fd)
                 try:
-                    kind, value = _read(fd, time.monotonic() + 60)
+                    kind, value = _read(fd, time.monotonic() + CHILD_MESSAGE_WAIT)
                 except (EOFError, TimeoutError):
-                    code = c.proc.wait(timeout=10)
+                    code = c.proc.wait(timeout=CHILD_EXIT_WAIT)
                     errors.append(WorkerFailure(f"process {c.index} exited with code {code} without a result"))
                     continue
                 if kind == "result":
@@ -201,19 +213,35 @@ def _watch_parent(fd: int) -> None:
     os._exit(70)
 
 
-def child_main(write_fd: int) -> None:
-    """A child's side of the run (``python -m timely_spark.child FD``): read the config
-    and the worker function from stdin, bind, report the address on pipe ``FD``, run,
-    and report the results or the error."""
+def _die_with_parent(parent: int) -> None:
+    """On Linux, have the kernel kill this process when its parent dies (however it
+    dies), and end at once if the parent ``parent`` is already gone."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):   # no prctl: the stdin watch still ends us
+            pass
+    if parent and os.getppid() != parent:    # the parent died before prctl took effect
+        os._exit(70)
+
+
+def child_main(write_fd: int, parent: int = 0) -> None:
+    """A child's side of the run (``python -m timely_spark.child FD PARENT_PID``): read
+    the config and the worker function from stdin, bind, report the address on pipe
+    ``FD``, run, and report the results or the error."""
+    _die_with_parent(parent)
     from .communication.tcp import bind_listener
     from .process import run_process
 
     out = os.fdopen(write_fd, "wb")
     stdin = sys.stdin.buffer
-    config = _read(stdin.fileno(), time.monotonic() + 120)
+    config = _read(stdin.fileno(), time.monotonic() + CHILD_START_WAIT)
     listener = bind_listener("127.0.0.1", 0)
     _write(out, ("address", listener.getsockname()[:2]))
-    addresses = _read(stdin.fileno(), time.monotonic() + config["connect_timeout"] + 60)
+    addresses = _read(stdin.fileno(), time.monotonic() + config["connect_timeout"] + CHILD_START_WAIT)
     threading.Thread(target=_watch_parent, args=(stdin.fileno(),), name="timely-parent-watch", daemon=True).start()
     message: tuple[str, Any]
     try:
