@@ -14,6 +14,7 @@ processes are started by :mod:`timely_spark.launch`; defaults and validation liv
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
@@ -68,13 +69,16 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
     (2, 60.0, ['--my-flag'])
     """
     parser = argparse.ArgumentParser(add_help=False, prog="timely")
-    parser.add_argument("-w", "--threads", type=int, default=1)
-    parser.add_argument("-n", "--processes", type=int, default=1)
-    parser.add_argument("-p", "--process", type=int, default=None)
-    parser.add_argument("-h", "--hostfile", default=None)
-    parser.add_argument("--timeout", type=float, default=None)
-    parser.add_argument("--peer-timeout", type=float, default=DEFAULT_PEER_TIMEOUT)
+    for flags in _FLAGS:
+        parser.add_argument(*flags, default=None)
     args, rest = parser.parse_known_args(list(argv))
+    threads = _flag(args.threads, "-w/--threads", _count, 1)
+    processes = _flag(args.processes, "-n/--processes", _count, 1)
+    process = _flag(args.process, "-p/--process", _index, None)
+    timeout = _flag(args.timeout, "--timeout", _seconds, None)
+    peer_timeout = _flag(args.peer_timeout, "--peer-timeout", _seconds, DEFAULT_PEER_TIMEOUT)
+    if process is not None and not 0 <= process < processes:
+        raise ValueError(f"-p/--process: process index {process} is not in 0..{processes - 1} (-n {processes})")
     addresses: list[tuple[str, int]] = []
     if args.hostfile:
         with open(args.hostfile) as f:
@@ -86,11 +90,52 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
                 if not sep or not port.isdigit():
                     raise ValueError(f"{args.hostfile}, line {n}: expected host:port, got {line!r}")
                 addresses.append((host.strip("[]"), check_port(f"{args.hostfile}, line {n}", int(port))))
-    elif args.process is not None and args.processes > 1:
-        addresses = [("127.0.0.1", DEFAULT_PORT + i) for i in range(args.processes)]
-    config = Config(threads=args.threads, processes=args.processes, process=args.process,
-                    addresses=addresses, timeout=args.timeout, peer_timeout=args.peer_timeout).check()
+        if len(addresses) < processes:
+            raise ValueError(f"{args.hostfile}: {processes} processes (-n) but {len(addresses)} host:port lines")
+    elif process is not None and processes > 1:
+        addresses = [("127.0.0.1", DEFAULT_PORT + i) for i in range(processes)]
+    config = Config(threads=threads, processes=processes, process=process,
+                    addresses=addresses, timeout=timeout, peer_timeout=peer_timeout).check()
     return config, rest
+
+
+_FLAGS = [("-w", "--threads"), ("-n", "--processes"), ("-p", "--process"), ("-h", "--hostfile"), ("--timeout",),
+          ("--peer-timeout",)]
+
+
+def _index(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(text)
+    return value
+
+
+_WHAT: dict[Callable[[str], Any], str] = {_index: "a whole number >= 0", _count: "a whole number >= 1"}
+
+
+def _flag(text: Optional[str], flag: str, convert: Callable[[str], Any], default: Any) -> Any:
+    """A flag's value converted, its default if absent, or a ValueError naming the flag."""
+    if text is None:
+        return default
+    try:
+        return convert(text)
+    except ValueError:
+        what = _WHAT.get(convert, "a positive number of seconds")
+        raise ValueError(f"{flag} must be {what}, got {text!r}") from None
 
 
 def execute_from_args(fn: Callable[[Worker], R], argv: Sequence[str]) -> list[R]:

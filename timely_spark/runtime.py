@@ -11,6 +11,7 @@ layer may use it.
 
 from __future__ import annotations
 
+import math
 import secrets
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -109,12 +110,12 @@ def check_timeout(name: str, value: Any, allow_none: bool = True) -> Optional[fl
     >>> check_timeout("peer_timeout", -1)
     Traceback (most recent call last):
     ...
-    ValueError: peer_timeout must be a positive number of seconds or None, got -1
+    ValueError: peer_timeout must be a positive, finite number of seconds or None, got -1
     """
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
-        raise ValueError(f"{name} must be a positive number of seconds{' or None' if allow_none else ''}, "
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a positive, finite number of seconds{' or None' if allow_none else ''}, "
                          f"got {value!r}")
     return float(value)
 

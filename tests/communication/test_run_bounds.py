@@ -110,7 +110,19 @@ def test_malformed_parameters_are_refused_by_name(tmp_path):
         ts.execute(lambda w: None, peer_timeout=0)
     with pytest.raises(ValueError, match="timeout"):
         ts.execute_from_args(lambda w: None, ["--timeout", "-5"])
+    with pytest.raises(ValueError, match="timeout"):
+        ts.execute(lambda w: None, timeout=float("inf"))
+    for argv, flag in [(["-w", "abc"], "-w/--threads"), (["-w", "0"], "-w/--threads"),
+                       (["-n", "two"], "-n/--processes"), (["-n", "2", "-p", "-1"], "-p/--process"),
+                       (["-n", "2", "-p", "2"], "-p/--process"), (["--timeout", "soon"], "--timeout"),
+                       (["--timeout", "0"], "--timeout"), (["--peer-timeout", "-3"], "--peer-timeout"),
+                       (["--peer-timeout", "nan"], "--peer-timeout")]:
+        with pytest.raises(ValueError, match=flag):
+            ts.execute_from_args(lambda w: None, argv)
     hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1:2101\n")
+    with pytest.raises(ValueError, match="2 processes .-n. but 1 host:port lines"):
+        ts.execute_from_args(lambda w: None, ["-n", "2", "-p", "0", "-h", str(hosts)])
     hosts.write_text("127.0.0.1:70000\n127.0.0.1:2\n")
     with pytest.raises(ValueError, match="line 1: port must be in 0..65535"):
         ts.execute_from_args(lambda w: None, ["-n", "2", "-p", "0", "-h", str(hosts)])
