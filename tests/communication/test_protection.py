@@ -17,6 +17,7 @@ import pytest
 
 import timely_spark as ts
 from timely_spark.communication.tcp import (
+    CONTROL,
     HEADER,
     MAC,
     MAGIC,
@@ -29,6 +30,7 @@ from timely_spark.communication.tcp import (
     handshake_mac,
 )
 from timely_spark.communication.thread import ThreadFabric
+from timely_spark.runtime import MAX_HANDSHAKES
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = Path(__file__).with_name("mesh_job.py")
@@ -47,7 +49,8 @@ class Evil:
 
 class Proxy:
     """Relays a connection from process 1 to process 0; after the handshake it applies
-    ``attack(frames)`` to the frames going to process 0 (a list of whole frames)."""
+    ``attack(frames)`` to the frames going to process 0 (a list of whole frames) until
+    the attack says it is done: it returns ``(frames to pass on, done)``."""
 
     def __init__(self, target_port, attack):
         self.listener = bind_listener("127.0.0.1", 0)
@@ -92,8 +95,9 @@ class Proxy:
                     frames.append(buf[:size])
                     buf = buf[size:]
                 if frames and not self.attacked.is_set():
-                    frames = self.attack(frames)
-                    self.attacked.set()
+                    frames, done = self.attack(frames)
+                    if done:
+                        self.attacked.set()
                 server.sendall(b"".join(frames))
         except OSError:
             pass
@@ -136,6 +140,11 @@ def forged(marker):
     return header + bomb + os.urandom(TAG)
 
 
+def is_data(frame):
+    channel, *_, length = HEADER.unpack(frame[:HEADER.size])
+    return channel != CONTROL and length > 0
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("how", ["inject", "flip", "replay", "drop"])
 def test_frames_tampered_with_on_the_path_fail_the_run(tmp_path, how):
@@ -143,14 +152,18 @@ def test_frames_tampered_with_on_the_path_fail_the_run(tmp_path, how):
 
     def attack(frames):
         if how == "inject":
-            return [forged(marker)] + frames
+            return [forged(marker)] + frames, True
+        data = [i for i, f in enumerate(frames) if is_data(f)]
+        if not data:                                                      # heartbeats only: wait for data
+            return frames, False
+        i = data[0]
         if how == "flip":
-            first = bytearray(frames[0])
-            first[HEADER.size - 9] ^= 0x01                                 # a bit of the header's kind
-            return [bytes(first)] + frames[1:]
+            frame = bytearray(frames[i])
+            frame[HEADER.size + (len(frame) - HEADER.size - TAG) // 2] ^= 0x01    # one bit of the payload
+            return frames[:i] + [bytes(frame)] + frames[i + 1:], True
         if how == "replay":
-            return [frames[0], frames[0]] + frames[1:]
-        return frames[1:] if len(frames) > 1 else []                      # drop
+            return frames[:i + 1] + [frames[i]] + frames[i + 1:], True
+        return frames[:i] + frames[i + 1:], True                          # drop
 
     procs, outs = run_through_proxy(tmp_path, attack)
     assert procs[0].returncode != 0
@@ -237,26 +250,84 @@ def test_a_silent_peer_fails_the_run_within_its_peer_timeout():
     assert time.monotonic() - start < 5
 
 
-def test_an_oversized_frame_announcement_fails_the_connection_before_allocating():
+def accepting_mesh(**kw):
+    """Process 0 of 2, accepting; returns the mesh, its fabric and the connector's socket
+    and frame key after a real handshake as process 1."""
     listener = bind_listener()
     port = listener.getsockname()[1]
-    m, fabric = mesh(0, [("127.0.0.1", port), ("127.0.0.1", 1)], listener, connect_timeout=10)
+    m, fabric = mesh(0, [("127.0.0.1", port), ("127.0.0.1", 1)], listener, connect_timeout=10, **kw)
     t = threading.Thread(target=m.connect, daemon=True)
     t.start()
     s, challenge, mine, answer = handshake_as_connector(port, b"k")
     t.join(timeout=10)
     assert 1 in m.connections
     send_key, _ = frame_keys(b"k", challenge, mine)
-    header = HEADER.pack(1, 1, 0, 0, 1, 2 << 30)       # 2 GiB, with a valid tag over the header alone
-    s.sendall(header + frame_tag(send_key, 0, [header]))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    deadline = time.monotonic() + 10
+    return m, fabric, s, send_key
+
+
+def wait_for_failure(fabric, seconds=10):
+    deadline = time.monotonic() + seconds
     while fabric.failure is None:
-        assert time.monotonic() < deadline
+        assert time.monotonic() < deadline, "the connection was not failed"
         time.sleep(0.02)
-    assert "announced a frame of 2147483648 bytes" in str(fabric.failure[1])
-    assert "process 1" in str(fabric.failure[1])
+    return str(fabric.failure[1])
+
+
+def test_a_frame_from_another_connection_of_the_same_secret_is_refused():
+    m1, fabric1, s1, key1 = accepting_mesh()
+    m2, fabric2, s2, key2 = accepting_mesh()
+    assert key1 != key2                                # keys are per connection (and so per run)
+    body = pickle.dumps(ts.WorkerFailure("an error sent on connection 1"))
+    header = HEADER.pack(CONTROL, 0, 0, 0, 12, len(body))               # a control ERROR frame
+    frame = header + body + frame_tag(key1, 0, [header, body])
+    s1.sendall(frame)                                  # authentic on connection 1: acted on there
+    assert "an error sent on connection 1" in wait_for_failure(fabric1)
+    s2.sendall(frame)                                  # replayed on connection 2: refused
+    failure = wait_for_failure(fabric2)
+    assert "integrity check" in failure and "process 1" in failure
+    for m, s in ((m1, s1), (m2, s2)):
+        s.close()
+        m.shutdown(clean=False)
+
+
+def test_an_oversized_frame_announcement_fails_the_connection_before_allocating():
+    m, fabric, s, send_key = accepting_mesh()
+    header = HEADER.pack(1, 1, 0, 0, 1, 2 << 30)       # 2 GiB, with a valid tag over the header alone
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    s.sendall(header + frame_tag(send_key, 0, [header]))
+    failure = wait_for_failure(fabric)
+    assert "announced a frame of 2147483648 bytes" in failure and "process 1" in failure
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000     # KiB: nothing like 2 GiB
+    s.close()
+    m.shutdown(clean=False)
+
+
+def test_handshakes_in_flight_are_bounded_and_the_real_peer_still_gets_in():
+    listener = bind_listener()
+    port = listener.getsockname()[1]
+    m, _ = mesh(0, [("127.0.0.1", port), ("127.0.0.1", 1)], listener, handshake_timeout=20, connect_timeout=20)
+    t = threading.Thread(target=m.connect, daemon=True)
+    t.start()
+    idle = []
+    for _ in range(MAX_HANDSHAKES):                    # each holds a handshake slot, saying nothing
+        c = socket.create_connection(("127.0.0.1", port), timeout=5)
+        assert c.recv(len(MAGIC) + NONCE)[:len(MAGIC)] == MAGIC
+        idle.append(c)
+    extra = socket.create_connection(("127.0.0.1", port), timeout=5)
+    assert extra.recv(len(MAGIC) + NONCE) == b""       # closed at once, no greeting
+    assert any(f"over {MAX_HANDSHAKES}" in r for r in m.rejected)
+    for c in idle:                                     # the slots free up as they go
+        c.close()
+    deadline = time.monotonic() + 10
+    while True:
+        s, _, _, answer = handshake_as_connector(port, b"k")
+        if answer:
+            break
+        s.close()
+        assert time.monotonic() < deadline, m.rejected
+        time.sleep(0.1)
+    t.join(timeout=10)
+    assert 1 in m.connections
     s.close()
     m.shutdown(clean=False)
 
@@ -291,6 +362,7 @@ ACCEPT_UNDER_PRESSURE = r"""
 import resource, socket, sys, threading, time
 from timely_spark.communication.tcp import Mesh, bind_listener
 from timely_spark.communication.thread import ThreadFabric
+from timely_spark.runtime import MAX_HANDSHAKES
 
 listener = bind_listener()
 port = listener.getsockname()[1]
