@@ -37,16 +37,28 @@ def test_a_run_that_never_ends_stops_at_its_timeout(layout):
 
 
 @pytest.mark.timeout(60)
-def test_a_worker_stuck_in_its_own_code_is_reported_and_its_process_ended():
+@pytest.mark.parametrize("layout", [dict(threads=2), dict(processes=2)], ids=["threads", "processes"])
+def test_a_worker_stuck_in_its_own_code_is_reported_and_no_process_is_left(tmp_path, layout):
+    folder = str(tmp_path)
+
     def work(worker):
+        with open(os.path.join(folder, f"{os.getpid()}-{worker.index}"), "w"):
+            pass
         if worker.index == 1:
-            time.sleep(600)
+            time.sleep(60)                         # never steps again (a thread cannot be killed)
         return worker.index
 
     start = time.monotonic()
-    with pytest.raises(ts.RunTimeout, match="worker 1"):
-        ts.execute(work, processes=2, timeout=3)
-    assert time.monotonic() - start < 3 + 20
+    with pytest.raises(ts.RunTimeout, match="worker 1: still in its own code") as err:
+        ts.execute(work, timeout=5, **layout)
+    assert time.monotonic() - start < 5 + 15
+    assert err.value.timeout == 5
+    pids = {int(p.name.split("-")[0]) for p in tmp_path.iterdir()} - {os.getpid()}
+    assert len(pids) == (2 if "processes" in layout else 0)
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [p for p in pids if alive(p)] == [], "a worker process outlived the run"
 
 
 PARENT = textwrap.dedent("""
