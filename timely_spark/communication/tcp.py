@@ -54,7 +54,7 @@ import threading
 import time
 from typing import Any
 
-from ..errors import WorkerAborted, WorkerFailure
+from ..errors import TimelyError, WorkerAborted, WorkerError, WorkerFailure
 from ..runtime import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_PEER_TIMEOUT,
@@ -205,6 +205,15 @@ class _Connection:
                             "reordered, replayed or dropped on the way)")
         return channel, source, target, seq, kind, body
 
+    def _relayed_error(self, body: memoryview) -> BaseException:
+        """The error a peer reported (its frame authenticated): timely_spark's errors as
+        they are (a WorkerError names the peer's worker); anything else as a failure of
+        the peer."""
+        exc = pickle.loads(body)
+        if isinstance(exc, TimelyError):
+            return exc
+        return WorkerFailure(f"{self.describe()} failed: {exc!r}")
+
     def read_loop(self) -> None:
         mesh = self.mesh
         sock = self.sock
@@ -227,7 +236,7 @@ class _Connection:
                     if kind == GOODBYE:
                         self.goodbye.set()
                     elif kind == ERROR:
-                        mesh.fail(pickle.loads(body), remote=True)
+                        mesh.fail(self._relayed_error(body), remote=True)
                     continue
                 key = (channel, source, target)
                 if seq != expected.get(key, 0):
@@ -470,8 +479,7 @@ class Mesh:
 
     def fail(self, exc: BaseException, remote: bool = False) -> None:
         """Fail the run with ``exc``; ``remote``: a peer reported it (it names its worker)."""
-        worker = getattr(exc, "worker", None)
-        self.fabric.fail(worker if isinstance(worker, int) else -1, exc, relayed=remote)
+        self.fabric.fail(exc.worker if isinstance(exc, WorkerError) else -1, exc, relayed=remote)
 
     def report_error(self, exc: BaseException) -> None:
         """Tell every peer that this process failed with ``exc``."""
