@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 from .communication.thread import ThreadFabric
 from .dataflow.worker import Worker
 from .errors import RunTimeout, WorkerAborted, WorkerError, WorkerFailure, operator_of, picklable
-from .runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE
+from .runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, check_count, check_timeout
 
 __all__ = ["run_threads", "run_process", "raise_failure"]
 
@@ -48,10 +48,11 @@ def as_worker_error(index: int, exc: BaseException) -> BaseException:
 
 
 def run_threads(fn: Callable[[Worker], Any], fabric: ThreadFabric, allocators: list,
-                timeout: Optional[float] = None) -> list:
+                timeout: Optional[float] = None, started: Optional[float] = None) -> list:
     """Run ``fn(worker)`` for each allocator and return the results in worker order.
 
-    With a ``timeout``, once it passes every worker is stopped at its next step and the
+    With a ``timeout`` (counted from ``started``, a ``time.monotonic()`` reading, by
+    default now), once it passes every worker is stopped at its next step and the
     run's failure becomes a :class:`~timely_spark.errors.RunTimeout` naming what each
     unfinished worker was doing; a worker stuck in its own code (never stepping) is
     left behind as a daemon thread after a short grace.
@@ -65,7 +66,7 @@ def run_threads(fn: Callable[[Worker], Any], fabric: ThreadFabric, allocators: l
                              name=f"timely-worker-{a.index}", daemon=True) for a in allocators]
     for t in pool:
         t.start()
-    deadline = None if timeout is None else time.monotonic() + timeout
+    deadline = None if timeout is None else (time.monotonic() if started is None else started) + timeout
     for t in pool:
         t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
     if any(t.is_alive() for t in pool):
@@ -101,14 +102,27 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
 
     ``listener`` is this process's bound listening socket (``addresses[process]``).
     ``peer_timeout``: seconds of a peer's silence before it counts as failed;
-    ``timeout``: a bound on the whole run (None: no bound).  Raises WorkerError,
-    WorkerFailure or RunTimeout if the run fails anywhere.  ``stats``, if given,
-    receives ``connect_seconds`` (building the mesh) and ``run_seconds``.
+    ``timeout``: a bound on the whole run, connecting included (None: no bound).
+    Raises WorkerError, WorkerFailure or RunTimeout if the run fails anywhere, and a
+    ValueError naming a malformed parameter.  ``stats``, if given, receives
+    ``connect_seconds`` (building the mesh) and ``run_seconds``.
     """
     from .communication.tcp import Mesh, TcpAllocator
 
+    began = time.monotonic()
+    check_count("threads", threads)
+    check_count("processes", processes)
+    if isinstance(process, bool) or not isinstance(process, int) or not 0 <= process < processes:
+        raise ValueError(f"process must be an index in 0..{processes - 1}, got {process!r}")
+    if len(addresses) < processes:
+        raise ValueError(f"{processes} processes but only {len(addresses)} addresses")
+    peer_timeout = check_timeout("peer_timeout", peer_timeout, allow_none=False)  # type: ignore[assignment]
+    connect_timeout = check_timeout("connect_timeout", connect_timeout, allow_none=False)  # type: ignore[assignment]
+    timeout = check_timeout("timeout", timeout)
+    if timeout is not None:
+        connect_timeout = min(connect_timeout, timeout)
     fabric = ThreadFabric(threads, offset=process * threads)
-    mesh = Mesh(process, list(addresses), listener, secret, fabric, threads, peer_timeout=peer_timeout,
+    mesh = Mesh(process, list(addresses)[:processes], listener, secret, fabric, threads, peer_timeout=peer_timeout,
                 connect_timeout=connect_timeout)
     start = time.perf_counter()
     try:
@@ -121,7 +135,7 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
         stats["connect_seconds"] = connected - start
     peers = processes * threads
     allocators = [TcpAllocator(process * threads + t, fabric, mesh, peers) for t in range(threads)]
-    results = run_threads(fn, fabric, allocators, timeout)
+    results = run_threads(fn, fabric, allocators, timeout, started=began)
     if stats is not None:
         stats["run_seconds"] = time.perf_counter() - connected
     failure = fabric.failure

@@ -131,6 +131,19 @@ def test_malformed_parameters_are_refused_by_name(tmp_path):
                        (["--peer-timeout", "nan"], "--peer-timeout")]:
         with pytest.raises(ValueError, match=flag):
             ts.execute_from_args(lambda w: None, argv)
+    from timely_spark.communication.tcp import bind_listener
+    from timely_spark.execute import run_process
+
+    listener = bind_listener()
+    two = [("127.0.0.1", 1), listener.getsockname()]
+    for kw, name in [(dict(peer_timeout=0), "peer_timeout"), (dict(timeout=-2), "timeout"),
+                     (dict(connect_timeout=None), "connect_timeout"), (dict(processes="2"), "processes"),
+                     (dict(threads=0), "threads"), (dict(process=2), "process")]:
+        args = {**dict(process=1, processes=2, threads=1), **kw}
+        with pytest.raises(ValueError, match=name):
+            run_process(lambda w: None, args.pop("process"), args.pop("processes"), args.pop("threads"), two,
+                        listener, b"k", **args)
+    listener.close()
     hosts = tmp_path / "hosts"
     hosts.write_text("127.0.0.1:2101\n")
     with pytest.raises(ValueError, match="2 processes .-n. but 1 host:port lines"):
