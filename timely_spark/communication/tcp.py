@@ -73,7 +73,7 @@ from .allocator import Allocator, Inbox, LocalPusher, MailboxPusher
 from .codec import decode, encode
 from .thread import ThreadFabric
 
-__all__ = ["Mesh", "TcpAllocator", "bind_listener", "frame_keys", "frame_tag", "handshake_mac"]
+__all__ = ["Mesh", "TcpAllocator", "bind_listener", "frame_keys", "frame_tag", "handshake_mac", "recv_exact"]
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def handshake_mac(secret: bytes, *parts: bytes) -> bytes:
     return hmac.new(secret, b"".join(parts), hashlib.sha256).digest()
 
 
-def _recv_exact(sock: socket.socket, n: int, deadline: float = 0.0) -> bytearray:
+def recv_exact(sock: socket.socket, n: int, deadline: float = 0.0) -> bytearray:
     """Exactly ``n`` bytes; with a ``deadline`` (monotonic), raise socket.timeout past it."""
     buf = bytearray(n)
     view = memoryview(buf)
@@ -193,13 +193,13 @@ class _Connection:
     def _read_frame(self, number: int) -> tuple[int, int, int, int, int, memoryview]:
         """The next frame, its tag checked before anything of it is used."""
         sock = self.sock
-        header = _recv_exact(sock, HEADER.size)
+        header = recv_exact(sock, HEADER.size)
         channel, source, target, seq, kind, length = HEADER.unpack(header)
         if length > self.mesh.max_frame:
             raise _BadFrame(f"{self.describe()} announced a frame of {length} bytes, over the limit of "
                             f"{self.mesh.max_frame}")
-        body = memoryview(_recv_exact(sock, length)) if length else memoryview(b"")
-        tag = bytes(_recv_exact(sock, TAG))
+        body = memoryview(recv_exact(sock, length)) if length else memoryview(b"")
+        tag = bytes(recv_exact(sock, TAG))
         if not hmac.compare_digest(tag, frame_tag(self._recv_key, number, [header, body])):
             raise _BadFrame(f"a frame from {self.describe()} failed its integrity check (injected, altered, "
                             "reordered, replayed or dropped on the way)")
@@ -357,14 +357,14 @@ class Mesh:
                 delay = min(delay * 2, MAX_RETRY_BACKOFF)
         try:
             until = time.monotonic() + self.handshake_timeout
-            hello = _recv_exact(sock, len(MAGIC) + NONCE, until)
+            hello = recv_exact(sock, len(MAGIC) + NONCE, until)
             if bytes(hello[:len(MAGIC)]) != MAGIC:
                 raise WorkerFailure(f"{host}:{port} is not a timely_spark mesh listener")
             challenge = bytes(hello[len(MAGIC):])
             mine = os.urandom(NONCE)
             me = struct.pack("<I", self.process)
             sock.sendall(MAGIC + me + mine + handshake_mac(self.secret, b"connect", challenge, me, mine))
-            answer = bytes(_recv_exact(sock, MAC, until))
+            answer = bytes(recv_exact(sock, MAC, until))
             them = struct.pack("<I", j)
             if not hmac.compare_digest(answer, handshake_mac(self.secret, b"accept", mine, challenge, them)):
                 raise WorkerFailure(f"the listener at {host}:{port} (process {j}) did not prove the run's secret: "
@@ -435,7 +435,7 @@ class Mesh:
             sock.settimeout(self.handshake_timeout)
             challenge = os.urandom(NONCE)
             sock.sendall(MAGIC + challenge)
-            reply = bytes(_recv_exact(sock, len(MAGIC) + 4 + NONCE + MAC, until))
+            reply = bytes(recv_exact(sock, len(MAGIC) + 4 + NONCE + MAC, until))
         except socket.timeout:
             return self._refuse(sock, addr, f"handshake not done within {self.handshake_timeout} s")
         except (OSError, EOFError) as exc:

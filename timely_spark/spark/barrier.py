@@ -1,31 +1,37 @@
 """One timely worker per Spark barrier task.
 
 Inside a barrier task: bind a listener on the host Spark gave the task (port 0,
-kept bound), swap ``host:port`` with every task through
-``BarrierTaskContext.allGather``, build the authenticated mesh with the secret the
-driver shipped in the task's closure, run the worker, and close everything.
+kept bound), learn every task's ``host:port`` -- through the driver's rendezvous
+(:mod:`.rendezvous`) when the job has a ticket, else through
+``BarrierTaskContext.allGather`` -- build the authenticated mesh with the secret the
+driver shipped in the task's closure, run the worker, and close everything.  If the
+worker fails, the error is also reported to the driver's rendezvous, so that the
+driver can raise it as it is (see :mod:`.job_errors`).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Optional
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Optional
 
 from ..communication.tcp import bind_listener
 from ..process import run_process
 from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT
+from .rendezvous import Ticket, meet, report_failure
 
-__all__ = ["run_in_barrier_task"]
+__all__ = ["run_in_barrier_task", "reporting_failures"]
 
 
 def run_in_barrier_task(fn: Callable[[Any], Any], secret: bytes, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
-                        timeout: Optional[float] = None, stats: Optional[dict] = None) -> tuple[int, Any]:
+                        timeout: Optional[float] = None, stats: Optional[dict] = None,
+                        ticket: Optional[Ticket] = None) -> tuple[int, Any]:
     """Run ``fn(worker)`` as this barrier task's worker; return ``(index, result)``.
 
     Raises the run's WorkerError / WorkerFailure.  ``stats`` receives the time spent
-    binding and swapping addresses (``gather_seconds``) and connecting the mesh
-    (``connect_seconds``).
+    binding and swapping addresses (``gather_seconds``, and ``met_through``: ``driver``
+    or ``allGather``) and connecting the mesh (``connect_seconds``).
     """
     from pyspark import BarrierTaskContext
 
@@ -36,10 +42,26 @@ def run_in_barrier_task(fn: Callable[[Any], Any], secret: bytes, peer_timeout: f
     start = time.perf_counter()
     listener = bind_listener(host, 0)
     port = listener.getsockname()[1]
-    addresses = [tuple(json.loads(a)) for a in ctx.allGather(json.dumps([host, port]))]
+    if ticket is not None:
+        addresses = meet(ticket, ctx.stageId(), index, len(infos), host, port)
+    else:
+        addresses = [tuple(json.loads(a)) for a in ctx.allGather(json.dumps([host, port]))]
     if stats is not None:
         stats["gather_seconds"] = time.perf_counter() - start
+        stats["met_through"] = "driver" if ticket is not None else "allGather"
     results = run_process(fn, index, len(addresses), 1, addresses, listener, secret,
                           peer_timeout=peer_timeout, connect_timeout=max(peer_timeout, DEFAULT_CONNECT_TIMEOUT),
                           timeout=timeout, stats=stats)
     return index, results[0]
+
+
+@contextmanager
+def reporting_failures(ticket: Optional[Ticket]) -> Iterator[None]:
+    """``with reporting_failures(ticket): ...`` -- an error leaving the block is first
+    reported to the driver's rendezvous (if the job has a ticket), then re-raised."""
+    try:
+        yield
+    except Exception as exc:
+        if ticket is not None:
+            report_failure(ticket, exc)
+        raise

@@ -15,9 +15,11 @@ from typing import Any, Callable, Iterator, Optional
 import cloudpickle
 
 from ..errors import TimelyError
-from ..runtime import DEFAULT_PEER_TIMEOUT, check_timeout, new_secret
-from .barrier import run_in_barrier_task
+from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, check_timeout, new_secret
+from .barrier import reporting_failures, run_in_barrier_task
+from .job_errors import install as install_error_translation
 from .preflight import check_session, task_slots
+from .rendezvous import Ticket, session_rendezvous
 
 __all__ = ["transform", "SchemaMismatch"]
 
@@ -106,6 +108,19 @@ def _fit_to_slots(df: Any) -> Any:
     return df.repartition(slots)
 
 
+def _ticket(df: Any, secret: bytes, peer_timeout: float) -> Optional[Ticket]:
+    """A rendezvous ticket for the job's tasks (kept open: the result may run again
+    later), and the driver's error translation installed -- or None over Spark
+    Connect, where the tasks meet through ``allGather`` and errors stay Spark's."""
+    try:
+        sc = df.sparkSession.sparkContext
+    except Exception:  # Spark Connect
+        return None
+    install_error_translation()
+    service = session_rendezvous(sc, df.sparkSession.conf)
+    return None if service is None else service.open(secret, max(peer_timeout, DEFAULT_CONNECT_TIMEOUT))
+
+
 def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool = False,
               workers: Optional[int] = None, timeout: Optional[float] = None,
               peer_timeout: float = DEFAULT_PEER_TIMEOUT) -> Any:
@@ -126,6 +141,12 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     also works over Spark Connect.  Before planning, ``SparkSetupError`` if the session
     cannot run ``workers`` barrier tasks at once.
 
+    Errors surface in the action that runs the result (``collect``, ``write``...):
+    a worker's error as ``WorkerError`` (worker, operator, original traceback), an
+    output that does not fit ``schema`` as ``SchemaMismatch``, executors that cannot
+    import the package as ``SparkSetupError`` -- each with Spark's error as its
+    ``__cause__`` (over Spark Connect, Spark's error, whose text holds the cause).
+
         counts = ts.spark.transform(
             words_df,
             lambda scope, batches: batches.group_by("word").aggregate([([], "count_all")]),
@@ -141,6 +162,7 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
         df = _fit_to_slots(df)
     build_bytes = cloudpickle.dumps(build, protocol=5)
     secret = new_secret()
+    ticket = _ticket(df, secret, peer_timeout)
 
     def func(batches: Iterator[Any]) -> Iterator[Any]:
         user_build = cloudpickle.loads(build_bytes)
@@ -161,7 +183,8 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
             inp.close()
             return out
 
-        index, records = run_in_barrier_task(work, secret, peer_timeout, timeout)
-        yield from _to_batches(records, arrow_schema, rows, index)
+        with reporting_failures(ticket):
+            index, records = run_in_barrier_task(work, secret, peer_timeout, timeout, ticket=ticket)
+            yield from _to_batches(records, arrow_schema, rows, index)
 
     return df.mapInArrow(func, struct, barrier=True)

@@ -8,10 +8,13 @@ from typing import Any, Callable, Optional
 import cloudpickle
 
 from ..errors import RunTimeout, TimelyError, most_telling, picklable
-from ..runtime import DEFAULT_PEER_TIMEOUT, STOP_GRACE, check_timeout, new_secret
+from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, check_timeout, new_secret
 from .barrier import run_in_barrier_task
 from .cancel import cancelled_on_interrupt_or_deadline
+from .job_errors import install as install_error_translation
+from .job_errors import spark_summary, timely_cause
 from .preflight import check_session, task_slots
+from .rendezvous import Ticket, session_rendezvous
 
 __all__ = ["run", "SparkJobError"]
 
@@ -22,7 +25,8 @@ class SparkJobError(TimelyError):
     """The barrier job itself failed (a task or executor died, Spark gave up)."""
 
 
-def _partition_fn(fn_bytes: bytes, secret: bytes, peer_timeout: float, timeout: Optional[float]) -> Callable:
+def _partition_fn(fn_bytes: bytes, secret: bytes, peer_timeout: float, timeout: Optional[float],
+                  ticket: Optional[Ticket]) -> Callable:
     def partition(_: Any) -> Any:
         from pyspark import BarrierTaskContext
 
@@ -30,7 +34,7 @@ def _partition_fn(fn_bytes: bytes, secret: bytes, peer_timeout: float, timeout: 
         stats: dict = {}
         index = BarrierTaskContext.get().partitionId()
         try:
-            index, result = run_in_barrier_task(fn, secret, peer_timeout, timeout, stats)
+            index, result = run_in_barrier_task(fn, secret, peer_timeout, timeout, stats, ticket)
             outcome = ("ok", result)
         except Exception as exc:  # after the mesh is up, every task reports instead of raising
             outcome = ("error", picklable(exc))
@@ -39,20 +43,16 @@ def _partition_fn(fn_bytes: bytes, secret: bytes, peer_timeout: float, timeout: 
     return partition
 
 
-def _short(exc: BaseException, limit: int = 4000) -> str:
-    text = str(exc)
-    return text if len(text) <= limit else text[:limit] + " ..."
-
-
 def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max_attempts: int = 1,
         timeout: Optional[float] = None, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
         stats: Optional[dict] = None) -> list:
     """Run ``fn(worker)`` in ``workers`` Spark barrier tasks (default: all task slots)
     and return the results in worker order.
 
-    Each task binds a listener on its host, swaps addresses with ``allGather``,
-    builds the authenticated mesh (secret made here, shipped in the task closure)
-    and runs one worker.  Before launching, a clear ``SparkSetupError`` when the
+    Each task binds a listener on its host, learns the others' addresses through the
+    driver's rendezvous (or ``allGather``, see :mod:`.rendezvous`), builds the
+    authenticated mesh (secret made here, shipped in the task closure) and runs one
+    worker.  Before launching, a clear ``SparkSetupError`` when the
     session is stopped, dynamic allocation is on, or there are fewer task slots than
     workers.  An error in a worker is raised here as ``WorkerError`` (worker index,
     operator, original traceback).  Spark does not retry a failed barrier stage;
@@ -64,7 +64,8 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     job is cancelled if the tasks do not end by themselves).  ``peer_timeout`` is how
     long a task may stay silent before the others fail.  Ctrl-C (KeyboardInterrupt)
     cancels the barrier job.  ``SparkJobError`` is raised only when Spark itself
-    failed the job (an executor died...), its message leading with the cause.
+    failed the job (an executor died...), its message leading with the cause;
+    ``SparkSetupError`` if the executors cannot import timely_spark.
 
         results = ts.spark.run(spark, lambda worker: worker.index, workers=2)   # [0, 1]
     """
@@ -77,24 +78,30 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
         workers = task_slots(sc)
         check_session(spark, workers)
     fn_bytes = cloudpickle.dumps(fn, protocol=5)
+    install_error_translation()
+    service = session_rendezvous(sc, getattr(spark, "conf", None))
     failure: Optional[BaseException] = None
     for attempt in range(1, max_attempts + 1):
         secret = new_secret()
+        ticket = None if service is None else service.open(secret, max(peer_timeout, DEFAULT_CONNECT_TIMEOUT))
         sc.setJobDescription(f"timely_spark.run: {workers} workers (attempt {attempt} of {max_attempts})")
         backstop = None if timeout is None else timeout + 2 * STOP_GRACE + 10
         try:
             with cancelled_on_interrupt_or_deadline(sc, backstop) as expired:
                 rows = (sc.parallelize(range(workers), workers).barrier()
-                        .mapPartitions(_partition_fn(fn_bytes, secret, peer_timeout, timeout)).collect())
+                        .mapPartitions(_partition_fn(fn_bytes, secret, peer_timeout, timeout, ticket)).collect())
         except Exception as exc:  # the stage failed; Spark will not retry it
             if expired.is_set():
                 assert timeout is not None
                 failure = RunTimeout(timeout, {w: "the barrier task did not end; the job was cancelled"
                                                for w in range(workers)})
+                failure.__cause__ = exc
+            elif isinstance(exc, TimelyError):   # translated already (see job_errors)
+                failure = exc
             else:
-                failure = SparkJobError(f"the barrier job failed (attempt {attempt} of {max_attempts}): "
-                                        f"{_short(exc)}")
-            failure.__cause__ = exc
+                failure = timely_cause(exc) or SparkJobError(
+                    f"the barrier job failed (attempt {attempt} of {max_attempts}): {spark_summary(exc)}")
+                failure.__cause__ = exc
         else:
             decoded = sorted((cloudpickle.loads(r) for r in rows), key=lambda r: r[0])
             errors = [outcome[1] for _, outcome, _ in decoded if outcome[0] == "error"]
@@ -106,6 +113,9 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
             failure = most_telling(errors)
         finally:
             sc.setJobDescription(None)
+            if ticket is not None:
+                assert service is not None
+                service.close(ticket)
         if attempt < max_attempts:
             log.warning("timely_spark.run: attempt %d of %d failed (%s); retrying", attempt, max_attempts,
                         str(failure).splitlines()[0])

@@ -1,0 +1,103 @@
+"""Spark's errors of timely jobs, turned back into the package's own.
+
+When a barrier task fails, Spark reports a ``Py4JJavaError`` of several kilobytes
+with the Python cause somewhere inside.  Tasks of a job with a rendezvous ticket
+report their error to the driver (see :mod:`.rendezvous`); :func:`timely_cause`
+finds the reported error that a Spark error is about (its first line appears in
+Spark's text), or recognizes an executor that cannot import the package.
+
+:func:`install` adds this translation to every Spark call of the driver, the way
+PySpark itself turns Java errors into Python ones (by wrapping py4j's
+``get_return_value``): an action on a ``transform`` result that fails in a worker
+raises ``WorkerError`` (or ``SchemaMismatch``...) with Spark's error as its
+``__cause__``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Callable, Optional
+
+from .preflight import SparkSetupError
+from .rendezvous import all_services
+
+__all__ = ["install", "timely_cause", "spark_summary", "SHIPPING_DOCS"]
+
+SHIPPING_DOCS = "README.md, section 'Shipping the package to a cluster'"
+
+_MISSING = re.compile(r"No module named '(timely_spark)(\.[\w.]+)?'")
+_PYTHON_ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Interrupt|Failure|Mismatch|Timeout)\b.*)$", re.M)
+
+
+def _executor_python() -> str:
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    conf = spark.sparkContext.getConf() if spark is not None else None
+    for key in ("spark.pyspark.python", "spark.executorEnv.PYSPARK_PYTHON"):
+        if conf is not None and conf.get(key, None):
+            return str(conf.get(key))
+    return os.environ.get("PYSPARK_PYTHON", "python3")
+
+
+def timely_cause(exc: BaseException) -> Optional[BaseException]:
+    """The package's own error behind Spark error ``exc``: a failure a task of this
+    driver reported, or ``SparkSetupError`` if executors cannot import timely_spark;
+    None if ``exc`` is about something else."""
+    text = str(exc)
+    for service in all_services():
+        for failure in service.failures():
+            first = str(failure).strip().splitlines()[0] if str(failure).strip() else ""
+            if first and first in text:
+                service.claim(failure)
+                return failure
+    missing = _MISSING.search(text)
+    if missing:
+        return SparkSetupError(
+            f"the executors cannot import timely_spark ({missing.group(0)}; executor Python: "
+            f"{_executor_python()}): ship it with the job -- a packed virtual environment through --archives "
+            f"and spark.pyspark.python, or a .zip of the package through --py-files; see {SHIPPING_DOCS}")
+    return None
+
+
+def spark_summary(exc: BaseException, java_lines: int = 3) -> str:
+    """Spark error ``exc`` in a few lines, the Python cause first: the last Python
+    exception line in its text (if any), then at most ``java_lines`` lines of Java."""
+    text = str(exc)
+    python = [m.group(1) for m in _PYTHON_ERROR.finditer(text) if not m.group(1).startswith(("org.", "java."))]
+    java = [line for line in text.splitlines() if line.strip() and not line.startswith(("\tat ", "  "))]
+    head = [python[-1]] if python else []
+    return "\n".join(head + java[:java_lines] + (["..."] if len(java) > java_lines else []))
+
+
+def _from_spark(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Java error reported through py4j (raw or as PySpark wrapped it)."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    return isinstance(exc, (Py4JJavaError, CapturedException))
+
+
+def _translating(original: Callable[..., Any]) -> Callable[..., Any]:
+    def get_return_value(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(*args, **kwargs)
+        except Exception as exc:
+            cause = timely_cause(exc) if _from_spark(exc) else None
+            if cause is None:
+                raise
+            raise cause from exc
+
+    get_return_value.timely_spark_translating = True   # type: ignore[attr-defined]
+    return get_return_value
+
+
+def install() -> None:
+    """Translate the errors of every later Spark call of this driver (idempotent; call
+    again after a new SparkContext, whose start re-installs PySpark's own handler)."""
+    import py4j.java_gateway
+
+    current = py4j.java_gateway.get_return_value
+    if not getattr(current, "timely_spark_translating", False):
+        py4j.java_gateway.get_return_value = _translating(current)
