@@ -44,11 +44,12 @@ def test_worker_errors_in_the_bridge_name_the_worker(spark):
     def build(scope, rows):
         return rows.map(lambda r: {"x": 1 // (scope.index - 1)})
 
-    with pytest.raises(Exception, match="worker 1, operator 'Map' failed: ZeroDivisionError"):
+    with pytest.raises(ts.WorkerError, match="^worker 1, operator 'Map' failed: ZeroDivisionError") as err:
         ts.spark.transform(df, build, "x long", rows=True).collect()
+    assert err.value.worker == 1 and "1 // (scope.index - 1)" in str(err.value)    # the original traceback
 
 
 def test_wrong_output_records_are_a_clear_error(spark):
     df = spark.createDataFrame([(1,)], "x long")
-    with pytest.raises(Exception, match="must carry pyarrow.RecordBatch"):
+    with pytest.raises(TypeError, match="^ts.spark.transform: the output stream must carry pyarrow.RecordBatch"):
         ts.spark.transform(df, lambda scope, s: s.map(lambda rb: "nope"), "x long").collect()

@@ -21,17 +21,18 @@ def test_batches_of_another_layout_are_cast_and_reordered(spark):
 @pytest.mark.parametrize("batch,match", [
     (pa.record_batch({"a": [1], "b": ["x"], "c": [2.5]}), r"worker \d: the output has column\(s\) \['c'\]"),
     (pa.record_batch({"a": [1]}), r"worker \d: the output has no column\(s\) \['b'\]"),
-    (pa.record_batch({"a": [2**40], "b": ["x"]}), r"column 'a' is int64, which does not fit int32"),
+    (pa.record_batch({"a": [2**40], "b": ["x"]}), r"worker \d: column 'a' is int64, which does not fit int32"),
 ])
 def test_a_missing_extra_or_unfitting_column_is_an_error_naming_it(spark, batch, match):
     df = spark.createDataFrame([(1,)], "x long")
-    with pytest.raises(Exception, match=match):
+    with pytest.raises(ts.spark.SchemaMismatch, match="^" + match) as err:    # the cause first, as itself
         ts.spark.transform(df, output_of(batch), "a int, b string").collect()
+    assert err.value.__cause__ is not None         # Spark's own error stays reachable
 
 
 def test_dict_rows_with_an_unknown_key_are_an_error(spark):
     df = spark.createDataFrame([(1,)], "x long")
-    with pytest.raises(Exception, match=r"column\(s\) \['wrong'\]"):
+    with pytest.raises(ts.spark.SchemaMismatch, match=r"^worker \d: output rows have column\(s\) \['wrong'\]"):
         ts.spark.transform(df, lambda scope, s: s.map(lambda r: {"wrong": 1}), "x long", rows=True).collect()
 
 
