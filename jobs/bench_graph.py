@@ -135,7 +135,7 @@ def bench(spark, m: int, seed: int, slow: bool, report) -> None:
     table = pa.table({"src": src, "dst": dst})
     df = spark.createDataFrame(table.to_pandas()).repartition(2).localCheckpoint()
     df.count()
-    print(f"\n== {m:,} edges, {len(np.unique(np.concatenate([src, dst]))):,} vertices ==")
+    print(f"\n== {m:,} edges, {len(ts.graph.sorted_unique(np.concatenate([src, dst]))):,} vertices ==")
 
     ref, t_uf = timed(lambda: ts.graph.union_find(zip(src.tolist(), dst.tolist())))
     cc_rows, t_ts = timed(lambda: arrow_result(ts.graph.connected_components(df, workers=2)))

@@ -16,8 +16,9 @@ from .connected_components import connected_components, label_propagation
 from .pagerank import pagerank, pagerank_reference, pagerank_stream
 from .shortest_paths import dijkstra_reference, shortest_paths, shortest_paths_stream
 from .union_find import find_root, union_find
+from .unique import sorted_unique
 
 __all__ = ["shortest_paths", "shortest_paths_stream", "dijkstra_reference",
            "pagerank", "pagerank_stream", "pagerank_reference",
            "components", "forest", "GraphInputError", "connected_components", "label_propagation",
-           "find_root", "union_find"]
+           "find_root", "union_find", "sorted_unique"]

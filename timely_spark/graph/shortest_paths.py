@@ -22,6 +22,7 @@ from ..dataflow.operators.exchange_by import ExchangeBy, check_batch
 from ..progress import Product, less_equal, sort_key
 from .components_columnar import GraphInputError, edge_arrays
 from .pagerank import broadcast_keys
+from .unique import sorted_unique
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
@@ -191,7 +192,7 @@ def _sources(sources: Any) -> np.ndarray:
         raise GraphInputError(f"sources must be a list of integer vertex ids, got {sources!r}", "sources") from None
     if values.size and not np.issubdtype(values.dtype, np.integer):
         raise GraphInputError(f"sources must be integer vertex ids, got {list(sources)!r}", "sources")
-    return np.unique(values.astype(np.int64))
+    return sorted_unique(values.astype(np.int64))
 
 
 def _weighted(batch: pa.RecordBatch, src: str, dst: str, weight: Optional[str], operator: str) -> tuple:
