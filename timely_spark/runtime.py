@@ -82,6 +82,10 @@ RUN_BACKSTOP_SLACK = 5.0
 #: process, a listener, a peer that is not up yet).
 POLL_INTERVAL = 0.2
 
+PEER_ERROR_GRACE = 1.0
+"""Seconds a worker that cannot send to a peer waits for that peer's own error (sent
+before it closed) to arrive, so that the run reports the cause, not the broken pipe."""
+
 #: Seconds to wait for a worker process to exit after the run, before killing it.
 CHILD_EXIT_WAIT = 10.0
 

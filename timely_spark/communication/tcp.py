@@ -65,6 +65,7 @@ from ..runtime import (
     MAX_HANDSHAKES,
     MAX_RETRY_BACKOFF,
     MIN_HEARTBEAT_INTERVAL,
+    PEER_ERROR_GRACE,
     POLL_INTERVAL,
     RETRY_BACKOFF,
     THREAD_JOIN_WAIT,
@@ -157,6 +158,7 @@ class _Connection:
         self.lock = threading.Lock()
         self.seq: dict[tuple[int, int, int], int] = {}
         self.goodbye = threading.Event()
+        self.reader_done = threading.Event()     # the read loop has ended (after any ERROR frame)
         self.closed = False
         self._send_key, self._recv_key = send_key, recv_key
         self._sent = 0          # frames sent in this direction (the tag's number)
@@ -180,6 +182,9 @@ class _Connection:
                     self._sent += 1
                     _send_parts(self.sock, [header, *chunk, tag])
             except OSError as exc:
+                # A peer that failed sent its error before closing: let the read loop
+                # deliver it first, so that the run reports the peer's error, not this pipe.
+                self.reader_done.wait(PEER_ERROR_GRACE)
                 failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
                 self.mesh.fail(failure)
                 raise failure from exc
@@ -256,6 +261,7 @@ class _Connection:
             mesh.fail(WorkerFailure(f"bad frame from {self.describe()}: {exc}"))
         finally:
             self.goodbye.set()
+            self.reader_done.set()
 
 
 class _BadFrame(Exception):

@@ -18,7 +18,7 @@ import queue
 import threading
 from typing import Any, Optional
 
-from ..errors import WorkerAborted
+from ..errors import WorkerAborted, WorkerFailure
 from .allocator import WAKE, Allocator, Inbox, LocalPusher, MailboxPusher
 
 __all__ = ["ThreadFabric", "ThreadAllocator"]
@@ -38,10 +38,13 @@ class ThreadFabric:
 
     def fail(self, worker: int, exc: BaseException, relayed: bool = False) -> bool:
         """Record the first failure and wake every worker; True if this one was first.
+        A worker's own error replaces a :class:`WorkerFailure` (a lost or broken
+        connection) recorded before it: that failure is what the error caused.
         ``relayed``: the failure was reported by a peer process (not to be reported back)."""
         with self._lock:
             first = self.failure is None
-            if first:
+            caused = not first and isinstance(self.failure[1], WorkerFailure)  # type: ignore[index]
+            if first or (caused and not isinstance(exc, (WorkerFailure, WorkerAborted))):
                 self.failure = (worker, exc)
                 self.failure_relayed = relayed
         for m in self.mailboxes:

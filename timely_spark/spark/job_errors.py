@@ -3,8 +3,8 @@
 When a barrier task fails, Spark reports a ``Py4JJavaError`` of several kilobytes
 with the Python cause somewhere inside.  Tasks of a job with a rendezvous ticket
 report their error to the driver (see :mod:`.rendezvous`); :func:`timely_cause`
-finds the reported error that a Spark error is about (its first line appears in
-Spark's text), or recognizes an executor that cannot import the package.
+finds the job whose reported error a Spark error shows (its first line appears in
+Spark's text) and raises that job's most telling error, or recognizes an executor that cannot import the package.
 
 :func:`install` adds this translation to every Spark call of the driver, the way
 PySpark itself turns Java errors into Python ones (by wrapping py4j's
@@ -19,6 +19,7 @@ import os
 import re
 from typing import Any, Callable, Optional
 
+from ..errors import most_telling
 from .preflight import SparkSetupError
 from .rendezvous import all_services
 
@@ -49,11 +50,10 @@ def timely_cause(exc: BaseException) -> Optional[BaseException]:
     None if ``exc`` is about something else."""
     text = str(exc)
     for service in all_services():
-        for failure in service.failures():
+        for token, failure in service.failures():
             first = str(failure).strip().splitlines()[0] if str(failure).strip() else ""
-            if first and first in text:
-                service.claim(failure)
-                return failure
+            if first and first in text:     # Spark shows one task's error; the job's most telling one wins
+                return most_telling(service.claim(token))
     missing = _MISSING.search(text)
     if missing:
         return SparkSetupError(

@@ -129,7 +129,7 @@ class DriverRendezvous:
         self.port = self.listener.getsockname()[1]
         self._secrets: dict[bytes, tuple[bytes, float]] = {}
         self._groups: dict[tuple[bytes, int], _Group] = {}
-        self._failures: deque[BaseException] = deque(maxlen=REMEMBERED_FAILURES)
+        self._failures: deque[tuple[bytes, BaseException]] = deque(maxlen=REMEMBERED_FAILURES)
         self._cond = threading.Condition()
         self._handshakes = threading.BoundedSemaphore(MAX_HANDSHAKES)
         threading.Thread(target=self._accept_loop, name="timely-rendezvous", daemon=True).start()
@@ -151,18 +151,19 @@ class DriverRendezvous:
                 del self._groups[key]
             self._cond.notify_all()
 
-    def failures(self) -> list[BaseException]:
-        """The errors tasks reported (authenticated), newest first."""
+    def failures(self) -> list[tuple[bytes, BaseException]]:
+        """``(job token, error)`` of the errors tasks reported (authenticated), newest first."""
         with self._cond:
             return list(reversed(self._failures))
 
-    def claim(self, failure: BaseException) -> None:
-        """Forget a reported error once it has been raised on the driver."""
+    def claim(self, token: bytes) -> list[BaseException]:
+        """Take (and forget) every error the tasks of job ``token`` reported."""
         with self._cond:
-            try:
-                self._failures.remove(failure)
-            except ValueError:
-                pass
+            taken = [exc for t, exc in self._failures if t == token]
+            kept = [(t, exc) for t, exc in self._failures if t != token]
+            self._failures.clear()
+            self._failures.extend(kept)
+            return taken
 
     # ---- serving ---------------------------------------------------------------
     def _accept_loop(self) -> None:
@@ -217,7 +218,7 @@ class DriverRendezvous:
             except Exception as exc:  # a class the driver cannot import: keep what can be said
                 failure = WorkerFailure(f"a task failed with an error the driver cannot load ({exc!r})")
             with self._cond:
-                self._failures.append(failure)
+                self._failures.append((token, failure))
             return {"ok": True}
         return self._meet(token, int(request["stage"]), int(request["index"]), int(request["workers"]),
                           [str(request["host"]), int(request["port"])], wait)
