@@ -16,10 +16,14 @@ from ..capture.arrow_times import mask_at
 from ..capture.log_index import Scan
 from ..capture.parquet import RESERVED, EventLogError
 
-__all__ = ["ROWS_PER_PARTITION", "ScanPartition", "partitions", "read_partition", "arrow_schema"]
+__all__ = ["ROWS_PER_PARTITION", "BATCH_ROWS", "ScanPartition", "partitions", "read_partition", "arrow_schema"]
 
 #: Rows per Spark input partition of an event-log read (whole files are never split).
 ROWS_PER_PARTITION = 500_000
+
+#: Rows per Arrow record batch handed to Spark: small enough that the JVM converts one
+#: batch while Python reads the next.
+BATCH_ROWS = 65_536
 
 try:
     from pyspark.sql.datasource import InputPartition
@@ -84,4 +88,4 @@ def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
             continue
         columns = [data["time"], pa.array(np.full(data.num_rows, scan.worker, np.int64))]
         columns += [data[name] for name in records if name not in RESERVED]
-        yield from pa.Table.from_arrays(columns, names=target.names).cast(target).to_batches()
+        yield from pa.Table.from_arrays(columns, names=target.names).cast(target).to_batches(BATCH_ROWS)
