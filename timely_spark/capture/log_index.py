@@ -114,8 +114,9 @@ class LogIndex:
     """An event log directory, scanned incrementally (see the module's docstring).
 
     ``desc`` (the time type, as :func:`timely_spark.progress.timestamp.describe` gives it)
-    lets a snapshot of a log with no part files yet say its frontier (the minimum time);
-    without it such a log is an :class:`EventLogError`.  A file that changes or goes
+    lets a snapshot of a log with no part files yet -- or no directory yet: a stream may
+    start before the job -- say its frontier (the minimum time); without it such a log
+    is an :class:`EventLogError`.  A file that changes or goes
     away after it was read (the log was rewritten) starts the index over; a damaged,
     foreign or missing file raises ``EventLogError`` naming it (see
     :func:`timely_spark.capture.parquet.log_files`).
@@ -143,6 +144,9 @@ class LogIndex:
 
     def snapshot(self) -> LogSnapshot:
         """The log as it is now: its checked part files, summarized, and their frontier."""
+        if self.desc is not None and not _started(Path(self.path)):
+            start = timestamp.minimum_described(self.desc)
+            return LogSnapshot(self.path, self.desc, 0, [], Antichain([start]), {})
         files = log_files(self.path, self._meta)
         if not files and self.desc is None:
             raise EventLogError(f"{self.path}: the event log has no part files yet")
@@ -205,6 +209,11 @@ class LogIndex:
                    for t, d in zip(progress["time"].to_pylist(), progress["diff"].to_pylist())]
         return PartSummary(str(file), int(meta["worker"]), str(meta.get("stream")), _stat(file),
                            [timestamp.from_plain(t, desc) for t in plain], plain, counts, updates)
+
+
+def _started(root: Path) -> bool:
+    """Whether a writer has made the log's directory and a ``worker=<i>`` directory in it."""
+    return root.is_dir() and any(p.name.startswith("worker=") for p in root.iterdir())
 
 
 def _stat(file: Path) -> tuple[int, int]:
