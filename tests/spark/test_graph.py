@@ -35,3 +35,12 @@ def test_shortest_paths_on_spark_match_dijkstra(spark):
     assert got == dijkstra_reference(table["src"].to_pylist(), table["dst"].to_pylist(), sources)
     with pytest.raises(GraphInputError, match="sources"):
         shortest_paths(df, [987654321])
+
+
+@pytest.mark.timeout(60)
+def test_null_ids_on_spark_raise_the_workers_error_naming_the_column(spark):
+    import timely_spark as ts
+
+    df = spark.createDataFrame([(1, 2), (None, 3)], "src long, dst long")
+    with pytest.raises(ts.WorkerError, match=r"^worker \d, operator .*column 'src' has 1 null vertex ids"):
+        connected_components(df, workers=2).collect()

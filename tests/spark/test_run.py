@@ -94,3 +94,14 @@ def test_a_hung_worker_function_ends_at_its_timeout(spark):
     assert time.monotonic() - start < 5 + 30
     assert sorted(err.value.incomplete) == [0, 1] and "Dataflow0" in str(err.value)
     assert ts.spark.run(spark, lambda w: w.index, workers=2) == [0, 1]     # the slots are free again
+
+
+def test_a_crashed_task_is_a_short_spark_job_error_leading_with_the_cause(spark):
+    import os
+
+    with pytest.raises(ts.spark.SparkJobError) as err:
+        ts.spark.run(spark, lambda w: os._exit(3) if w.index == 1 else w.index, workers=2)
+    lines = str(err.value).splitlines()
+    assert lines[0].startswith("the barrier job failed (attempt 1 of 1): Python worker exited unexpectedly")
+    assert len(lines) <= 6 and "\tat " not in str(err.value)          # a few lines, no Java stack
+    assert err.value.__cause__ is not None                          # Spark's whole error stays reachable

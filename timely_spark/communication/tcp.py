@@ -507,9 +507,10 @@ class Mesh:
                 pass
             conn.sock.close()
         try:
-            self.listener.close()
+            self.listener.shutdown(socket.SHUT_RDWR)   # wakes the accept loop at once (Linux)
         except OSError:
             pass
+        self.listener.close()
         for t in self._threads:
             if t is not threading.current_thread():
                 t.join(timeout=THREAD_JOIN_WAIT)

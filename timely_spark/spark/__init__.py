@@ -3,14 +3,19 @@
 * :func:`run` -- ``run(spark, fn, workers=N)``: ``fn(worker)`` in N barrier tasks;
 * :func:`transform` -- a DataFrame through a timely dataflow (``mapInArrow``, barrier);
 * :func:`get_session` -- a session for jobs, from ``conf/spark-defaults.conf``.
+
+Tasks meet through the driver's rendezvous (:mod:`.rendezvous`); their errors come
+back as the package's own exceptions (:mod:`.job_errors`).
 """
 
 from .dataframe import SchemaMismatch, transform
 from .datasource import register
 from .event_log import event_log_frontier, read_event_log
 from .preflight import SparkSetupError, check_session, task_slots
+from .rendezvous import RENDEZVOUS_CONF, RendezvousError
 from .runner import SparkJobError, run
 from .session import get_session, read_conf
 
-__all__ = ["event_log_frontier", "read_event_log", "SchemaMismatch", "SparkJobError", "SparkSetupError",
+__all__ = ["event_log_frontier", "read_event_log", "RENDEZVOUS_CONF", "RendezvousError", "SchemaMismatch",
+           "SparkJobError", "SparkSetupError",
            "check_session", "get_session", "read_conf", "register", "run", "task_slots", "transform"]

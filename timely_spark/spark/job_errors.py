@@ -27,6 +27,8 @@ __all__ = ["install", "timely_cause", "spark_summary", "SHIPPING_DOCS"]
 SHIPPING_DOCS = "README.md, section 'Shipping the package to a cluster'"
 
 _MISSING = re.compile(r"No module named '(timely_spark)(\.[\w.]+)?'")
+_JVM_PACKAGES = ("org.", "java.", "scala.")
+_JAVA_ERROR = re.compile(r"^:?\s*((?:org|java|scala)\.[\w.$]+): (.+)$")
 _PYTHON_ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Interrupt|Failure|Mismatch|Timeout)\b.*)$", re.M)
 
 
@@ -62,13 +64,17 @@ def timely_cause(exc: BaseException) -> Optional[BaseException]:
 
 
 def spark_summary(exc: BaseException, java_lines: int = 3) -> str:
-    """Spark error ``exc`` in a few lines, the Python cause first: the last Python
-    exception line in its text (if any), then at most ``java_lines`` lines of Java."""
+    """Spark error ``exc`` in a few lines, the cause first: the last Python exception
+    line in its text, else the innermost Java exception's message; then at most
+    ``java_lines`` lines of Java."""
     text = str(exc)
-    python = [m.group(1) for m in _PYTHON_ERROR.finditer(text) if not m.group(1).startswith(("org.", "java."))]
-    java = [line for line in text.splitlines() if line.strip() and not line.startswith(("\tat ", "  "))]
-    head = [python[-1]] if python else []
-    return "\n".join(head + java[:java_lines] + (["..."] if len(java) > java_lines else []))
+    lines = [line for line in text.splitlines()
+             if line.strip() and not line.startswith(("\tat ", "  ", "\t...", "An error occurred while calling"))]
+    python = [m.group(1) for m in _PYTHON_ERROR.finditer(text) if not m.group(1).startswith(_JVM_PACKAGES)]
+    java = [m.group(2) for m in map(_JAVA_ERROR.match, lines) if m]
+    cause = python[-1] if python else (java[-1] if java else "")
+    shown = lines[:java_lines] + (["..."] if len(lines) > java_lines else [])
+    return "\n".join(([cause] if cause else []) + shown)
 
 
 def _from_spark(exc: BaseException) -> bool:
