@@ -100,13 +100,11 @@ def stream_delays(spark, path: Path, epochs: int, rows: int, interval: float) ->
             arrived.setdefault(r["time"], now)
             counts[r["time"]] = counts.get(r["time"], 0) + r["count"]
 
+    query = (spark.readStream.format("timely").schema("time long, worker long, key long, value double")
+             .load(str(path)).writeStream.foreachBatch(batch)
+             .option("checkpointLocation", str(path) + "-checkpoint").start())     # before the job starts
     job = threading.Thread(target=ts.execute, args=(work,), kwargs={"threads": 2, "timeout": 600}, daemon=True)
     job.start()
-    deadline = time.monotonic() + 60
-    while not list(path.glob("worker=*/part-*.parquet")) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    query = (spark.readStream.format("timely").load(str(path)).writeStream.foreachBatch(batch)
-             .option("checkpointLocation", str(path) + "-checkpoint").start())
     try:
         job.join(timeout=600)
         deadline = time.monotonic() + 60

@@ -11,7 +11,8 @@ Only the log's own, checked part files are read
 (:func:`timely_spark.capture.parquet.log_files`); a damaged or foreign part file is an
 ``EventLogError`` naming it.  The frontier is computed once per read (per micro-batch),
 on the driver, from the same files the executors read, so a result is a consistent cut
-of a running log.  The schema comes from the log's first part file; a stream over a log
+of a running log (a batch DataFrame keeps the snapshot it was first planned with: load
+again to see newer epochs).  The schema comes from the log's first part file; a stream over a log
 with no files yet needs ``.schema(...)`` (the ``time`` column says the time type).
 
 Register it with :func:`register` (``ts.spark.get_session`` does).  Built on PySpark's

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Optional
 
 from ..capture.log_index import LogIndex, LogSnapshot
+from ..capture.parquet import EventLogError
 from ..progress import timestamp
 from . import offsets
 from .log_scan import arrow_schema, partitions, read_partition
@@ -37,6 +38,8 @@ class TimelyStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
     def __init__(self, path: str, schema: Any) -> None:
         from pyspark.sql.pandas.types import to_arrow_type
 
+        if "time" not in schema.fieldNames():
+            raise EventLogError(f"{path}: a stream over an event log needs a time column, got the schema {schema}")
         self.path = path
         self.schema = schema
         self.desc = timestamp.describe_arrow(to_arrow_type(schema["time"].dataType))
