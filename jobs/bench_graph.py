@@ -7,6 +7,8 @@ Python union-find) and PageRank, 20 iterations (ts.graph on Spark, a DataFrame
 join/groupBy loop, a numpy mat-vec loop of the definition, scipy if importable).
 Shortest paths (hop counts) from one source: ts.graph, a DataFrame relaxation loop,
 Python heapq Dijkstra.  Every method's result is checked equal (PageRank within 1e-9); prints times and ratios.
+Every Spark method is timed up to its whole result on the driver as Arrow
+(``DataFrame.toArrow()``), the same way for each.
 
     python jobs/bench_graph.py --sizes 200000,2000000 [--skip-slow-above 2000000]
 """
@@ -115,8 +117,17 @@ def bfs_dataframe(spark, edges, source):
         frontier = new
 
 
-def to_dict(rows, key, value):
-    return {r[key]: r[value] for r in rows}
+def to_dict(table, key, value):
+    """A result delivered to the driver as a pyarrow.Table, as a dict (untimed)."""
+    return dict(zip(table.column(key).to_pylist(), table.column(value).to_pylist()))
+
+
+def arrow_result(result):
+    """Time a Spark method up to its result on the driver as Arrow (``toArrow``), the
+    same way for every method: ``(DataFrame, rounds)`` or a DataFrame."""
+    if isinstance(result, tuple):
+        return result[0].toArrow(), result[1]
+    return result.toArrow()
 
 
 def bench(spark, m: int, seed: int, slow: bool, report) -> None:
@@ -127,7 +138,7 @@ def bench(spark, m: int, seed: int, slow: bool, report) -> None:
     print(f"\n== {m:,} edges, {len(np.unique(np.concatenate([src, dst]))):,} vertices ==")
 
     ref, t_uf = timed(lambda: ts.graph.union_find(zip(src.tolist(), dst.tolist())))
-    cc_rows, t_ts = timed(lambda: ts.graph.connected_components(df, workers=2).collect())
+    cc_rows, t_ts = timed(lambda: arrow_result(ts.graph.connected_components(df, workers=2)))
     assert to_dict(cc_rows, "vertex", "component") == ref, "ts.graph CC disagrees"
     (v, c), t_np = timed(lambda: ts.graph.forest(src, dst))
     assert dict(zip(v.tolist(), c.tolist())) == ref
@@ -147,34 +158,36 @@ def bench(spark, m: int, seed: int, slow: bool, report) -> None:
     except ImportError:
         pass
     if slow:
-        (labels, rounds), t_naive = timed(lambda: cc_naive(spark, df))
-        assert to_dict(labels.collect(), "v", "label") == ref, "naive loop disagrees"
+        (labels, rounds), t_naive = timed(lambda: arrow_result(cc_naive(spark, df)))
+        assert to_dict(labels, "v", "label") == ref, "naive loop disagrees"
         rows.append(("connected components", f"DataFrame naive loop ({rounds} rounds)", t_naive))
-        (labels, rounds), t_star = timed(lambda: cc_large_small_star(spark, df))
-        got = to_dict(labels.collect(), "v", "label")
+        (labels, rounds), t_star = timed(lambda: arrow_result(cc_large_small_star(spark, df)))
+        got = to_dict(labels, "v", "label")
         assert got == ref, "large/small star disagrees"
         rows.append(("connected components", f"DataFrame large/small-star ({rounds} rounds)", t_star))
 
     pr_ref, t_pr_np = timed(lambda: ts.graph.pagerank_reference(src, dst, 20))
-    pr_rows, t_pr_ts = timed(lambda: ts.graph.pagerank(df, iterations=20, workers=2).collect())
+    pr_rows, t_pr_ts = timed(lambda: arrow_result(ts.graph.pagerank(df, iterations=20, workers=2)))
     got = to_dict(pr_rows, "vertex", "rank")
     assert got.keys() == pr_ref.keys() and max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9
     rows += [("PageRank x20", "ts.graph (Spark, 2 workers)", t_pr_ts),
              ("PageRank x20", "numpy mat-vec, 1 core", t_pr_np)]
     if slow:
-        ranks, t_pr_df = timed(lambda: pagerank_dataframe(spark, df).collect())
+        ranks, t_pr_df = timed(lambda: arrow_result(pagerank_dataframe(spark, df)))
         got = to_dict(ranks, "v", "r")
         assert max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9, "DataFrame PageRank disagrees"
         rows.append(("PageRank x20", "DataFrame join/groupBy loop", t_pr_df))
     source = int(src[0])
     sp_ref, t_dj = timed(lambda: ts.graph.dijkstra_reference(src.tolist(), dst.tolist(), [source]))
-    sp_rows, t_sp = timed(lambda: ts.graph.shortest_paths(df, [source], workers=2).collect())
-    assert {(r.vertex, r.source): r.distance for r in sp_rows} == sp_ref, "ts.graph shortest paths disagree"
+    sp_rows, t_sp = timed(lambda: arrow_result(ts.graph.shortest_paths(df, [source], workers=2)))
+    got_sp = zip(sp_rows.column("vertex").to_pylist(), sp_rows.column("source").to_pylist(),
+                 sp_rows.column("distance").to_pylist())
+    assert {(v, s): d for v, s, d in got_sp} == sp_ref, "ts.graph shortest paths disagree"
     rows += [("shortest paths, 1 src", "ts.graph (Spark, 2 workers)", t_sp),
              ("shortest paths, 1 src", "Python heapq Dijkstra", t_dj)]
     if slow:
-        (dist, rounds), t_bfs = timed(lambda: bfs_dataframe(spark, df, source))
-        assert {(r.v, source): r.d for r in dist.collect()} == sp_ref, "DataFrame relaxation disagrees"
+        (dist, rounds), t_bfs = timed(lambda: arrow_result(bfs_dataframe(spark, df, source)))
+        assert {(v, source): d for v, d in to_dict(dist, "v", "d").items()} == sp_ref, "relaxation disagrees"
         rows.append(("shortest paths, 1 src", f"DataFrame relaxation loop ({rounds} rounds)", t_bfs))
     for algo, method, t in rows:
         base = next(x for a, mm, x in rows if a == algo and mm.startswith("ts.graph"))

@@ -51,6 +51,12 @@ def _arrow_batches(payload: Any) -> Any:
     return data
 
 
+def _pad(time_length: int) -> int:
+    """Zero bytes after the pickled time, so that the Arrow stream starts 8-byte aligned
+    in the frame (Arrow's buffers then stay aligned for compute kernels and Acero)."""
+    return -(_LEN.size + time_length) % 8
+
+
 def encode(payload: Any) -> tuple[int, list[Any]]:
     """A payload as ``(kind, buffers)`` for one framed write: Arrow IPC for record batches, pickle protocol 5 with out-
     of-band buffers otherwise.
@@ -64,7 +70,7 @@ def encode(payload: Any) -> tuple[int, list[Any]]:
             for rb in batches:
                 writer.write_batch(rb)
         time = pickle.dumps(payload[0], protocol=5)
-        return ARROW, [_LEN.pack(len(time)), time, sink.getvalue()]
+        return ARROW, [_LEN.pack(len(time)), time, bytes(_pad(len(time))), sink.getvalue()]
     buffers: list[pickle.PickleBuffer] = []
     main = pickle.dumps(payload, protocol=5, buffer_callback=buffers.append)
     if not buffers:
@@ -81,7 +87,7 @@ def decode(kind: int, body: memoryview) -> Any:
 
         (n,) = _LEN.unpack_from(body, 0)
         time = pickle.loads(body[8:8 + n])
-        reader = pa.ipc.open_stream(pa.py_buffer(body[8 + n:]))
+        reader = pa.ipc.open_stream(pa.py_buffer(body[8 + n + _pad(n):]))
         return time, list(reader)
     if kind != PICKLE:
         raise ValueError(f"unknown payload kind {kind}")
