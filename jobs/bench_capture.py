@@ -1,10 +1,18 @@
-"""Capturing to a Parquet event log, next to DataFrame.write.parquet of the same rows.
+"""Capturing to a Parquet event log and reading it with Spark, next to Spark's own Parquet.
 
-2,000,000 records {"key", "value"} in 200 epochs: (a) captured by a timely dataflow
-into a Parquet event log (1 worker), then read back with Spark; (b) the same rows
-written with Spark's ``DataFrame.write.parquet`` (local[2]).  Prints records/s.
+2,000,000 records {"key", "value"} in 200 epochs:
 
-    python jobs/bench_capture.py [--records N] [--epochs N]
+(a) captured by a timely dataflow into a Parquet event log (1 worker), next to the same
+    rows written with Spark's ``DataFrame.write.parquet`` (local[2]);
+(b) read back, warm, in the same session: ``spark.read.format("timely")`` (complete times
+    only) next to ``spark.read.parquet`` of the rows Spark wrote -- every row and column
+    materialized (the ``noop`` sink), median of ``--repeats`` runs;
+(c) the delay from a time becoming complete in a running timely job (its probe passes;
+    the writer flushes on completion, ``flush_seconds=0``) to its rows arriving in a
+    ``readStream.format("timely")`` micro-batch (``foreachBatch``, default trigger),
+    median over ``--stream-epochs`` epochs.
+
+    python jobs/bench_capture.py [--records N] [--epochs N] [--repeats N] [--stream-epochs N]
 """
 
 from __future__ import annotations
@@ -12,7 +20,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -20,18 +30,10 @@ import timely_spark as ts
 from timely_spark.capture import ParquetEventWriter
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=2_000_000)
-    parser.add_argument("--epochs", type=int, default=200)
-    args = parser.parse_args()
-    per_epoch = args.records // args.epochs
-    batches = [[{"key": i % 1000, "value": float(i)} for i in range(e * per_epoch, (e + 1) * per_epoch)]
-               for e in range(args.epochs)]
-    work_dir = Path(tempfile.mkdtemp(prefix="bench-capture-"))
-
-    def capture(worker):
-        writer = ParquetEventWriter(work_dir / "log", worker.index, worker.peers, flush_seconds=0.5)
+def capture(batches: list, path: Path) -> float:
+    """Seconds to capture ``batches`` (one per epoch) into an event log at ``path``."""
+    def work(worker):
+        writer = ParquetEventWriter(path, worker.index, worker.peers, flush_seconds=0.5)
 
         def build(scope):
             inp, stream = scope.new_input()
@@ -48,31 +50,121 @@ def main() -> None:
         writer.close()
 
     start = time.perf_counter()
-    ts.execute(capture)
-    t_capture = time.perf_counter() - start
+    ts.execute(work)
+    return time.perf_counter() - start
 
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-    spark = ts.spark.get_session("bench capture", master="local[2]", conf_dir=conf_dir)
-    start = time.perf_counter()
-    read_back = ts.spark.read_event_log(spark, work_dir / "log").count()
-    t_read = time.perf_counter() - start
-    assert read_back == per_epoch * args.epochs, f"read back {read_back} rows"
 
-    rows = [(e, r["key"], r["value"]) for e, batch in enumerate(batches) for r in batch]
-    frame = spark.createDataFrame(rows, "time long, key long, value double").cache()
-    frame.count()
-    start = time.perf_counter()
-    frame.write.parquet(str(work_dir / "spark"))
-    t_spark = time.perf_counter() - start
-    spark.stop()
-    shutil.rmtree(work_dir)
+def timed_scan(frame, repeats: int) -> float:
+    """Median seconds to materialize every row and column of ``frame`` (after one warm-up)."""
+    frame.write.format("noop").mode("overwrite").save()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        frame.write.format("noop").mode("overwrite").save()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
+
+def stream_delays(spark, path: Path, epochs: int, rows: int, interval: float) -> list[float]:
+    """Seconds from each epoch's completion in a 2-worker job to its rows in a micro-batch."""
+    completed: dict[int, float] = {}
+    arrived: dict[int, float] = {}
+    counts: dict[int, int] = {}
+
+    def work(worker):
+        writer = ParquetEventWriter(path, worker.index, worker.peers, flush_seconds=0.0)
+
+        def build(scope):
+            inp, stream = scope.new_input()
+            stream.capture_into(writer)
+            return inp, stream.probe()
+
+        inp, probe = worker.dataflow(build)
+        for epoch in range(epochs):
+            inp.send_batch([{"key": k, "value": float(epoch)} for k in range(rows)])
+            inp.advance_to(epoch + 1)
+            worker.step_while(lambda: probe.less_than(inp.time), timeout=60)
+            if worker.index == 0:
+                completed[epoch] = time.perf_counter()
+            deadline = time.perf_counter() + interval
+            while time.perf_counter() < deadline:
+                worker.step()
+        inp.close()
+        worker.step_while(lambda: not probe.done(), timeout=60)
+        writer.close()
+
+    def batch(frame, _batch_id):
+        got = frame.groupBy("time").count().collect()
+        now = time.perf_counter()
+        for r in got:
+            arrived.setdefault(r["time"], now)
+            counts[r["time"]] = counts.get(r["time"], 0) + r["count"]
+
+    query = (spark.readStream.format("timely").schema("time long, worker long, key long, value double")
+             .load(str(path)).writeStream.foreachBatch(batch)
+             .option("checkpointLocation", str(path) + "-checkpoint").start())     # before the job starts
+    job = threading.Thread(target=ts.execute, args=(work,), kwargs={"threads": 2, "timeout": 600}, daemon=True)
+    job.start()
+    try:
+        job.join(timeout=600)
+        deadline = time.monotonic() + 60
+        while len(arrived) < epochs and time.monotonic() < deadline:
+            query.processAllAvailable()
+    finally:
+        query.stop()
+    assert counts == {e: 2 * rows for e in range(epochs)}, f"rows per epoch: {counts}"
+    return [arrived[e] - completed[e] for e in range(epochs)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--epochs", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs of each read (median)")
+    parser.add_argument("--stream-epochs", type=int, default=20)
+    parser.add_argument("--stream-rows", type=int, default=1000, help="records per worker and epoch in (c)")
+    parser.add_argument("--stream-interval", type=float, default=1.0, help="seconds between epochs in (c)")
+    args = parser.parse_args()
+    per_epoch = args.records // args.epochs
     n = per_epoch * args.epochs
+    batches = [[{"key": i % 1000, "value": float(i)} for i in range(e * per_epoch, (e + 1) * per_epoch)]
+               for e in range(args.epochs)]
+    work_dir = Path(tempfile.mkdtemp(prefix="bench-capture-"))
+    try:
+        t_capture = capture(batches, work_dir / "log")
+
+        conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
+        spark = ts.spark.get_session("bench capture", master="local[2]", conf_dir=conf_dir)
+        rows = [(e, r["key"], r["value"]) for e, batch in enumerate(batches) for r in batch]
+        frame = spark.createDataFrame(rows, "time long, key long, value double").cache()
+        frame.count()
+        start = time.perf_counter()
+        frame.write.parquet(str(work_dir / "spark"))
+        t_write = time.perf_counter() - start
+        frame.unpersist()
+        del rows
+
+        timely = spark.read.format("timely").load(str(work_dir / "log"))
+        native = spark.read.parquet(str(work_dir / "spark"))
+        assert timely.count() == n == native.count(), "the two reads differ"
+        t_timely = timed_scan(timely, args.repeats)
+        t_native = timed_scan(native, args.repeats)
+
+        delays = stream_delays(spark, work_dir / "stream", args.stream_epochs, args.stream_rows,
+                               args.stream_interval)
+        spark.stop()
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
     print(f"{n:,} records in {args.epochs} epochs")
-    print(f"(a) timely capture to a Parquet event log  {n / t_capture:12,.0f} records/s   ({t_capture:.2f} s)")
-    print(f"    read back with Spark (complete only)   {n / t_read:12,.0f} records/s   ({t_read:.2f} s)")
-    print(f"(b) DataFrame.write.parquet                {n / t_spark:12,.0f} records/s   ({t_spark:.2f} s)")
-    print(f"capture / Spark write = {t_spark / t_capture:.2f} (target >= 1)")
+    print(f"(a) timely capture to a Parquet event log    {n / t_capture:12,.0f} records/s   ({t_capture:.2f} s)")
+    print(f"    DataFrame.write.parquet                  {n / t_write:12,.0f} records/s   ({t_write:.2f} s)")
+    print(f"    capture / Spark write = {t_write / t_capture:.2f} (target >= 1)")
+    print(f"(b) spark.read.format('timely'), complete    {n / t_timely:12,.0f} records/s   ({t_timely:.2f} s)")
+    print(f"    spark.read.parquet (Spark's own files)   {n / t_native:12,.0f} records/s   ({t_native:.2f} s)")
+    print(f"    timely read / Parquet read = {t_native / t_timely:.2f} (target >= 0.8)")
+    print(f"(c) completion in the writer -> readStream micro-batch, {len(delays)} epochs: "
+          f"median {statistics.median(delays) * 1000:.0f} ms, max {max(delays) * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -11,9 +11,11 @@ from ..dataflow.operators.event import Event, EventQueue, Messages, Progress, as
 from ..dataflow.operators.replay import replay_into
 from .extract import extract
 from .log import LogCapture, capture_log
+from .log_index import LogIndex, LogSnapshot
 from .parquet import EventLogError, ParquetEventReader, ParquetEventWriter, worker_dirs
 from .stream_io import EventReader, EventStreamError, EventWriter
 
-__all__ = ["LogCapture", "capture_log", "EventLogError", "ParquetEventReader", "ParquetEventWriter", "worker_dirs",
+__all__ = ["LogCapture", "capture_log", "LogIndex", "LogSnapshot",
+           "EventLogError", "ParquetEventReader", "ParquetEventWriter", "worker_dirs",
            "EventReader", "EventStreamError", "EventWriter", "Event", "EventQueue", "Messages", "Progress", "as_source",
            "extract", "replay_into"]

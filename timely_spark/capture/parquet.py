@@ -31,7 +31,7 @@ import re
 import time as _time
 import uuid
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..errors import TimelyError
 from ..progress import timestamp
@@ -291,12 +291,13 @@ def read_meta(file: Path) -> dict:
     return meta
 
 
-def part_files(worker_dir: Path) -> list[Path]:
+def part_files(worker_dir: Path, meta: Callable[[Path], dict] = read_meta) -> list[Path]:
     """The part files of one worker's stream, in order, checked to be its own: each
     names this worker, the same stream (writer) as the first, and its own number, with
     no number missing.  Files not named like part files (another tool's, a writer's
     hidden temporary file) are ignored; a part file that is not this stream's raises
-    EventLogError naming it."""
+    EventLogError naming it.  ``meta`` reads a file's metadata (a caching reader may
+    stand in for :func:`read_meta`)."""
     numbered = []
     for p in worker_dir.iterdir():
         m = _PART.match(p.name)
@@ -306,26 +307,26 @@ def part_files(worker_dir: Path) -> list[Path]:
     stream = None
     expected_worker = int(worker_dir.name.split("=", 1)[1]) if worker_dir.name.startswith("worker=") else None
     for i, (n, p) in enumerate(numbered):
-        meta = read_meta(p)
-        if expected_worker is not None and meta.get("worker") != expected_worker:
-            raise EventLogError(f"{p}: written by worker {meta.get('worker')}, not by worker {expected_worker}")
+        info = meta(p)
+        if expected_worker is not None and info.get("worker") != expected_worker:
+            raise EventLogError(f"{p}: written by worker {info.get('worker')}, not by worker {expected_worker}")
         if stream is None:
-            stream = meta.get("stream")
-        elif meta.get("stream") != stream:
-            raise EventLogError(f"{p}: a part file of another event log (stream {meta.get('stream')}, "
+            stream = info.get("stream")
+        elif info.get("stream") != stream:
+            raise EventLogError(f"{p}: a part file of another event log (stream {info.get('stream')}, "
                                 f"not {stream})")
-        if n != i or meta.get("part", n) != n:
+        if n != i or info.get("part", n) != n:
             raise EventLogError(f"{p}: part {n} where part {i} was expected: the stream of {worker_dir} is "
                                 "missing a file")
     return [p for _, p in numbered]
 
 
-def log_files(path: Any) -> list[Path]:
+def log_files(path: Any, meta: Callable[[Path], dict] = read_meta) -> list[Path]:
     """Every part file of a log, checked (see :func:`part_files`), for all the workers
     that captured it; EventLogError naming a worker whose directory is missing."""
     dirs = worker_dirs(path)
-    files = [f for d in dirs for f in part_files(d)]
-    peers = max((read_meta(f)["peers"] for f in files[:1]), default=len(dirs))
+    files = [f for d in dirs for f in part_files(d, meta)]
+    peers = max((meta(f)["peers"] for f in files[:1]), default=len(dirs))
     present = {int(d.name.split("=", 1)[1]) for d in dirs}
     missing = [w for w in range(peers) if w not in present]
     if missing:

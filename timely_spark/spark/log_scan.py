@@ -1,0 +1,91 @@
+"""Reading planned event-log rows on Spark's executors, as whole Arrow batches.
+
+The driver plans :class:`~timely_spark.capture.log_index.Scan`\\ s (a file and the times
+to keep); :func:`partitions` packs them into Spark input partitions of about
+:data:`ROWS_PER_PARTITION` rows (whole files, in order), and :func:`read_partition`
+reads one on an executor: per file one Parquet read, one vectorized filter (data rows
+at the planned times), and Arrow record batches in the data source's schema -- no
+Python call per row.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ..capture.arrow_times import mask_at
+from ..capture.log_index import Scan
+from ..capture.parquet import RESERVED, EventLogError
+
+__all__ = ["ROWS_PER_PARTITION", "BATCH_ROWS", "ScanPartition", "partitions", "read_partition", "arrow_schema"]
+
+#: Rows per Spark input partition of an event-log read (whole files are never split).
+ROWS_PER_PARTITION = 500_000
+
+#: Rows per Arrow record batch handed to Spark: small enough that the JVM converts one
+#: batch while Python reads the next.
+BATCH_ROWS = 65_536
+
+try:
+    from pyspark.sql.datasource import InputPartition
+except ImportError:  # pragma: no cover -- PySpark before 4.0
+    InputPartition = object  # type: ignore[assignment,misc]
+
+
+class ScanPartition(InputPartition):  # type: ignore[misc,valid-type]
+    """One Spark input partition: consecutive scans of part files."""
+
+    def __init__(self, scans: list) -> None:
+        self.scans = scans
+
+
+def partitions(scans: list[Scan], rows_per_partition: int = ROWS_PER_PARTITION) -> list[ScanPartition]:
+    """``scans`` packed, in order, into partitions of about ``rows_per_partition`` rows.
+
+    >>> [len(p.scans) for p in partitions([Scan("a", 0, None, 3), Scan("b", 0, None, 3), Scan("c", 1, None, 5)], 6)]
+    [2, 1]
+    """
+    out: list[ScanPartition] = []
+    group: list[Scan] = []
+    rows = 0
+    for scan in scans:
+        if group and rows + scan.rows > rows_per_partition:
+            out.append(ScanPartition(group))
+            group, rows = [], 0
+        group.append(scan)
+        rows += scan.rows
+    if group:
+        out.append(ScanPartition(group))
+    return out
+
+
+def arrow_schema(schema: Any) -> Any:
+    """The Arrow schema PySpark expects from a Python data source of Spark schema ``schema``."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
+    """The rows of ``partition`` as record batches of the Arrow schema ``target``
+    (``time``, ``worker``, the records' columns); EventLogError naming a file that
+    cannot be read."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    records = [f.name for f in target if f.name not in ("time", "worker")]
+    for scan in partition.scans:
+        try:
+            table = pq.read_table(scan.path, columns=["kind", "time", *records])
+        except Exception as exc:
+            raise EventLogError(f"{scan.path}: cannot be read ({exc})") from exc
+        keep = pc.equal(table["kind"], 0)
+        if scan.times is not None:
+            keep = pc.and_(keep, mask_at(table["time"], pa.array(scan.times, table.schema.field("time").type)))
+        data = table.filter(keep)
+        if not data.num_rows:
+            continue
+        columns = [data["time"], pa.array(np.full(data.num_rows, scan.worker, np.int64))]
+        columns += [data[name] for name in records if name not in RESERVED]
+        yield from pa.Table.from_arrays(columns, names=target.names).cast(target).to_batches(BATCH_ROWS)
