@@ -117,6 +117,23 @@ def bfs_dataframe(spark, edges, source):
         frontier = new
 
 
+def scipy_pagerank(src, dst, iterations, d=0.85):
+    """PageRank of the definition in ts.graph.pagerank with a scipy CSR mat-vec per iteration."""
+    import scipy.sparse as sp
+
+    m = len(src)
+    vs, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    n = len(vs)
+    a = sp.csr_matrix((np.ones(m), (inv[m:], inv[:m])), shape=(n, n))      # a[v, u]: edges u -> v
+    out = np.bincount(inv[:m], minlength=n).astype(float)
+    dangling = out == 0
+    inv_out = np.divide(1.0, out, out=np.zeros(n), where=~dangling)
+    r = np.full(n, 1.0 / n)
+    for _ in range(iterations):
+        r = (1 - d) / n + d * (a @ (r * inv_out) + r[dangling].sum() / n)
+    return vs, r
+
+
 def to_dict(table, key, value):
     """A result delivered to the driver as a pyarrow.Table, as a dict (untimed)."""
     return dict(zip(table.column(key).to_pylist(), table.column(value).to_pylist()))
@@ -142,7 +159,10 @@ def bench(spark, m: int, seed: int, slow: bool, report) -> None:
     assert to_dict(cc_rows, "vertex", "component") == ref, "ts.graph CC disagrees"
     (v, c), t_np = timed(lambda: ts.graph.forest(src, dst))
     assert dict(zip(v.tolist(), c.tolist())) == ref
+    local_cc, t_local = timed(lambda: ts.graph.connected_components(table, workers=2))
+    assert to_dict(local_cc, "vertex", "component") == ref, "ts.graph CC (local) disagrees"
     rows = [("connected components", "ts.graph (Spark, 2 workers)", t_ts),
+            ("connected components", "ts.graph (pyarrow.Table, 2 threads)", t_local),
             ("connected components", "numpy forest, 1 core", t_np),
             ("connected components", "Python union-find", t_uf)]
     try:
@@ -170,8 +190,18 @@ def bench(spark, m: int, seed: int, slow: bool, report) -> None:
     pr_rows, t_pr_ts = timed(lambda: arrow_result(ts.graph.pagerank(df, iterations=20, workers=2)))
     got = to_dict(pr_rows, "vertex", "rank")
     assert got.keys() == pr_ref.keys() and max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9
+    local_pr, t_pr_local = timed(lambda: ts.graph.pagerank(table, iterations=20, workers=2))
+    got = to_dict(local_pr, "vertex", "rank")
+    assert max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9, "ts.graph PageRank (local) disagrees"
     rows += [("PageRank x20", "ts.graph (Spark, 2 workers)", t_pr_ts),
+             ("PageRank x20", "ts.graph (pyarrow.Table, 2 threads)", t_pr_local),
              ("PageRank x20", "numpy mat-vec, 1 core", t_pr_np)]
+    try:
+        (vs, ranks), t_pr_sc = timed(lambda: scipy_pagerank(src, dst, 20))
+        assert max(abs(r - pr_ref[v]) for v, r in zip(vs.tolist(), ranks.tolist())) < 1e-9, "scipy disagrees"
+        rows.append(("PageRank x20", "scipy sparse mat-vec, 1 core", t_pr_sc))
+    except ImportError:
+        pass
     if slow:
         ranks, t_pr_df = timed(lambda: arrow_result(pagerank_dataframe(spark, df)))
         got = to_dict(ranks, "v", "r")
