@@ -30,17 +30,23 @@ import timely_spark as ts
 from timely_spark.capture import ParquetEventWriter
 
 
+def captured_input(worker, path: Path, flush_seconds: float):
+    """``(writer, input, probe)``: a dataflow whose input is captured into the log at ``path``."""
+    writer = ParquetEventWriter(path, worker.index, worker.peers, flush_seconds=flush_seconds)
+
+    def build(scope):
+        inp, stream = scope.new_input()
+        stream.capture_into(writer)
+        return inp, stream.probe()
+
+    inp, probe = worker.dataflow(build)
+    return writer, inp, probe
+
+
 def capture(batches: list, path: Path) -> float:
     """Seconds to capture ``batches`` (one per epoch) into an event log at ``path``."""
     def work(worker):
-        writer = ParquetEventWriter(path, worker.index, worker.peers, flush_seconds=0.5)
-
-        def build(scope):
-            inp, stream = scope.new_input()
-            stream.capture_into(writer)
-            return inp, stream.probe()
-
-        inp, probe = worker.dataflow(build)
+        writer, inp, probe = captured_input(worker, path, flush_seconds=0.5)
         for epoch, batch in enumerate(batches):
             inp.send_batch(batch)
             inp.advance_to(epoch + 1)
@@ -72,14 +78,7 @@ def stream_delays(spark, path: Path, epochs: int, rows: int, interval: float) ->
     counts: dict[int, int] = {}
 
     def work(worker):
-        writer = ParquetEventWriter(path, worker.index, worker.peers, flush_seconds=0.0)
-
-        def build(scope):
-            inp, stream = scope.new_input()
-            stream.capture_into(writer)
-            return inp, stream.probe()
-
-        inp, probe = worker.dataflow(build)
+        writer, inp, probe = captured_input(worker, path, flush_seconds=0.0)
         for epoch in range(epochs):
             inp.send_batch([{"key": k, "value": float(epoch)} for k in range(rows)])
             inp.advance_to(epoch + 1)
