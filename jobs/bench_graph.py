@@ -5,8 +5,9 @@ For each size: a random graph (skewed in-degrees), then connected components
 DataFrames, scipy on one core if importable, numpy ``ts.graph.forest`` on one core,
 Python union-find) and PageRank, 20 iterations (ts.graph on Spark, a DataFrame
 join/groupBy loop, a numpy mat-vec loop of the definition, scipy if importable).
-Shortest paths (hop counts) from one source: ts.graph, a DataFrame relaxation loop,
-Python heapq Dijkstra.  Every method's result is checked equal (PageRank within 1e-9); prints times and ratios.
+Shortest paths (hop counts) from one source: ts.graph (Spark and local), a DataFrame relaxation loop,
+scipy ``dijkstra`` if importable, Python heapq Dijkstra.
+Every method's result is checked equal (PageRank within 1e-9); prints times and ratios.
 Every Spark method is timed up to its whole result on the driver as Arrow
 (``DataFrame.toArrow()``), the same way for each.
 
@@ -117,15 +118,22 @@ def bfs_dataframe(spark, edges, source):
         frontier = new
 
 
-def scipy_pagerank(src, dst, iterations, d=0.85):
-    """PageRank of the definition in ts.graph.pagerank with a scipy CSR mat-vec per iteration."""
+def scipy_graph(src, dst, transpose=False):
+    """``(vertices, matrix)``: the distinct ids and a scipy CSR matrix with ``[u, v]`` for each
+    edge u -> v (``[v, u]`` if ``transpose``)."""
     import scipy.sparse as sp
 
     m = len(src)
     vs, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    rows, cols = (inv[m:], inv[:m]) if transpose else (inv[:m], inv[m:])
+    return vs, sp.csr_matrix((np.ones(m), (rows, cols)), shape=(len(vs), len(vs)))
+
+
+def scipy_pagerank(src, dst, iterations, d=0.85):
+    """PageRank of the definition in ts.graph.pagerank with a scipy CSR mat-vec per iteration."""
+    vs, a = scipy_graph(src, dst, transpose=True)                          # a[v, u]: edges u -> v
     n = len(vs)
-    a = sp.csr_matrix((np.ones(m), (inv[m:], inv[:m])), shape=(n, n))      # a[v, u]: edges u -> v
-    out = np.bincount(inv[:m], minlength=n).astype(float)
+    out = np.asarray(a.sum(axis=0)).ravel()                                 # out-degrees of u
     dangling = out == 0
     inv_out = np.divide(1.0, out, out=np.zeros(n), where=~dangling)
     r = np.full(n, 1.0 / n)
@@ -137,6 +145,12 @@ def scipy_pagerank(src, dst, iterations, d=0.85):
 def to_dict(table, key, value):
     """A result delivered to the driver as a pyarrow.Table, as a dict (untimed)."""
     return dict(zip(table.column(key).to_pylist(), table.column(value).to_pylist()))
+
+
+def paths(table) -> dict:
+    """``{(vertex, source): distance}`` of a shortest-paths result."""
+    columns = (table.column(c).to_pylist() for c in ("vertex", "source", "distance"))
+    return {(v, s): d for v, s, d in zip(*columns)}
 
 
 def arrow_result(result):
@@ -166,13 +180,10 @@ def bench(spark, m: int, seed: int, slow: bool, report) -> None:
             ("connected components", "numpy forest, 1 core", t_np),
             ("connected components", "Python union-find", t_uf)]
     try:
-        import scipy.sparse as sp
         from scipy.sparse.csgraph import connected_components as scc
 
         def scipy_cc():
-            vs, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
-            g = sp.coo_matrix((np.ones(m), (inv[:m], inv[m:])), shape=(len(vs), len(vs))).tocsr()
-            return scc(g, directed=False)
+            return scc(scipy_graph(src, dst)[1], directed=False)
         _, t_sc = timed(scipy_cc)
         rows.append(("connected components", "scipy, 1 core", t_sc))
     except ImportError:
@@ -210,11 +221,25 @@ def bench(spark, m: int, seed: int, slow: bool, report) -> None:
     source = int(src[0])
     sp_ref, t_dj = timed(lambda: ts.graph.dijkstra_reference(src.tolist(), dst.tolist(), [source]))
     sp_rows, t_sp = timed(lambda: arrow_result(ts.graph.shortest_paths(df, [source], workers=2)))
-    got_sp = zip(sp_rows.column("vertex").to_pylist(), sp_rows.column("source").to_pylist(),
-                 sp_rows.column("distance").to_pylist())
-    assert {(v, s): d for v, s, d in got_sp} == sp_ref, "ts.graph shortest paths disagree"
+    assert paths(sp_rows) == sp_ref, "ts.graph shortest paths disagree"
+    local_sp, t_sp_local = timed(lambda: ts.graph.shortest_paths(table, [source], workers=2))
+    assert paths(local_sp) == sp_ref, "ts.graph shortest paths (local) disagree"
     rows += [("shortest paths, 1 src", "ts.graph (Spark, 2 workers)", t_sp),
+             ("shortest paths, 1 src", "ts.graph (pyarrow.Table, 2 threads)", t_sp_local),
              ("shortest paths, 1 src", "Python heapq Dijkstra", t_dj)]
+    try:
+        from scipy.sparse.csgraph import dijkstra
+
+        def scipy_sp():
+            vs, g = scipy_graph(src, dst)
+            dist = dijkstra(g, directed=True, indices=int(np.searchsorted(vs, source)), unweighted=True)
+            reached = np.isfinite(dist)
+            return vs[reached], dist[reached].astype(np.int64)
+        (vs, dist), t_sp_sc = timed(scipy_sp)
+        assert {(v, source): d for v, d in zip(vs.tolist(), dist.tolist())} == sp_ref, "scipy dijkstra disagrees"
+        rows.append(("shortest paths, 1 src", "scipy dijkstra, 1 core", t_sp_sc))
+    except ImportError:
+        pass
     if slow:
         (dist, rounds), t_bfs = timed(lambda: arrow_result(bfs_dataframe(spark, df, source)))
         assert {(v, source): d for v, d in to_dict(dist, "v", "d").items()} == sp_ref, "relaxation disagrees"

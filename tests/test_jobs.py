@@ -30,7 +30,8 @@ def test_jobs_have_help():
     for job in ["hello_timely.py", "bench_engine.py", "bench_mesh.py", "connected_components.py",
                 "wordcount.py", "bench_connected_components.py", "barrier_demo.py", "sequencer_demo.py",
                 "bench_sync.py", "capture_send.py", "capture_recv.py", "stream_to_parquet.py",
-                "bench_capture.py", "bench_columnar.py"]:
+                "bench_capture.py", "bench_columnar.py", "bench_spark.py", "bench_graph.py", "pagerank.py",
+                "shortest_paths.py"]:
         assert "usage" in run_job(job, "--help")
 
 
@@ -81,3 +82,12 @@ def test_bench_sync_runs_small():
 def test_bench_capture_runs_small():
     out = run_job("bench_capture.py", "--records", "20000", "--epochs", "20", timeout=300)
     assert "capture / Spark write" in out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(330)
+def test_bench_graph_runs_small_and_every_method_agrees():
+    out = run_job("bench_graph.py", "--sizes", "3000", "--skip-slow-above", "0", timeout=300)
+    assert "all methods agree" in out      # the benchmark asserts each method's result against the references
+    for method in ("ts.graph (Spark, 2 workers)", "ts.graph (pyarrow.Table, 2 threads)", "scipy dijkstra"):
+        assert method in out

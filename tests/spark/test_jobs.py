@@ -6,6 +6,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -61,3 +63,43 @@ def test_stream_to_parquet_job_reports_complete_epochs_only(spark, tmp_path):
     ts.spark.read_event_log(spark, out).createOrReplaceTempView("views")
     rows = spark.sql("SELECT time AS epoch, count(*) AS views FROM views GROUP BY time ORDER BY time").collect()
     assert [(r["epoch"], r["views"]) for r in rows] == [(0, 100), (1, 100)]     # epoch 2 is still open
+
+
+def run_graph_job(name, *args):
+    done = subprocess.run([sys.executable, str(ROOT / "jobs" / name), *args, "--master", "local[2]"],
+                          capture_output=True, text=True, timeout=240, env=env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_pagerank_job_reads_parquet_and_writes_the_definitions_ranks(tmp_path):
+    src = np.array([1, 2, 3, 3, 4, 5, 5, 6, 6, 6])
+    dst = np.array([2, 3, 1, 4, 4, 1, 6, 1, 2, 7])          # 7 has no out-edges, 4 a self-loop
+    pq.write_table(pa.table({"a": src, "b": dst}), tmp_path / "edges.parquet")
+    out = tmp_path / "ranks"
+    stdout = run_graph_job("pagerank.py", "--edges-path", str(tmp_path / "edges.parquet"), "--src", "a",
+                           "--dst", "b", "--iterations", "30", "--out", str(out))
+    assert stdout.startswith("7 vertices ranked, top vertex ")
+    table = pq.read_table(out)
+    got = dict(zip(table.column("vertex").to_pylist(), table.column("rank").to_pylist()))
+    want = ts.graph.pagerank_reference(src, dst, 30)
+    assert got.keys() == want.keys() and max(abs(got[v] - want[v]) for v in want) < 1e-9
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_shortest_paths_job_reads_csv_with_weights_and_writes_exact_distances(tmp_path):
+    edges = [(0, 1, 4.0), (0, 2, 1.0), (2, 1, 2.0), (1, 3, 1.0), (3, 3, 0.0), (5, 6, 1.0), (2, 4, 7.5)]
+    csv = tmp_path / "edges.csv"
+    csv.write_text("src,dst,w\n" + "".join(f"{a},{b},{w}\n" for a, b, w in edges))
+    out = tmp_path / "paths"
+    stdout = run_graph_job("shortest_paths.py", "--edges-path", str(csv), "--weight", "w", "--sources", "0,5",
+                           "--out", str(out))
+    assert stdout.startswith("7 (vertex, source) pairs reached from 2 sources, farthest 8.5;")
+    table = pq.read_table(out)
+    got = {(v, s): d for v, s, d in zip(*(table.column(c).to_pylist() for c in ("vertex", "source", "distance")))}
+    src, dst, w = zip(*edges)
+    assert got == ts.graph.dijkstra_reference(src, dst, [0, 5], w)
+    assert got[(1, 0)] == 3.0 and (6, 0) not in got           # through 2, and 6 is unreachable from 0
