@@ -6,7 +6,9 @@
     rows written with Spark's ``DataFrame.write.parquet`` (local[2]);
 (b) read back, warm, in the same session: ``spark.read.format("timely")`` (complete times
     only) next to ``spark.read.parquet`` of the rows Spark wrote -- every row and column
-    materialized (the ``noop`` sink), median of ``--repeats`` runs;
+    materialized (the ``noop`` sink), median of ``--repeats`` runs; and, as the ceiling
+    of any Python data source, one that reads nothing and yields the same number of rows
+    from memory as Arrow batches (what PySpark's Python Data Source API costs by itself);
 (c) the delay from a time becoming complete in a running timely job (its probe passes;
     the writer flushes on completion, ``flush_seconds=0``) to its rows arriving in a
     ``readStream.format("timely")`` micro-batch (``foreachBatch``, default trigger),
@@ -25,6 +27,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 import timely_spark as ts
 from timely_spark.capture import ParquetEventWriter
@@ -69,6 +75,36 @@ def timed_scan(frame, repeats: int) -> float:
         frame.write.format("noop").mode("overwrite").save()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+class InMemoryRows(DataSource):
+    """``format("in_memory_rows")``: ``rows`` rows of the event log's schema made in
+    memory, in 2 partitions -- a Python data source with no I/O at all."""
+
+    @classmethod
+    def name(cls):
+        return "in_memory_rows"
+
+    def schema(self):
+        return "time long, worker long, key long, value double"
+
+    def reader(self, schema):
+        return InMemoryReader(int(self.options["rows"]))
+
+
+class InMemoryReader(DataSourceReader):
+    def __init__(self, rows: int):
+        self.rows = rows
+
+    def partitions(self):
+        return [InputPartition(self.rows // 2), InputPartition(self.rows - self.rows // 2)]
+
+    def read(self, partition):
+        n = partition.value
+        ids = np.arange(n, dtype=np.int64)
+        table = pa.table({"time": ids // 10_000, "worker": np.zeros(n, np.int64), "key": ids % 1000,
+                          "value": ids.astype(np.float64)})
+        yield from table.to_batches(65_536)
 
 
 def stream_delays(spark, path: Path, epochs: int, rows: int, interval: float) -> list[float]:
@@ -148,6 +184,8 @@ def main() -> None:
         assert timely.count() == n == native.count(), "the two reads differ"
         t_timely = timed_scan(timely, args.repeats)
         t_native = timed_scan(native, args.repeats)
+        spark.dataSource.register(InMemoryRows)
+        t_memory = timed_scan(spark.read.format("in_memory_rows").option("rows", n).load(), args.repeats)
 
         delays = stream_delays(spark, work_dir / "stream", args.stream_epochs, args.stream_rows,
                                args.stream_interval)
@@ -162,6 +200,8 @@ def main() -> None:
     print(f"(b) spark.read.format('timely'), complete    {n / t_timely:12,.0f} records/s   ({t_timely:.2f} s)")
     print(f"    spark.read.parquet (Spark's own files)   {n / t_native:12,.0f} records/s   ({t_native:.2f} s)")
     print(f"    timely read / Parquet read = {t_native / t_timely:.2f} (target >= 0.8)")
+    print(f"    a Python data source reading nothing     {n / t_memory:12,.0f} records/s   ({t_memory:.2f} s)"
+          f"   its / Parquet read = {t_native / t_memory:.2f} (the ceiling of a Python data source)")
     print(f"(c) completion in the writer -> readStream micro-batch, {len(delays)} epochs: "
           f"median {statistics.median(delays) * 1000:.0f} ms, max {max(delays) * 1000:.0f} ms")
 

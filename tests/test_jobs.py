@@ -81,7 +81,7 @@ def test_bench_sync_runs_small():
 @pytest.mark.timeout(330)
 def test_bench_capture_runs_small():
     out = run_job("bench_capture.py", "--records", "20000", "--epochs", "20", timeout=300)
-    assert "capture / Spark write" in out
+    assert "capture / Spark write" in out and "the ceiling of a Python data source" in out
 
 
 @pytest.mark.slow
