@@ -80,7 +80,8 @@ def test_bench_sync_runs_small():
 @pytest.mark.slow
 @pytest.mark.timeout(330)
 def test_bench_capture_runs_small():
-    out = run_job("bench_capture.py", "--records", "20000", "--epochs", "20", timeout=300)
+    out = run_job("bench_capture.py", "--records", "20000", "--epochs", "20", "--repeats", "1",
+                  "--stream-epochs", "3", "--stream-interval", "0.3", timeout=300)
     assert "capture / Spark write" in out and "the ceiling of a Python data source" in out
 
 
