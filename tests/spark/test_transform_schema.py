@@ -30,10 +30,29 @@ def test_a_missing_extra_or_unfitting_column_is_an_error_naming_it(spark, batch,
     assert err.value.__cause__ is not None         # Spark's own error stays reachable
 
 
-def test_dict_rows_with_an_unknown_key_are_an_error(spark):
+@pytest.mark.parametrize("row,match", [
+    ({"wrong": 1}, r"an output row \{'wrong': 1\} lacks column\(s\) \['n', 'word'\] or has column\(s\) \['wrong'\]"),
+    ({"word": "a"}, r"an output row \{'word': 'a'\} lacks column\(s\) \['n'\]"),
+    (("a",), r"an output row \('a',\) has 1 value\(s\), the schema \(word, n\) 2"),
+    (("a", 1, 2), r"an output row \('a', 1, 2\) has 3 value\(s\)"),
+    ({"word": "a", "n": 1.5}, r"column 'n' is double, which does not fit int64"),
+    ({"word": "a", "n": "12"}, r"column 'n' is string, which does not fit int64"),
+    ({"word": 3, "n": 1}, r"column 'word' is int64, which does not fit string"),
+])
+def test_rows_that_do_not_fit_the_schema_are_an_error_naming_it(spark, row, match):
     df = spark.createDataFrame([(1,)], "x long")
-    with pytest.raises(ts.spark.SchemaMismatch, match=r"^worker \d: output rows have column\(s\) \['wrong'\]"):
-        ts.spark.transform(df, lambda scope, s: s.map(lambda r: {"wrong": 1}), "x long", rows=True).collect()
+    with pytest.raises(ts.spark.SchemaMismatch, match=r"^worker \d: " + match):
+        ts.spark.transform(df, lambda scope, s: s.map(lambda r: row), "word string, n long", rows=True).collect()
+
+
+def test_rows_as_dicts_tuples_and_rows_fit_the_schema(spark):
+    from pyspark.sql import Row
+
+    df = spark.createDataFrame([(1,), (2,), (3,)], "x long").coalesce(1)
+    out = [{"n": 1, "word": "a"}, ("b", 2), Row(word="c", n=None), {"word": None, "n": 4.0}]
+    rows = ts.spark.transform(df, lambda scope, s: s.flat_map(lambda r: out if r["x"] == 1 else []),
+                              "word string, n long", rows=True, workers=1).collect()
+    assert sorted((tuple(r) for r in rows), key=str) == sorted([("a", 1), ("b", 2), ("c", None), (None, 4)], key=str)
 
 
 def test_transform_after_a_shuffle_with_200_partitions(spark):

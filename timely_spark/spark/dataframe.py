@@ -9,6 +9,7 @@ result, which must match ``schema``.
 
 from __future__ import annotations
 
+import reprlib
 import warnings
 from typing import Any, Callable, Iterator, Optional
 
@@ -46,15 +47,8 @@ def _to_batches(records: list, arrow_schema: Any, rows: bool, worker: int) -> It
 
     if not records:
         return
-    names = arrow_schema.names
     if rows:
-        dicts = [r if isinstance(r, dict) else (r.asDict() if hasattr(r, "asDict") else dict(zip(names, r)))
-                 for r in records]
-        extra = sorted({k for d in dicts for k in d} - set(names))
-        if extra:
-            raise SchemaMismatch(f"worker {worker}: output rows have column(s) {extra} that the schema "
-                                 f"({', '.join(names)}) does not")
-        batches = [pa.RecordBatch.from_pylist(dicts, schema=arrow_schema)]
+        batches = [_rows_batch(records, arrow_schema, worker)]
     else:
         batches = []
         for rb in records:
@@ -64,6 +58,37 @@ def _to_batches(records: list, arrow_schema: Any, rows: bool, worker: int) -> It
             batches.append(rb)
     for rb in batches:
         yield _conform(rb, arrow_schema, worker)
+
+
+def _rows_batch(records: list, arrow_schema: Any, worker: int) -> Any:
+    """Row records (dicts, Spark Row objects, tuples in the schema's column order) as one
+    record batch with the types their values have; every row gives every column, no more."""
+    import pyarrow as pa
+
+    names = arrow_schema.names
+    want = set(names)
+    dicts = []
+    for r in records:
+        if isinstance(r, dict) or hasattr(r, "asDict"):
+            d = r if isinstance(r, dict) else r.asDict()
+            if d.keys() != want:
+                raise SchemaMismatch(f"worker {worker}: an output row {reprlib.repr(r)} lacks column(s) "
+                                     f"{sorted(want - d.keys())} or has column(s) {sorted(d.keys() - want)} "
+                                     f"that the schema ({', '.join(names)}) does not")
+        else:
+            if len(r) != len(names):
+                raise SchemaMismatch(f"worker {worker}: an output row {reprlib.repr(r)} has {len(r)} value(s), "
+                                     f"the schema ({', '.join(names)}) {len(names)}")
+            d = dict(zip(names, r))
+        dicts.append(d)
+    arrays = []
+    for name in names:
+        try:
+            arrays.append(pa.array([d[name] for d in dicts]))
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise SchemaMismatch(f"worker {worker}: column {name!r} has values of mixed or unknown types "
+                                 f"({exc})") from exc
+    return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
 def _conform(rb: Any, arrow_schema: Any, worker: int) -> Any:
@@ -82,11 +107,19 @@ def _conform(rb: Any, arrow_schema: Any, worker: int) -> Any:
     for field in arrow_schema:
         column = rb.column(field.name)
         try:
+            if not pa.types.is_null(column.type) and _is_text(column.type) != _is_text(field.type):
+                raise pa.ArrowTypeError("text is neither parsed into other types nor made from them")
             arrays.append(column.cast(field.type, safe=True))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             raise SchemaMismatch(f"worker {worker}: column {field.name!r} is {column.type}, which does not fit "
                                  f"{field.type} ({exc})") from exc
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+
+
+def _is_text(arrow_type: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))
 
 
 def _fit_to_slots(df: Any) -> Any:
