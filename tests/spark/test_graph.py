@@ -44,3 +44,30 @@ def test_null_ids_on_spark_raise_the_workers_error_naming_the_column(spark):
     df = spark.createDataFrame([(1, 2), (None, 3)], "src long, dst long")
     with pytest.raises(ts.WorkerError, match=r"^worker \d, operator .*column 'src' has 1 null vertex ids"):
         connected_components(df, workers=2).collect()
+
+
+@pytest.mark.parametrize("schema,call,match", [
+    ("src double, dst long", connected_components, r"vertex ids must be integers, but column 'src' is double"),
+    ("src long, dst string", pagerank, r"vertex ids must be integers, but column 'dst' is string"),
+])
+def test_ids_that_are_not_integers_on_spark_are_refused_before_any_job(spark, schema, call, match):
+    df = spark.createDataFrame([], schema)
+    jobs_before = len(spark.sparkContext.statusTracker().getJobIdsForGroup())
+    with pytest.raises(GraphInputError, match=match):
+        call(df)
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs_before
+
+
+@pytest.mark.timeout(60)
+def test_weights_on_spark_are_checked_under_the_users_column_name(spark):
+    import timely_spark as ts
+    from timely_spark.graph import shortest_paths
+
+    with pytest.raises(GraphInputError, match=r"weights must be numbers, but column 'w' is string"):
+        shortest_paths(spark.createDataFrame([(1, 2, "x")], "src long, dst long, w string"), [1], weight="w")
+    df = spark.createDataFrame([(1, 2, 1.0), (2, 3, -0.5)], "src long, dst long, w double")
+    with pytest.raises(ts.WorkerError, match=r"weight column 'w' has negative or NaN weights") as err:
+        shortest_paths(df, [1], weight="w").collect()
+    assert isinstance(err.value.cause, GraphInputError)
+    got = shortest_paths(df.where("w >= 0"), [1], weight="w").collect()
+    assert {(r.vertex, r.distance) for r in got} == {(1, 0.0), (2, 1.0)}

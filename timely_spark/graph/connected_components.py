@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..dataflow import OperatorBuilder
-from .components_columnar import GraphInputError, components
+from .components_columnar import components
 from .union_find import find_root
 
 if TYPE_CHECKING:
@@ -108,7 +108,8 @@ def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers
     returns a DataFrame lazily), or a ``pyarrow.Table`` / pandas DataFrame (run on
     ``workers`` local worker threads, default 1, in each of ``processes`` processes;
     returns the same kind, sorted by vertex).  Missing columns, null or non-integer
-    ids raise :class:`~.components_columnar.GraphInputError`; no edges give an empty result.
+    ids raise :class:`~.components_columnar.GraphInputError` (on Spark, null ids come from
+    the workers as ``WorkerError`` with it as ``cause``); no edges give an empty result.
     ``timeout`` bounds the run (:class:`~timely_spark.errors.RunTimeout`).
 
     >>> import pyarrow as pa
@@ -116,16 +117,11 @@ def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers
     {'vertex': [1, 2, 3, 5, 6], 'component': [1, 1, 1, 5, 5]}
     """
     if type(edges).__module__.startswith("pyspark"):
-        from pyspark.sql import functions as F
-
         from ..spark import transform
+        from .spark_edges import spark_edges
 
-        for name in (src, dst):
-            if name not in edges.columns:
-                raise GraphInputError(f"no column {name!r} in the edges (columns: {', '.join(edges.columns)})", name)
-        edges = edges.select(F.col(src).cast("long").alias("src"), F.col(dst).cast("long").alias("dst"))
-        return transform(edges, lambda scope, batches: components(batches), "vertex long, component long",
-                         workers=workers or 2, timeout=timeout)
+        return transform(spark_edges(edges, src, dst), lambda scope, batches: components(batches),
+                         "vertex long, component long", workers=workers or 2, timeout=timeout)
     return _local(edges, src, dst, workers or 1, processes, timeout)
 
 

@@ -228,6 +228,9 @@ def pagerank(edges: Any, iterations: int = 20, damping: float = 0.85, tolerance:
     A Spark DataFrame runs on ``workers`` barrier workers (default 2) and returns a
     DataFrame lazily; a ``pyarrow.Table`` / pandas DataFrame runs on ``workers`` local
     threads in each of ``processes`` processes and returns the same kind, sorted by vertex.
+    Missing columns, null or non-integer ids, ``iterations`` < 1, ``damping`` outside
+    [0, 1] raise :class:`~.components_columnar.GraphInputError` (on Spark, null ids come
+    from the workers as ``WorkerError`` with it as ``cause``).
 
     >>> import pyarrow as pa
     >>> r = pagerank(pa.table({"src": [1, 1, 2], "dst": [2, 3, 3]}))
@@ -240,15 +243,11 @@ def pagerank(edges: Any, iterations: int = 20, damping: float = 0.85, tolerance:
         return pagerank_stream(batches, iterations, damping, tolerance)
 
     if type(edges).__module__.startswith("pyspark"):
-        from pyspark.sql import functions as F
-
         from ..spark import transform
+        from .spark_edges import spark_edges
 
-        for name in (src, dst):
-            if name not in edges.columns:
-                raise GraphInputError(f"no column {name!r} in the edges (columns: {', '.join(edges.columns)})", name)
-        edges = edges.select(F.col(src).cast("long").alias("src"), F.col(dst).cast("long").alias("dst"))
-        return transform(edges, build, "vertex long, rank double", workers=workers or 2, timeout=timeout)
+        return transform(spark_edges(edges, src, dst), build, "vertex long, rank double", workers=workers or 2,
+                         timeout=timeout)
     from .local import run_local
 
     return run_local(edges, src, dst, build, pa.schema([("vertex", pa.int64()), ("rank", pa.float64())]),

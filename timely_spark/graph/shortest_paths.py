@@ -217,7 +217,9 @@ def shortest_paths(edges: Any, sources: Sequence[int], weight: Optional[str] = N
     """``(vertex, source, distance)`` for each source and each vertex it reaches along
     directed edges: hop counts when ``weight`` is None, else minimum sums of the
     non-negative ``weight`` column.  A source that is not a vertex of the graph, a
-    negative weight, a missing column raise :class:`~.components_columnar.GraphInputError`.
+    negative weight, a missing column raise :class:`~.components_columnar.GraphInputError`
+    (on Spark, what only the data shows -- null ids, negative weights -- comes from the
+    workers as ``WorkerError`` with the GraphInputError as ``cause``; see :mod:`.spark_edges`).
 
     Spark DataFrame in: ``workers`` barrier workers (default 2), a DataFrame out
     (checking the sources runs one small Spark job first); ``pyarrow.Table`` / pandas in:
@@ -228,24 +230,21 @@ def shortest_paths(edges: Any, sources: Sequence[int], weight: Optional[str] = N
     {'vertex': [1, 2, 3], 'source': [1, 1, 1], 'distance': [0.0, 1.0, 2.0]}
     """
     wanted = _sources(sources)
+    if weight in ("src", "dst") and weight not in (src, dst):
+        raise GraphInputError(f"the weight column cannot be named {weight!r}, the name the graph gives its "
+                              f"{weight} ids: rename it", weight)
 
     def build(scope: Any, batches: Any) -> Any:
-        return shortest_paths_stream(batches, wanted.tolist(), None if weight is None else "weight")
+        return shortest_paths_stream(batches, wanted.tolist(), weight)
 
     kind = pa.int64() if weight is None else pa.float64()
     if type(edges).__module__.startswith("pyspark"):
         from pyspark.sql import functions as F
 
         from ..spark import transform
+        from .spark_edges import spark_edges
 
-        needed = [src, dst] + ([weight] if weight else [])
-        for name in needed:
-            if name not in edges.columns:
-                raise GraphInputError(f"no column {name!r} in the edges (columns: {', '.join(edges.columns)})", name)
-        cols = [F.col(src).cast("long").alias("src"), F.col(dst).cast("long").alias("dst")]
-        if weight:
-            cols.append(F.col(weight).cast("double").alias("weight"))
-        edges = edges.select(*cols)
+        edges = spark_edges(edges, src, dst, weight)
         present = edges.select(F.col("src").alias("v")).union(edges.select("dst")).where(
             F.col("v").isin(wanted.tolist())).distinct().collect()
         _check_present(wanted, np.array([r.v for r in present], np.int64))
@@ -266,12 +265,11 @@ def shortest_paths(edges: Any, sources: Sequence[int], weight: Optional[str] = N
         w = column.to_numpy().astype(np.float64)
         if len(w) and (np.isnan(w).any() or w.min() < 0):
             raise GraphInputError(f"weight column {weight!r} has negative or NaN weights", weight)
-        table = table.select([src, dst, weight]).rename_columns([src, dst, "weight"])
     ids = np.concatenate([table[src].to_numpy(), table[dst].to_numpy()]) if table.num_rows else np.zeros(0, np.int64)
     _check_present(wanted, ids)
     schema = pa.schema([("vertex", pa.int64()), ("source", pa.int64()), ("distance", kind)])
     result = run_local(table, src, dst, build, schema, workers or 1, processes, timeout,
-                       extra=() if weight is None else ("weight",))
+                       extra=() if weight is None else (weight,))
     return result if isinstance(edges, pa.Table) else result.to_pandas()
 
 
