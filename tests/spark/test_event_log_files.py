@@ -87,6 +87,15 @@ def test_a_truncated_file_is_named(spark, tmp_path):
         ts.spark.read_event_log(spark, tmp_path)
 
 
+def test_a_truncated_file_read_through_the_data_source_is_named(spark, tmp_path):
+    write_log(tmp_path)
+    victim = tmp_path / "worker=1" / "part-000001.parquet"
+    victim.write_bytes(victim.read_bytes()[:100])
+    with pytest.raises(EventLogError, match=f"^{victim}: not a readable Parquet file") as err:
+        spark.read.format("timely").load(str(tmp_path)).collect()
+    assert err.value.__cause__ is not None           # Spark's own error stays reachable
+
+
 def test_an_open_last_epoch_is_not_reported(spark, tmp_path):
     write_log(tmp_path, epochs=3, open_last=True)
     assert counts(spark, tmp_path) == [(0, 6), (1, 6)]

@@ -307,8 +307,9 @@ def test_a_bad_file_stops_a_stream_naming_it(spark, tmp_path, damage):
             data = named.read_bytes()
             named.write_bytes(data[: len(data) // 2])
             expected = f"{named}: not a readable Parquet file"
-        with pytest.raises(StreamingQueryException, match=f"EventLogError: {expected}"):
+        with pytest.raises(ts.capture.EventLogError, match=f"^{expected}") as err:   # as itself, the file first
             query.processAllAvailable()
+        assert isinstance(err.value.__cause__, StreamingQueryException)           # Spark's error stays reachable
         assert sink.rows() == rows_of(0)            # nothing of the bad file was delivered
     finally:
         query.stop()
@@ -327,8 +328,9 @@ def test_a_checkpoint_is_refused_by_another_log_at_its_path(spark, tmp_path):
     epochs_log(log, 3)                              # a new log, new writers, at the same path
     query = start(spark, log, sink, tmp_path / "checkpoint")
     try:
-        with pytest.raises(StreamingQueryException, match="holds another event log"):
+        with pytest.raises(ts.capture.EventLogError, match=f"^{log}: worker=0 holds another event log") as err:
             query.processAllAvailable()
+        assert isinstance(err.value.__cause__, StreamingQueryException)
     finally:
         query.stop()
     assert sink.rows() == sorted(r for e in range(2) for r in rows_of(e))

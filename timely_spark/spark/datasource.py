@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 from ..capture.log_index import LogIndex, local_path
 from ..capture.parquet import RESERVED, EventLogError, log_files
+from .job_errors import install as install_error_translation
 from .log_scan import arrow_schema, partitions, read_partition
 from .stream_reader import TimelyStreamReader
 
@@ -42,8 +43,10 @@ except ImportError:  # pragma: no cover -- PySpark before 4.0
 
 def register(spark: Any) -> None:
     """Make ``spark.read.format("timely")`` and ``spark.readStream.format("timely")``
-    available in this session (idempotent)."""
+    available in this session (idempotent); a damaged log then raises ``EventLogError``
+    naming the file (see :mod:`.job_errors`), in a batch read or a streaming query."""
     spark.dataSource.register(TimelyDataSource)
+    install_error_translation()
 
 
 def _path(options: Any) -> str:

@@ -13,7 +13,6 @@ time is complete when no element of it is at or before the time.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..capture.log_index import LogIndex, local_path
@@ -22,8 +21,6 @@ from ..progress import Antichain
 from .datasource import register
 
 __all__ = ["read_event_log", "event_log_frontier"]
-
-_RAISED = re.compile(r"EventLogError: (.+)")
 
 
 def event_log_frontier(spark: Any, path: Any) -> Antichain:
@@ -48,11 +45,4 @@ def read_event_log(spark: Any, path: Any, complete_only: bool = True) -> Any:
     if not log_files(path):
         raise EventLogError(f"{path}: the event log has no part files yet")
     register(spark)
-    try:
-        return (spark.read.format("timely").option("complete_only", str(bool(complete_only)).lower())
-                .load(path))
-    except Exception as exc:   # the data source's own error, raised in Spark's Python planner
-        found = _RAISED.search(str(exc))
-        if found is None:
-            raise
-        raise EventLogError(found.group(1).strip()) from exc
+    return spark.read.format("timely").option("complete_only", str(bool(complete_only)).lower()).load(path)

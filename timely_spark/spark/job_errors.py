@@ -9,8 +9,8 @@ Spark's text) and raises that job's most telling error, or recognizes an executo
 :func:`install` adds this translation to every Spark call of the driver, the way
 PySpark itself turns Java errors into Python ones (by wrapping py4j's
 ``get_return_value``): an action on a ``transform`` result that fails in a worker
-raises ``WorkerError`` (or ``SchemaMismatch``...) with Spark's error as its
-``__cause__``.
+raises ``WorkerError`` (or ``SchemaMismatch``...), and a read or a streaming query of a
+damaged event log ``EventLogError``, each with Spark's error as its ``__cause__``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import os
 import re
 from typing import Any, Callable, Optional
 
+from ..capture.parquet import EventLogError
 from ..errors import most_telling
 from .preflight import SparkSetupError
 from .rendezvous import all_services
@@ -27,6 +28,7 @@ __all__ = ["install", "timely_cause", "spark_summary", "SHIPPING_DOCS"]
 
 SHIPPING_DOCS = "README.md, section 'Shipping the package to a cluster'"
 
+_EVENT_LOG = re.compile(r"EventLogError: (.+)")
 _MISSING = re.compile(r"No module named '(timely_spark)(\.[\w.]+)?'")
 _JVM_PACKAGES = ("org.", "java.", "scala.")
 _JAVA_ERROR = re.compile(r"^:?\s*((?:org|java|scala)\.[\w.$]+): (.+)$")
@@ -46,14 +48,18 @@ def _executor_python() -> str:
 
 def timely_cause(exc: BaseException) -> Optional[BaseException]:
     """The package's own error behind Spark error ``exc``: a failure a task of this
-    driver reported, or ``SparkSetupError`` if executors cannot import timely_spark;
-    None if ``exc`` is about something else."""
+    driver reported, the ``EventLogError`` a read of the ``"timely"`` data source raised
+    (in Spark's planner, on an executor, or in a streaming query), or ``SparkSetupError``
+    if executors cannot import timely_spark; None if ``exc`` is about something else."""
     text = str(exc)
     for service in all_services():
         for token, failure in service.failures():
             first = str(failure).strip().splitlines()[0] if str(failure).strip() else ""
             if first and first in text:     # Spark shows one task's error; the job's most telling one wins
                 return most_telling(service.claim(token))
+    logged = _EVENT_LOG.search(text)
+    if logged:
+        return EventLogError(logged.group(1).strip())
     missing = _MISSING.search(text)
     if missing:
         return SparkSetupError(
@@ -100,10 +106,22 @@ def _translating(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def install() -> None:
-    """Translate the errors of every later Spark call of this driver (idempotent; call
-    again after a new SparkContext, whose start re-installs PySpark's own handler)."""
-    import py4j.java_gateway
+    """Translate the errors of every later Spark call of this driver (idempotent).
 
+    PySpark installs its own handler again whenever a ``SparkSession`` object is made
+    (``DataFrame.sparkSession`` makes one, and so does every ``foreachBatch`` call), by
+    wrapping py4j's function with ``capture_sql_exception``; that function is wrapped
+    too, so that each handler PySpark installs later translates as well."""
+    import py4j.java_gateway
+    from pyspark.errors.exceptions import captured
+
+    capture = captured.capture_sql_exception
+    if not getattr(capture, "timely_spark_translating", False):
+        def capture_sql_exception(f: Callable[..., Any]) -> Callable[..., Any]:
+            return _translating(capture(f))
+
+        capture_sql_exception.timely_spark_translating = True   # type: ignore[attr-defined]
+        captured.capture_sql_exception = capture_sql_exception
     current = py4j.java_gateway.get_return_value
     if not getattr(current, "timely_spark_translating", False):
         py4j.java_gateway.get_return_value = _translating(current)
