@@ -49,10 +49,12 @@ def test_rows_as_dicts_tuples_and_rows_fit_the_schema(spark):
     from pyspark.sql import Row
 
     df = spark.createDataFrame([(1,), (2,), (3,)], "x long").coalesce(1)
-    out = [{"n": 1, "word": "a"}, ("b", 2), Row(word="c", n=None), {"word": None, "n": 4.0}]
+    out = [{"n": 1, "word": "a", "tags": {"x": 1}}, ("b", 2, None), Row(word="c", n=None, tags={}),
+           {"word": None, "n": 4.0, "tags": {"y": 2, "z": 3}}]
     rows = ts.spark.transform(df, lambda scope, s: s.flat_map(lambda r: out if r["x"] == 1 else []),
-                              "word string, n long", rows=True, workers=1).collect()
-    assert sorted((tuple(r) for r in rows), key=str) == sorted([("a", 1), ("b", 2), ("c", None), (None, 4)], key=str)
+                              "word string, n long, tags map<string, long>", rows=True, workers=1).collect()
+    assert sorted((tuple(r) for r in rows), key=str) == sorted(
+        [("a", 1, {"x": 1}), ("b", 2, None), ("c", None, {}), (None, 4, {"y": 2, "z": 3})], key=str)
 
 
 def test_transform_after_a_shuffle_with_200_partitions(spark):

@@ -82,9 +82,10 @@ def _rows_batch(records: list, arrow_schema: Any, worker: int) -> Any:
             d = dict(zip(names, r))
         dicts.append(d)
     arrays = []
-    for name in names:
-        try:
-            arrays.append(pa.array([d[name] for d in dicts]))
+    for field in arrow_schema:
+        name = field.name
+        try:                        # a map's Python values (dicts) would be read as structs
+            arrays.append(pa.array([d[name] for d in dicts], type=field.type if pa.types.is_map(field.type) else None))
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise SchemaMismatch(f"worker {worker}: column {name!r} has values of mixed or unknown types "
                                  f"({exc})") from exc
