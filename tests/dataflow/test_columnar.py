@@ -225,3 +225,77 @@ def test_extract_gives_a_table_per_time_for_a_columnar_stream():
     assert time == 0 and isinstance(got, pa.Table) and got.equals(table.combine_chunks())
     ((_, frame),) = ts.capture.extract(queue, as_pandas=True)
     assert isinstance(frame, pd.DataFrame) and frame["value"].tolist() == table["value"].to_pylist()
+
+
+def test_running_totals_keep_the_keys_absent_from_later_times():
+    """A key missing from later times keeps its total: it comes back with everything it had
+    (the state remembers it), and the last time, where every key occurs, shows every total."""
+    epochs = [{"key": ["a", "b", None, "c"], "value": [1, 2, 4, 8]},
+              {"key": ["b"], "value": [16]},
+              None,                                                # a time with no data at all
+              {"key": ["a", None], "value": [32, 64]},             # c and b stay away
+              {"key": ["a", "b", "c", None], "value": [0, 0, 0, 0]}]
+    parts = [[pa.record_batch(e)] if e else [] for e in epochs]
+    aggs = [("value", "sum"), ("value", "min"), ("value", "max"), ("value", "mean"), ([], "count_all")]
+    frame = pd.concat([pd.DataFrame({**e, "epoch": t}) for t, e in enumerate(epochs) if e], ignore_index=True)
+    for layout in (dict(threads=1, timeout=30), dict(threads=2, timeout=30)):
+        got = run(lambda s, x: x.group_by("key").aggregate(aggs, running=True), [parts], len(epochs), **layout)
+        assert sorted(got) == [0, 1, 3, 4], f"{layout}: output at times {sorted(got)}"
+        for t in sorted(got):
+            upto = frame[frame["epoch"] <= t]
+            present = set(frame[frame["epoch"] == t]["key"])
+            totals = upto.groupby("key", dropna=False)["value"].agg(["sum", "min", "max", "mean", "size"])
+            expect = {None if pd.isna(k) else k: (int(r["sum"]), int(r["min"]), int(r["max"]), float(r["mean"]),
+                                                  int(r["size"]))
+                      for k, r in totals.iterrows() if (None if pd.isna(k) else k) in present}
+            actual = {r["key"]: (r["value_sum"], r["value_min"], r["value_max"], r["value_mean"], r["count_all"])
+                      for r in got[t].to_pylist()}
+            assert actual == expect, f"{layout}: running totals at time {t}"
+
+
+def _merge_like_arrow(left: pd.DataFrame, right: pd.DataFrame, keys: list, how: str) -> pd.DataFrame:
+    """pandas' merge with SQL's null keys (a null key matches nothing, as in Arrow's join)."""
+    def hide_nulls(frame, side):
+        frame = frame.copy()
+        for k in keys:
+            frame[k] = [f"<null {side}{i}>" if pd.isna(v) else v for i, v in enumerate(frame[k].astype(object))]
+        return frame
+
+    lhs, rhs = hide_nulls(left, "L"), hide_nulls(right, "R")
+    if how in ("semi", "anti"):
+        marked = lhs.merge(rhs[keys].drop_duplicates(), on=keys, how="left", indicator=True)
+        out = marked[marked["_merge"] == ("both" if how == "semi" else "left_only")].drop(columns="_merge")
+    else:
+        out = lhs.merge(rhs, on=keys, how=how, suffixes=("", "_right"), sort=False)
+    for k in keys:
+        out[k] = [None if isinstance(v, str) and v.startswith("<null ") else v for v in out[k]]
+    return out
+
+
+def _plain_rows(records: list, names: list) -> list:
+    def plain(v):
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            return None
+        return round(float(v), 9) if isinstance(v, (int, float, np.integer, np.floating)) else v
+    return sorted((tuple(plain(r[n]) for n in names) for r in records), key=repr)
+
+
+@pytest.mark.parametrize("layout", RUNS[:2], ids=["1 thread", "2 threads"])
+@pytest.mark.parametrize("how", ["inner", "left", "right", "outer", "semi", "anti"])
+def test_every_join_type_matches_pandas_merge_with_unmatched_rows_on_both_sides(layout, how):
+    left = sample(90, seed=2).select(["key", "part", "value"])
+    right = sample(60, seed=3).select(["key", "part", "score"])
+    keys = ["key", "part"]
+    lparts, rparts = epochs_of(left, 2), epochs_of(right, 2)
+    for e in range(2):      # the data has what this test is about: unmatched rows on both sides, null keys
+        lk = {tuple(r.values()) for b in lparts[e] for r in b.select(keys).to_pylist()}
+        rk = {tuple(r.values()) for b in rparts[e] for r in b.select(keys).to_pylist()}
+        assert lk - rk and rk - lk and any(k is None for k, _ in lk) and any(k is None for k, _ in rk)
+    got = run(lambda s, a, b: a.join(b, keys, join_type=how), [lparts, rparts], 2, timeout=30, **layout)
+    for epoch in range(2):
+        lt, rt = pa.Table.from_batches(lparts[epoch]), pa.Table.from_batches(rparts[epoch])
+        expect = _merge_like_arrow(lt.to_pandas(), rt.to_pandas(), keys, how)
+        names = list(expect.columns)
+        actual = got[epoch].select(names).to_pylist() if epoch in got else []
+        assert _plain_rows(actual, names) == _plain_rows(expect.to_dict("records"), names), \
+            f"join_type={how!r} at time {epoch}"

@@ -147,14 +147,19 @@ class _Running:
 
     def __init__(self, keys: list[str], spec: list, operator: str) -> None:
         self.keys, self.spec, self.operator = keys, spec, operator
-        self.partial_spec: list[tuple[Any, str]] = []        # what one time contributes
+        self.partial_spec: list[tuple[Any, str]] = []        # what one time contributes (each partial once)
         self.merge_spec: list[tuple[str, str]] = []          # how contributions combine
         self.partial_names: list[str] = []
+        self.uses: list[list[str]] = []                      # per aggregate: the partials it is made of
         for column, fn, *_ in spec:
+            names = []
             for part, merge in _PARTIALS[fn]:
-                self.partial_spec.append((column, part))
-                self.partial_names.append(f"__p{len(self.partial_names)}")
-                self.merge_spec.append((self.partial_names[-1], merge))
+                if (column, part) not in self.partial_spec:   # sum and mean of one column share its sum
+                    self.partial_spec.append((column, part))
+                    self.partial_names.append(f"__p{len(self.partial_names)}")
+                    self.merge_spec.append((self.partial_names[-1], merge))
+                names.append(self.partial_names[self.partial_spec.index((column, part))])
+            self.uses.append(names)
         self.state: Optional[pa.Table] = None
 
     def __call__(self, table: pa.Table, time: Any) -> pa.Table:
@@ -177,10 +182,8 @@ class _Running:
 
     def _finals(self, changed: pa.Table) -> pa.Table:
         columns: dict[str, Any] = {k: changed[k] for k in self.keys}
-        i = 0
-        for column, fn, *_ in self.spec:
-            parts = [changed[n] for n in self.partial_names[i:i + len(_PARTIALS[fn])]]
-            i += len(parts)
+        for (column, fn, *_), names in zip(self.spec, self.uses):
+            parts = [changed[n] for n in names]
             if fn == "mean":
                 columns[_output_name(column, fn)] = pc.divide(pc.cast(parts[0], pa.float64()), parts[1])
             else:
