@@ -49,7 +49,7 @@ def capture_with(workers):
         feed(worker, worker.dataflow(build))
         return queue
 
-    return ts.execute(work, threads=workers)
+    return ts.execute(work, threads=workers, timeout=30)
 
 
 @pytest.mark.parametrize("sources", [1, 2, 5])
@@ -67,10 +67,14 @@ def test_replay_n_streams_into_m_workers(sources, replayers):
             return stream.inspect_time(lambda t, x: seen.append((t, x))).probe()
 
         probe = worker.dataflow(build)
-        worker.step_while(lambda: not probe.done(), timeout=30)   # the replayed stream completes
+        try:
+            worker.step_while(lambda: not probe.done(), timeout=5)
+        except TimeoutError:
+            raise AssertionError(f"the replay of {len(mine)} finished stream(s) did not complete within 5 s "
+                                 f"(frontier {probe.frontier.elements()})") from None
         return seen
 
-    results = ts.execute(work, threads=replayers)
+    results = ts.execute(work, threads=replayers, timeout=10)
     assert Counter(p for part in results for p in part) == expected
 
 
@@ -88,7 +92,7 @@ def test_replay_of_an_unfinished_stream_stays_open():
         worker.drop_dataflow(index)   # it will never finish: abandon it for the test
         return frontier
 
-    assert ts.execute(work) == [[1]]
+    assert ts.execute(work, timeout=30) == [[1]]
 
 
 def test_replay_rejects_what_is_not_an_event():

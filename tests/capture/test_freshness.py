@@ -37,5 +37,5 @@ def test_an_epoch_completed_then_idle_is_readable_within_two_seconds(tmp_path):
         worker.drop_dataflow(index)
         return seen
 
-    (seen,) = ts.execute(work)
+    (seen,) = ts.execute(work, timeout=30)
     assert seen is not None and seen < 2.0, f"epoch 0 was not readable within 2 s (after {seen} s)"

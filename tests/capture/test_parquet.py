@@ -46,7 +46,7 @@ def capture_epochs(path, records_by_epoch, workers=1, flush_seconds=0.0):
             pass
         writer.close()
 
-    ts.execute(work, threads=workers)
+    ts.execute(work, threads=workers, timeout=30)
 
 
 @pytest.mark.parametrize("records", [
@@ -95,7 +95,7 @@ def test_replay_five_streams_into_three_workers_through_parquet(tmp_path):
             pass
         writer.close()
 
-    ts.execute(send, threads=5)
+    ts.execute(send, threads=5, timeout=30)
 
     def recv(worker):
         readers = [ParquetEventReader(tmp_path, i) for i in range(5) if i % worker.peers == worker.index]
@@ -104,7 +104,7 @@ def test_replay_five_streams_into_three_workers_through_parquet(tmp_path):
         worker.step_while(lambda: not probe.done(), timeout=30)
         return got
 
-    results = ts.execute(recv, threads=3)
+    results = ts.execute(recv, threads=3, timeout=30)
     assert Counter(x for part in results for x in part) == Counter(x for x in range(10) for _ in range(5))
 
 

@@ -147,7 +147,7 @@ def test_a_killed_process_fails_the_others_within_the_timeout():
         if worker.index == 1:
             worker.step()
             os.kill(os.getpid(), signal.SIGKILL)
-        worker.step_while(lambda: probe.less_than(1), timeout=120)   # would wait for worker 1 forever
+        worker.step_while(lambda: probe.less_than(1), timeout=20)   # would wait for worker 1 forever
 
     start_time = time.monotonic()
     with pytest.raises(ts.WorkerFailure) as err:
@@ -163,7 +163,7 @@ def test_a_silent_process_fails_the_others_within_the_timeout():
         if worker.index == 1:
             worker.step()
             os.kill(os.getpid(), signal.SIGSTOP)
-        worker.step_while(lambda: probe.less_than(1), timeout=120)
+        worker.step_while(lambda: probe.less_than(1), timeout=20)
 
     start_time = time.monotonic()
     with pytest.raises(ts.WorkerFailure) as err:
@@ -178,7 +178,7 @@ def test_an_operator_exception_on_worker_1_reaches_the_caller():
                         .exchange(lambda x: x).map(lambda x: 1 // (x - 3), name="Inverse"))
 
     with pytest.raises(ts.WorkerError) as err:
-        ts.execute(work, processes=2)
+        ts.execute(work, processes=2, timeout=30)
     assert err.value.worker == 1 and err.value.operator == "Inverse"
     assert "ZeroDivisionError" in str(err.value) and "1 // (x - 3)" in err.value.remote_traceback
 

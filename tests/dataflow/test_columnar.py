@@ -29,7 +29,7 @@ def epochs_of(table: pa.Table, epochs: int) -> list:
 
 def run(build, inputs: list, epochs: int, **layout) -> dict:
     """Run ``build(scope, *streams) -> stream`` with each input's batches fed per epoch
-    by worker 0 (empty batches included); returns {epoch: pyarrow.Table} merged over workers."""
+    by worker 0 (empty batches included), within 30 s; returns {epoch: pyarrow.Table} merged over workers."""
     def work(worker):
         out = []
 
@@ -52,7 +52,7 @@ def run(build, inputs: list, epochs: int, **layout) -> dict:
         return [(t, pa.Table.from_batches([rb])) for t, rb in out]
 
     merged: dict = {}
-    for part in ts.execute(work, **layout):
+    for part in ts.execute(work, **{"timeout": 30, **layout}):
         for t, table in part:
             merged.setdefault(t, []).append(table)
     return {t: pa.concat_tables(tables) for t, tables in merged.items()}
@@ -153,7 +153,7 @@ def test_exchange_by_routes_every_row_by_key_once():
         return [(r["key"], r["part"], r["value"], r["score"]) for rb in seen for r in rb.to_pylist()], \
             [rb.num_rows for rb in seen]
 
-    (a, sizes_a), (b, sizes_b) = ts.execute(work, threads=2)
+    (a, sizes_a), (b, sizes_b) = ts.execute(work, threads=2, timeout=30)
     assert sorted(a + b, key=str) == sorted([tuple(r.values()) for r in table.to_pylist()], key=str)
     assert not {(k, p) for k, p, _, _ in a} & {(k, p) for k, p, _, _ in b}
     assert all(sizes_a) and all(sizes_b)                 # no empty pieces were sent
@@ -238,7 +238,7 @@ def test_running_totals_keep_the_keys_absent_from_later_times():
     parts = [[pa.record_batch(e)] if e else [] for e in epochs]
     aggs = [("value", "sum"), ("value", "min"), ("value", "max"), ("value", "mean"), ([], "count_all")]
     frame = pd.concat([pd.DataFrame({**e, "epoch": t}) for t, e in enumerate(epochs) if e], ignore_index=True)
-    for layout in (dict(threads=1, timeout=30), dict(threads=2, timeout=30)):
+    for layout in RUNS[:2]:
         got = run(lambda s, x: x.group_by("key").aggregate(aggs, running=True), [parts], len(epochs), **layout)
         assert sorted(got) == [0, 1, 3, 4], f"{layout}: output at times {sorted(got)}"
         for t in sorted(got):
@@ -291,7 +291,7 @@ def test_every_join_type_matches_pandas_merge_with_unmatched_rows_on_both_sides(
         lk = {tuple(r.values()) for b in lparts[e] for r in b.select(keys).to_pylist()}
         rk = {tuple(r.values()) for b in rparts[e] for r in b.select(keys).to_pylist()}
         assert lk - rk and rk - lk and any(k is None for k, _ in lk) and any(k is None for k, _ in rk)
-    got = run(lambda s, a, b: a.join(b, keys, join_type=how), [lparts, rparts], 2, timeout=30, **layout)
+    got = run(lambda s, a, b: a.join(b, keys, join_type=how), [lparts, rparts], 2, **layout)
     for epoch in range(2):
         lt, rt = pa.Table.from_batches(lparts[epoch]), pa.Table.from_batches(rparts[epoch])
         expect = _merge_like_arrow(lt.to_pandas(), rt.to_pandas(), keys, how)

@@ -120,7 +120,7 @@ def test_parent_sees_only_the_projection_of_the_loop():
         worker.step_while(lambda: not probe.done(), timeout=10)
         return probe.frontier.elements()
 
-    assert ts.execute(work) == [[]]
+    assert ts.execute(work, timeout=30) == [[]]
     assert [t for t, _ in seen] == [Product(0, r) for r in range(51)]   # 51 rounds ran
     assert all(frontier == [0] for _, frontier in seen)
 

@@ -103,7 +103,7 @@ def test_input_misuse():
             inp.send(1)
         return "checked"
 
-    assert ts.execute(work) == ["checked"]
+    assert ts.execute(work, timeout=30) == ["checked"]
 
 
 def test_loops_are_checked_at_build_time():
@@ -183,7 +183,7 @@ def test_exception_in_worker_code_names_the_worker():
             pass
 
     with pytest.raises(WorkerError) as err:
-        ts.execute(work, threads=3)
+        ts.execute(work, threads=3, timeout=30)
     assert err.value.worker == 2 and err.value.operator is None and "missing" in str(err.value)
 
 

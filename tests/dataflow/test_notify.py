@@ -45,7 +45,7 @@ def test_notifications_under_a_partially_ordered_frontier():
         worker.step_while(lambda: not probe.done(), timeout=10)
         return delivered, requested
 
-    delivered, requested = ts.execute(work)[0]
+    delivered, requested = ts.execute(work, timeout=30)[0]
     times = [t for t, _ in delivered]
     assert sorted(set(requested), key=repr) == sorted(times, key=repr)    # each requested time, once
     assert len(times) == len(set(times))
@@ -83,7 +83,7 @@ def test_notify_waits_for_every_worker(threads):
         inp.close()
         return fired, advanced
 
-    results = ts.execute(work, threads=threads)
+    results = ts.execute(work, threads=threads, timeout=30)
     fired = results[0][0]
     assert [t for t, _ in fired] == [0]
     slowest_advance = max(r[1] for r in results)       # one clock for every worker thread
@@ -101,4 +101,4 @@ def test_notificator_init_times():
                         .inspect_time(lambda t, x: seen.append((t, x))))
         return seen
 
-    assert ts.execute(work) == [[(2, "tick"), (5, "tick")]]
+    assert ts.execute(work, timeout=30) == [[(2, "tick"), (5, "tick")]]

@@ -38,7 +38,7 @@ def test_select_then_count_per_epoch(threads):
     def work(worker):
         return feed_epochs(worker, build, [[1, 2, 3], [4], [], [5, 6]])
 
-    seen = sorted(p for part in ts.execute(work, threads=threads) for p in part)
+    seen = sorted(p for part in ts.execute(work, threads=threads, timeout=30) for p in part)
     assert seen == [(0, 3), (1, 1), (3, 2)]
 
 

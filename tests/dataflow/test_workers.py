@@ -14,7 +14,7 @@ def test_exchange_routes_each_record_to_its_worker(threads):
                         .exchange(lambda x: x).inspect(got.append))
         return got
 
-    results = ts.execute(work, threads=threads)
+    results = ts.execute(work, threads=threads, timeout=30)
     for index, got in enumerate(results):
         assert sorted(got) == [x for x in range(30) if x % threads == index]
 
@@ -41,7 +41,7 @@ def test_distinct_count_across_workers(threads):
     def work(worker):
         return feed_epochs(worker, build, data)
 
-    seen = [pair for part in ts.execute(work, threads=threads) for pair in part]
+    seen = [pair for part in ts.execute(work, threads=threads, timeout=30) for pair in part]
     assert sorted(seen) == [(0, 7), (1, 11)]
 
 
@@ -53,7 +53,7 @@ def test_probe_tracks_epochs_in_order(threads):
     def work(worker):
         return feed_epochs(worker, build, [[1, 2], [3], [], [4, 5, 6]])
 
-    seen = sorted(pair for part in ts.execute(work, threads=threads) for pair in part)
+    seen = sorted(pair for part in ts.execute(work, threads=threads, timeout=30) for pair in part)
     assert seen == [(0, 2), (0, 3), (1, 4), (3, 5), (3, 6), (3, 7)]
 
 
@@ -77,7 +77,7 @@ def test_probe_frontier_does_not_pass_an_open_epoch():
         worker.step_while(lambda: not probe.done(), timeout=10)
         return frontiers
 
-    assert ts.execute(work, threads=2) == [[[1], [2], [3]]] * 2
+    assert ts.execute(work, threads=2, timeout=30) == [[[1], [2], [3]]] * 2
 
 
 def test_several_dataflows_per_worker():
@@ -92,9 +92,42 @@ def test_several_dataflows_per_worker():
             pass
         return a, b
 
-    assert ts.execute(work, threads=2) == [([1, 2], [0]), ([1, 2], [1])]
+    assert ts.execute(work, threads=2, timeout=30) == [([1, 2], [0]), ([1, 2], [1])]
 
 
 def test_worker_index_and_peers():
-    assert ts.execute(lambda w: (w.index, w.peers), threads=3) == [(0, 3), (1, 3), (2, 3)]
+    assert ts.execute(lambda w: (w.index, w.peers), threads=3, timeout=30) == [(0, 3), (1, 3), (2, 3)]
     assert collect(lambda s: s.to_stream([s.index]), threads=3) == [(0, 0), (0, 1), (0, 2)]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_time_completes_only_once_every_workers_records_of_it_arrived(threads):
+    """Progress crosses workers: each worker's probe passes an epoch only after the
+    records every other worker sent it at that epoch have arrived -- and it does pass."""
+    epochs = 3
+
+    def work(worker):
+        got = []
+        inp, probe = worker.dataflow(lambda s: (lambda i, st: (i, st.exchange(lambda x: x)
+                                                                .inspect_time(lambda t, x: got.append((t, x)))
+                                                                .probe()))(*s.new_input()))
+        at_completion = []
+        for epoch in range(epochs):
+            inp.send_batch([1000 * worker.index + 10 * epoch + k for k in range(threads * 2)])
+            inp.advance_to(epoch + 1)
+            try:
+                worker.step_while(lambda: probe.less_equal(epoch), timeout=5)
+            except TimeoutError:
+                raise AssertionError(f"epoch {epoch} did not complete within 5 s: the other workers' progress "
+                                     "did not arrive") from None
+            at_completion.append(sorted(x for t, x in got if t == epoch))
+        inp.close()
+        worker.step_while(lambda: not probe.done(), timeout=10)
+        return at_completion
+
+    results = ts.execute(work, threads=threads, timeout=30)
+    for w, per_epoch in enumerate(results):
+        expect = [sorted(x for sender in range(threads) for x in range(1000 * sender + 10 * e,
+                                                                        1000 * sender + 10 * e + threads * 2)
+                         if x % threads == w) for e in range(epochs)]
+        assert per_epoch == expect, f"worker {w}: what had arrived when each epoch completed"
