@@ -147,7 +147,7 @@ def test_a_killed_process_fails_the_others_within_the_timeout():
         if worker.index == 1:
             worker.step()
             os.kill(os.getpid(), signal.SIGKILL)
-        worker.step_while(lambda: probe.less_than(1), timeout=20)   # would wait for worker 1 forever
+        worker.step_while(lambda: probe.less_than(1), timeout=10)   # would wait for worker 1 forever
 
     start_time = time.monotonic()
     with pytest.raises(ts.WorkerFailure) as err:
@@ -163,7 +163,7 @@ def test_a_silent_process_fails_the_others_within_the_timeout():
         if worker.index == 1:
             worker.step()
             os.kill(os.getpid(), signal.SIGSTOP)
-        worker.step_while(lambda: probe.less_than(1), timeout=20)
+        worker.step_while(lambda: probe.less_than(1), timeout=10)   # would wait for worker 1 forever
 
     start_time = time.monotonic()
     with pytest.raises(ts.WorkerFailure) as err:
