@@ -8,8 +8,15 @@ import shutil
 import pytest
 
 import timely_spark as ts
-from timely_spark.capture import EventLogError, LogIndex, Messages, ParquetEventReader, ParquetEventWriter, Progress
-from timely_spark.capture import replay_into
+from timely_spark.capture import (
+    EventLogError,
+    LogIndex,
+    Messages,
+    ParquetEventReader,
+    ParquetEventWriter,
+    Progress,
+    replay_into,
+)
 
 PEERS = 2
 

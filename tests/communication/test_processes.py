@@ -52,7 +52,8 @@ def test_probes_and_aggregation_across_epochs(processes, threads):
 
 
 def test_worker_indices_across_processes():
-    assert ts.execute(lambda w: (w.index, w.peers), threads=2, processes=2, timeout=30) == [(0, 4), (1, 4), (2, 4), (3, 4)]
+    assert ts.execute(lambda w: (w.index, w.peers), threads=2, processes=2, timeout=30) == \
+        [(0, 4), (1, 4), (2, 4), (3, 4)]
 
 
 def test_arrow_record_batches_cross_the_mesh():

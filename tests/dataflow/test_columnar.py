@@ -213,7 +213,7 @@ def test_pandas_input_and_local_graph_function():
     seen = []
     ts.example(lambda s: s.to_stream(frame).to_records().inspect(seen.append))
     assert seen == [{"src": 1, "dst": 2}, {"src": 3, "dst": 2}, {"src": 5, "dst": 6}]
-    result = ts.graph.connected_components(frame, workers=2)
+    result = ts.graph.connected_components(frame, workers=2, timeout=30)
     assert isinstance(result, pd.DataFrame)
     assert result.to_dict("list") == {"vertex": [1, 2, 3, 5, 6], "component": [1, 1, 1, 5, 5]}
 

@@ -9,6 +9,7 @@ import pytest
 
 import timely_spark as ts
 from timely_spark.capture import EventLogError
+
 from ..capture.test_foreign_part_files import write_log
 
 
