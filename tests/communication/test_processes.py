@@ -47,12 +47,12 @@ def test_probes_and_aggregation_across_epochs(processes, threads):
     def work(worker):
         return feed_epochs(worker, build, data)
 
-    seen = sorted(p for part in ts.execute(work, threads=threads, processes=processes, timeout=30) for p in part)
+    seen = sorted(p for part in ts.execute(work, threads=threads, processes=processes, timeout=60) for p in part)
     assert seen == [(0, (0, 6)), (0, (1, 4)), (1, (1, 5)), (3, (0, 14)), (3, (1, 7))]
 
 
 def test_worker_indices_across_processes():
-    assert ts.execute(lambda w: (w.index, w.peers), threads=2, processes=2, timeout=30) == \
+    assert ts.execute(lambda w: (w.index, w.peers), threads=2, processes=2, timeout=60) == \
         [(0, 4), (1, 4), (2, 4), (3, 4)]
 
 
@@ -69,6 +69,6 @@ def test_arrow_record_batches_cross_the_mesh():
         worker.dataflow(build)
         return got
 
-    results = ts.execute(work, processes=2, timeout=30)
+    results = ts.execute(work, processes=2, timeout=60)
     assert [sorted(rb.column(0)[0].as_py() for rb in part) for part in results] == [[0, 2], [1, 3]]
     assert all(isinstance(rb, pa.RecordBatch) and rb.num_rows == 3 for part in results for rb in part)

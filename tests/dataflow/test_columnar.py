@@ -29,7 +29,8 @@ def epochs_of(table: pa.Table, epochs: int) -> list:
 
 def run(build, inputs: list, epochs: int, **layout) -> dict:
     """Run ``build(scope, *streams) -> stream`` with each input's batches fed per epoch
-    by worker 0 (empty batches included), within 30 s; returns {epoch: pyarrow.Table} merged over workers."""
+    by worker 0 (empty batches included), within 30 s (60 s on processes); returns {epoch: pyarrow.Table}
+    merged over workers."""
     def work(worker):
         out = []
 
@@ -52,7 +53,7 @@ def run(build, inputs: list, epochs: int, **layout) -> dict:
         return [(t, pa.Table.from_batches([rb])) for t, rb in out]
 
     merged: dict = {}
-    for part in ts.execute(work, **{"timeout": 30, **layout}):
+    for part in ts.execute(work, **{"timeout": 60 if "processes" in layout else 30, **layout}):
         for t, table in part:
             merged.setdefault(t, []).append(table)
     return {t: pa.concat_tables(tables) for t, tables in merged.items()}

@@ -15,7 +15,7 @@ def logged(build, threads=1):
         worker.dataflow(build)
         return events
 
-    return ts.execute(work, threads=threads)
+    return ts.execute(work, threads=threads, timeout=30)
 
 
 def test_events_of_a_known_dataflow_with_exact_counts():
@@ -42,7 +42,7 @@ def test_nothing_is_recorded_without_a_handler():
         worker.dataflow(lambda s: s.to_stream([1]))
         return worker.logger
 
-    assert ts.execute(work) == [None]
+    assert ts.execute(work, timeout=30) == [None]
 
 
 def test_probe_frontiers_are_logged():
@@ -56,7 +56,7 @@ def test_probe_frontiers_are_logged():
         inp.close()
         return events
 
-    (events,) = ts.execute(work)
+    (events,) = ts.execute(work, timeout=30)
     frontiers = [e["detail"] for e in events if e["event"] == "frontier"]
     assert frontiers == ["[0]", "[1]", "[2]", "[3]", "[]"]
     assert [e["frontier"] for e in events if e["event"] == "frontier"] == [(0,), (1,), (2,), (3,), ()]
@@ -67,7 +67,7 @@ def test_engine_events_captured_into_a_parquet_log(tmp_path):
         capture_log(worker, ParquetEventWriter(tmp_path, worker.index, worker.peers, flush_seconds=0.0))
         worker.dataflow(lambda s: s.to_stream(range(10)).exchange(lambda x: x).count())
 
-    ts.execute(work, threads=2)
+    ts.execute(work, threads=2, timeout=30)
     table = pq.read_table(tmp_path)
     assert {"event", "operator", "name", "elapsed", "worker"} <= set(table.column_names)
     for w in range(2):
@@ -96,7 +96,7 @@ def nested(scope):
 
 
 def test_graph_of_a_two_level_nested_dataflow_lists_exactly_its_operators_and_edges():
-    (graphs,) = ts.execute(lambda w: (w.dataflow(nested), w.dataflow_graphs())[1])
+    (graphs,) = ts.execute(lambda w: (w.dataflow(nested), w.dataflow_graphs())[1], timeout=30)
     (g,) = graphs
     assert g.operators() == [
         ("0.1", "Outer"),
@@ -140,7 +140,7 @@ def test_plots_make_image_files(tmp_path):
         inp.close()
         return events
 
-    (events,) = ts.execute(work)
+    (events,) = ts.execute(work, timeout=30)
     plot_capture(list(queue), path=str(tmp_path / "capture.png"))
     plot_frontiers(events, path=str(tmp_path / "frontiers.png"))
     for name in ("capture.png", "frontiers.png"):
@@ -183,7 +183,7 @@ def test_a_probe_that_stopped_early_keeps_its_last_frontier_to_the_end_of_the_pl
             pass
         return events
 
-    (events,) = ts.execute(work)
+    (events,) = ts.execute(work, timeout=30)
     series = frontier_series(events)
     xs, ys = series[("after", 0)]
     end = max(e["elapsed"] for e in events)

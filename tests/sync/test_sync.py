@@ -23,7 +23,7 @@ def barrier_rounds(worker, rounds=4):
 
 @pytest.mark.parametrize("layout", LAYOUTS, ids=str)
 def test_no_worker_leaves_a_round_before_all_have_entered_it(layout):
-    logs = ts.execute(barrier_rounds, **layout)
+    logs = ts.execute(barrier_rounds, **layout, timeout=30)
     rounds = len(logs[0])
     for k in range(rounds):
         last_in = max(log[k][1] for log in logs)
@@ -53,7 +53,7 @@ def test_barrier_keeps_other_dataflows_running():
         barrier.wait(timeout=30)
         return entered, time.monotonic(), ticks
 
-    (in0, out0, ticks), _ = ts.execute(work, threads=2)
+    (in0, out0, ticks), _ = ts.execute(work, threads=2, timeout=30)
     during = [t for t in ticks if in0 <= t <= out0]
     assert len(during) > 100          # the loop ran while worker 0 waited
 
@@ -77,7 +77,7 @@ def sequence(worker):
 
 @pytest.mark.parametrize("layout", [dict(threads=3), dict(processes=3)], ids=str)
 def test_sequencer_gives_every_worker_the_same_order(layout):
-    results = ts.execute(sequence, **layout)
+    results = ts.execute(sequence, **layout, timeout=30)
     peers = len(results)
     expected = sorted((i, k) for i in range(peers) for k in range(5 + 3 * i))
     assert all(r == results[0] for r in results)          # identical order everywhere
@@ -96,7 +96,7 @@ def test_sequencer_with_a_timer_and_close():
             seq.push(1)
         return got
 
-    a, b = ts.execute(work, threads=2)
+    a, b = ts.execute(work, threads=2, timeout=30)
     assert a == b and sorted(a) == [0, 1]
 
 
@@ -106,4 +106,4 @@ def test_an_unclosed_sequencer_does_not_hang_the_end_of_a_run():
         seq.push(worker.index)
         return "left open"
 
-    assert ts.execute(work, threads=2) == ["left open"] * 2
+    assert ts.execute(work, threads=2, timeout=30) == ["left open"] * 2
