@@ -237,7 +237,8 @@ def test_running_totals_keep_the_keys_absent_from_later_times():
               {"key": ["a", None], "value": [32, 64]},             # c and b stay away
               {"key": ["a", "b", "c", None], "value": [0, 0, 0, 0]}]
     parts = [[pa.record_batch(e)] if e else [] for e in epochs]
-    aggs = [("value", "sum"), ("value", "min"), ("value", "max"), ("value", "mean"), ([], "count_all")]
+    aggs = [("value", "sum"), ("value", "min"), ("value", "max"), ("value", "mean"), ("value", "count"),
+            ([], "count_all")]      # sum and mean (count and mean) of one column share a partial
     frame = pd.concat([pd.DataFrame({**e, "epoch": t}) for t, e in enumerate(epochs) if e], ignore_index=True)
     for layout in RUNS[:2]:
         got = run(lambda s, x: x.group_by("key").aggregate(aggs, running=True), [parts], len(epochs), **layout)
@@ -245,11 +246,12 @@ def test_running_totals_keep_the_keys_absent_from_later_times():
         for t in sorted(got):
             upto = frame[frame["epoch"] <= t]
             present = set(frame[frame["epoch"] == t]["key"])
-            totals = upto.groupby("key", dropna=False)["value"].agg(["sum", "min", "max", "mean", "size"])
+            totals = upto.groupby("key", dropna=False)["value"].agg(["sum", "min", "max", "mean", "count", "size"])
             expect = {None if pd.isna(k) else k: (int(r["sum"]), int(r["min"]), int(r["max"]), float(r["mean"]),
-                                                  int(r["size"]))
+                                                  int(r["count"]), int(r["size"]))
                       for k, r in totals.iterrows() if (None if pd.isna(k) else k) in present}
-            actual = {r["key"]: (r["value_sum"], r["value_min"], r["value_max"], r["value_mean"], r["count_all"])
+            actual = {r["key"]: (r["value_sum"], r["value_min"], r["value_max"], r["value_mean"], r["value_count"],
+                                 r["count_all"])
                       for r in got[t].to_pylist()}
             assert actual == expect, f"{layout}: running totals at time {t}"
 
