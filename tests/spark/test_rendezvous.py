@@ -287,6 +287,7 @@ def test_run_meets_through_the_driver_and_falls_back_to_allgather(spark):
     stats = {}
     assert ts.spark.run(spark, lambda w: w.index * 10, workers=2, stats=stats) == [0, 10]
     assert [t["met_through"] for t in stats["tasks"]] == ["driver", "driver"]
+    assert [t["stage_attempt"] for t in stats["tasks"]] == [0, 0]     # Spark's scheduler told the driver
     spark.conf.set(RENDEZVOUS_CONF, "allGather")
     try:
         assert ts.spark.run(spark, lambda w: w.index * 10, workers=2, stats=stats) == [0, 10]
@@ -295,3 +296,47 @@ def test_run_meets_through_the_driver_and_falls_back_to_allgather(spark):
         assert sorted(r["id"] for r in rows) == list(range(6))
     finally:
         spark.conf.unset(RENDEZVOUS_CONF)
+
+
+def arrive(folder):
+    """Run in a task as it unpickles its build, before it registers: partition 1's first
+    start waits for partition 0's, then kills its Python worker; partition 0's second
+    start (the retry) waits, so that the retry's partition 1 registers first."""
+    from pathlib import Path
+
+    from pyspark import TaskContext
+
+    partition = TaskContext.get().partitionId()
+    starts = Path(folder) / f"p{partition}"
+    with open(starts, "a") as f:
+        f.write("x")
+    if partition == 1 and len(starts.read_text()) == 1:
+        deadline = time.monotonic() + 30
+        while not (Path(folder) / "p0").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)                     # partition 0 registers meanwhile
+        os._exit(1)
+    if partition == 0 and len(starts.read_text()) == 2:
+        time.sleep(2.0)
+    return keep
+
+
+def keep(scope, batches):
+    return batches
+
+
+class DiesBeforeRegistering:
+    def __init__(self, folder):
+        self.folder = str(folder)
+
+    def __reduce__(self):
+        return (arrive, (self.folder,))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_stage_retried_after_a_task_died_before_registering_meets_its_own_tasks(spark, tmp_path):
+    df = spark.createDataFrame([(i % 3,) for i in range(30)], "x long").repartition(2)
+    counted = ts.spark.transform(df, DiesBeforeRegistering(tmp_path), "x long").groupBy("x").count()
+    assert sorted(tuple(r) for r in counted.collect()) == [(0, 10), (1, 10), (2, 10)]   # a barrier map stage
+    assert (tmp_path / "p1").read_text() == "xx"          # ... that Spark ran again after partition 1 died

@@ -141,11 +141,17 @@ def scheduler_attempts(sc: Any) -> Callable[[int, int], Optional[int]]:
     (its ``taskAttemptId()``) belongs to, asked of SparkContext ``sc``'s task scheduler
     (PySpark tells a task its stage but not the stage's attempt); None if unknown."""
     def attempt_of(stage: int, task: int) -> Optional[int]:
-        try:
-            manager = sc._jsc.sc().taskScheduler().taskIdToTaskSetManager().get(sc._jvm.java.lang.Long.valueOf(task))
-            if manager is None or int(manager.taskSet().stageId()) != stage:
+        try:       # the scheduler's Scala maps: their Long task ids equal py4j's Integers
+            by_stage = sc._jsc.sc().taskScheduler().taskSetsByStageIdAndAttempt().get(stage)
+            if by_stage.isEmpty():
                 return None
-            return int(manager.taskSet().stageAttemptId())
+            attempts = by_stage.get()
+            keys = attempts.keysIterator()
+            while keys.hasNext():
+                attempt = keys.next()
+                if attempts.apply(attempt).taskInfos().contains(task):
+                    return int(attempt)
+            return None
         except Exception as exc:  # another scheduler, or Spark's internals changed
             log.debug("timely_spark rendezvous: cannot ask Spark for task %d's stage attempt (%s)", task, exc)
             return None
