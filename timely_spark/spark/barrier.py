@@ -32,7 +32,8 @@ def run_in_barrier_task(fn: Callable[[Any], Any], secret: bytes, peer_timeout: f
 
     Raises the run's WorkerError / WorkerFailure.  ``stats`` receives the time spent
     binding and swapping addresses (``gather_seconds``, and ``met_through``: ``driver``
-    or ``allGather``) and connecting the mesh (``connect_seconds``).
+    or ``allGather``; through the driver, ``stage_attempt``: the stage attempt it met
+    in, -1 if Spark's scheduler did not say) and connecting the mesh (``connect_seconds``).
     """
     from pyspark import BarrierTaskContext
 
