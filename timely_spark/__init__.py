@@ -47,6 +47,7 @@ from .errors import (
     CapabilityError,
     CycleError,
     OperatorError,
+    RemoteError,
     RunTimeout,
     TimelyError,
     WorkerError,
@@ -59,8 +60,8 @@ from .runtime import Config
 __all__ = [
     "BranchOut", "BuildError", "Capability", "CapabilityError", "CapabilitySet", "Config", "CycleError",
     "Exchange", "InputCapability", "InputHandle", "InputPort", "LoopHandle", "Notificator", "OkErrOut",
-    "OperatorBuilder", "OperatorError", "OutputHandle", "Pipeline", "ProbeHandle", "Product", "RunTimeout", "Scope",
-    "Stream",
+    "OperatorBuilder", "OperatorError", "OutputHandle", "Pipeline", "ProbeHandle", "Product", "RemoteError",
+    "RunTimeout", "Scope", "Stream",
     "TimelyError", "Vertex", "Worker", "WorkerError", "WorkerFailure", "__version__", "capture", "example",
     "execute", "execute_from_args", "graph", "logging", "progress", "source", "spark", "stable_hash", "sync",
 ]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import builtins
+import json
 import traceback
-from typing import Optional
+from typing import Any, Optional
 
 __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "OperatorError", "WorkerError",
-           "WorkerFailure", "RunTimeout", "operator_of", "most_telling", "picklable"]
+           "WorkerFailure", "RunTimeout", "RemoteError", "ReportedError", "operator_of", "most_telling", "picklable",
+           "describe_error", "rebuild_error", "type_name"]
 
 
 class TimelyError(Exception):
@@ -74,7 +77,7 @@ class WorkerError(TimelyError):
         self.remote_traceback = remote_traceback or "".join(
             traceback.format_exception(type(cause), cause, cause.__traceback__))
         where = f"worker {worker}" + (f", operator {operator!r}" if operator else "")
-        super().__init__(f"{where} failed: {type(cause).__name__}: {cause}\n\n"
+        super().__init__(f"{where} failed: {type_name(cause)}: {cause}\n\n"
                          f"Original traceback:\n{self.remote_traceback}")
 
     def __reduce__(self):
@@ -101,6 +104,31 @@ class RunTimeout(TimelyError, TimeoutError):
 
     def __reduce__(self):
         return (RunTimeout, (self.timeout, self.incomplete))
+
+
+class RemoteError(TimelyError):
+    """An exception raised in another process whose type is not rebuilt here: from a
+    task's report (see :func:`rebuild_error`) the driver rebuilds only builtin
+    exceptions and the package's own errors.  ``type_name`` and ``module`` name the
+    original type; the message is the original's.
+
+    >>> str(WorkerError(2, RemoteError("ParseError", "mylib", "bad line 7"), "Map", "...")).splitlines()[0]
+    "worker 2, operator 'Map' failed: ParseError: bad line 7"
+    """
+
+    def __init__(self, type_name: str, module: str, message: str) -> None:
+        self.type_name = type_name
+        self.module = module
+        super().__init__(message)
+
+    def __reduce__(self):
+        return (RemoteError, (self.type_name, self.module, str(self)))
+
+
+class ReportedError(TimelyError):
+    """What a Spark task raises for an error it has reported to the driver: the text
+    leads with the job's marker, by which the driver finds the report and raises the
+    error itself; the rest repeats the error for Spark's own logs."""
 
 
 class WorkerAborted(TimelyError):
@@ -138,3 +166,126 @@ def most_telling(errors: list) -> BaseException:
             merged.update(e.incomplete)
         return RunTimeout(timeouts[0].timeout, merged)
     return errors[0]
+
+
+def type_name(exc: BaseException) -> str:
+    """The name of ``exc``'s type -- for a :class:`RemoteError`, the original type's."""
+    return exc.type_name if isinstance(exc, RemoteError) else type(exc).__name__
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[:chars] + " ... (cut)"
+
+
+def _tail(text: str, chars: int) -> str:
+    return text if len(text) <= chars else "(cut) ... " + text[-chars:]
+
+
+def _json_value(value: Any, chars: int) -> bool:
+    """Whether ``value`` is plain JSON data (that comes back equal) of at most ``chars``."""
+    try:
+        encoded = json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return len(encoded) <= chars and json.loads(encoded) == value
+
+
+def describe_error(exc: BaseException, chars: int = 4000, depth: int = 3) -> dict:
+    """Exception ``exc`` as plain JSON data, for :func:`rebuild_error` in another process
+    (which must never unpickle what it receives): its type's name and module, message,
+    arguments and attributes when they are plain data, and for the package's errors
+    their worker, operator, traceback text and cause.  Texts are cut to ``chars``
+    characters (tracebacks keep their end); causes nest ``depth`` deep.
+
+    >>> describe_error(KeyError("x"))
+    {'type': 'KeyError', 'module': 'builtins', 'message': "'x'", 'args': ['x']}
+    """
+    kind = type(exc)
+    name, module = (exc.type_name, exc.module) if isinstance(exc, RemoteError) else (kind.__qualname__,
+                                                                                    kind.__module__)
+    report: dict = {"type": name, "module": module, "message": _cut(str(exc), chars)}
+    if isinstance(exc, RemoteError):
+        return report
+    if isinstance(exc, (WorkerError, OperatorError)):
+        report["operator"] = exc.operator
+        if depth > 1:
+            report["cause"] = describe_error(exc.cause, chars, depth - 1)
+        if isinstance(exc, WorkerError):
+            report.update(worker=exc.worker, traceback=_tail(exc.remote_traceback, chars))
+        return report
+    if isinstance(exc, RunTimeout):
+        report.update(timeout=exc.timeout, incomplete=[[w, _cut(str(what), chars)]
+                                                       for w, what in sorted(exc.incomplete.items())])
+        return report
+    if _json_value(list(exc.args), chars):
+        report["args"] = list(exc.args)
+    attributes, left = {}, chars
+    for key, value in vars(exc).items():
+        if key.isidentifier() and not key.startswith("_") and _json_value(value, left):
+            attributes[key] = value
+            left -= len(json.dumps(value))
+    if attributes:
+        report["attributes"] = attributes
+    return report
+
+
+def _rebuildable(module: str, name: str) -> Optional[type[BaseException]]:
+    """The allow-listed exception type ``module.name``: a builtin exception, or one of
+    the package's own errors (looked up among the loaded subclasses of TimelyError --
+    nothing is imported by name)."""
+    if module == "builtins":
+        found = getattr(builtins, name, None)
+        return found if isinstance(found, type) and issubclass(found, Exception) else None
+    if module != "timely_spark" and not module.startswith("timely_spark."):
+        return None
+    pending: list[type[BaseException]] = [TimelyError]
+    while pending:
+        cls = pending.pop()
+        if cls.__module__ == module and cls.__qualname__ == name:
+            return cls
+        pending.extend(cls.__subclasses__())
+    return None
+
+
+def rebuild_error(report: Any, depth: int = 3) -> BaseException:
+    """The exception :func:`describe_error` described: its own type when that is a
+    builtin exception or one of the package's errors (made from the report's data; no
+    code from the report runs), else :class:`RemoteError` carrying the type's name and
+    the message.  A malformed report gives a RemoteError saying so.
+
+    >>> err = rebuild_error(describe_error(WorkerError(1, ZeroDivisionError("division by zero"), "Map", "tb")))
+    >>> type(err).__name__, err.worker, err.operator, type(err.cause).__name__, str(err.cause)
+    ('WorkerError', 1, 'Map', 'ZeroDivisionError', 'division by zero')
+    >>> other = rebuild_error({"type": "system", "module": "os", "message": "not run"})
+    >>> type(other).__name__, other.type_name, other.module, str(other)
+    ('RemoteError', 'system', 'os', 'not run')
+    """
+    try:
+        name, module, message = str(report["type"]), str(report["module"]), str(report["message"])
+    except (TypeError, KeyError) as exc:
+        return RemoteError("?", "?", f"a malformed error report ({exc!r})")
+    try:
+        cls = _rebuildable(module, name)
+        if cls is None:
+            return RemoteError(name, module, message)
+        if issubclass(cls, (WorkerError, OperatorError)):
+            cause = report.get("cause")
+            inner = (rebuild_error(cause, depth - 1) if cause is not None and depth > 1
+                     else RemoteError("?", "?", "(cause not reported)"))
+            operator = None if report.get("operator") is None else str(report["operator"])
+            if issubclass(cls, WorkerError):
+                return WorkerError(int(report["worker"]), inner, operator, str(report["traceback"]))
+            return OperatorError(str(operator), inner)
+        if issubclass(cls, RunTimeout):
+            return RunTimeout(float(report["timeout"]), {int(w): str(what) for w, what in report["incomplete"]})
+        args = report.get("args")
+        rebuilt = cls.__new__(cls, *(args if isinstance(args, list) else [message]))
+        attributes = report.get("attributes")
+        if isinstance(attributes, dict):       # plain data into the instance's dict: no setter runs
+            rebuilt.__dict__.update({k: v for k, v in attributes.items()
+                                     if isinstance(k, str) and k.isidentifier() and not k.startswith("_")})
+        if str(rebuilt) != message:
+            return RemoteError(name, module, message)
+        return rebuilt
+    except Exception as exc:  # data that does not fit the type: keep what can be said
+        return RemoteError(name, module, f"{message} (not rebuilt: {exc!r})")

@@ -20,6 +20,7 @@ __all__ = ["Config", "DEFAULT_PEER_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HANDSHA
            "MAX_FRAME", "STOP_GRACE", "HEARTBEATS_PER_PEER_TIMEOUT", "MIN_HEARTBEAT_INTERVAL",
            "RETRY_BACKOFF", "MAX_RETRY_BACKOFF", "LISTEN_BACKLOG", "THREAD_JOIN_WAIT", "CHILD_MESSAGE_WAIT",
            "CHILD_START_WAIT", "RUN_BACKSTOP_SLACK", "POLL_INTERVAL", "CHILD_EXIT_WAIT", "SECRET_ENV", "DEFAULT_PORT",
+           "RENDEZVOUS_AUTH_TIMEOUT", "RENDEZVOUS_PENDING", "RENDEZVOUS_MAX_REQUEST", "TICKET_IDLE_TIMEOUT",
            "new_secret", "check_timeout", "check_count", "check_port"]
 
 #: Seconds a peer process may stay silent (not even a heartbeat) before the run fails
@@ -35,6 +36,25 @@ HANDSHAKE_TIMEOUT = 10.0
 
 #: Connections that may be in their handshake at once; more are refused at once.
 MAX_HANDSHAKES = 16
+
+#: Seconds a connection to the driver's rendezvous has to authenticate (send its hello
+#: and its MAC-checked request) before the driver drops it; a task whose connection is
+#: dropped connects again, within its wait.
+RENDEZVOUS_AUTH_TIMEOUT = 2.0
+
+#: Connections the driver's rendezvous lets authenticate at once (and its listen
+#: backlog).  When one more arrives, the oldest connection of the source holding the
+#: most is dropped, so idle connections cannot shut real tasks out.
+RENDEZVOUS_PENDING = 512
+
+#: The largest request (bytes) the driver's rendezvous reads before checking its MAC:
+#: a registration takes well under 1 KiB; a task's failure report is cut to fit.
+RENDEZVOUS_MAX_REQUEST = 16 * 1024
+
+#: Seconds a ``transform`` result's rendezvous ticket stays open without being used (no
+#: task registering or reporting); after that its tasks can no longer meet, and
+#: running the result again needs a new ``transform``.
+TICKET_IDLE_TIMEOUT = 3600.0
 
 #: The largest frame (bytes) the mesh sends or accepts; larger messages go as several
 #: frames.  A peer announcing more is failed before anything is allocated.

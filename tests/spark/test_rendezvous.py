@@ -1,18 +1,28 @@
-"""The driver's rendezvous: real sockets, the tasks' side called from threads; and
-ts.spark.run meeting through it or, when told, through allGather."""
+"""The driver's rendezvous: real sockets, the tasks' side called from threads (and an
+attacker's side written here from the protocol); and ts.spark.run meeting through it
+or, when told, through allGather."""
 
+import json
+import os
 import socket
+import struct
 import threading
+import time
 
 import pytest
 
 import timely_spark as ts
+from timely_spark.communication.tcp import handshake_mac, recv_exact
+from timely_spark.spark import rendezvous
 from timely_spark.spark.job_errors import timely_cause
 from timely_spark.spark.rendezvous import (
+    MAGIC,
     RENDEZVOUS_CONF,
+    DriverRendezvous,
     RendezvousError,
     Ticket,
     driver_rendezvous,
+    failure_marker,
     meet,
     report_failure,
 )
@@ -23,21 +33,47 @@ def service():
     return driver_rendezvous("127.0.0.1")     # the driver process's own (as the Spark jobs use)
 
 
-def meet_all(ticket, workers, stage=1, only=None):
+def start_meeting(ticket, workers, stage=1, only=None, first_task=0, port=5000):
+    """Tasks ``only`` (default: all) of ``workers`` meeting from threads, as barrier tasks
+    with task attempt ids ``first_task + index`` and listeners on ``port + index``:
+    ``(threads, results, errors)``, the threads started."""
     results, errors = {}, {}
 
     def task(i):
         try:
-            results[i] = meet(ticket, stage, i, workers, "127.0.0.1", 5000 + i)
+            results[i] = meet(ticket, stage, first_task + i, i, workers, "127.0.0.1", port + i)[0]
         except Exception as exc:
             errors[i] = exc
 
     threads = [threading.Thread(target=task, args=(i,)) for i in (only if only is not None else range(workers))]
     for t in threads:
         t.start()
+    return threads, results, errors
+
+
+def meet_all(ticket, workers, **kwargs):
+    threads, results, errors = start_meeting(ticket, workers, **kwargs)
     for t in threads:
-        t.join(30)
+        t.join(60)
     return results, errors
+
+
+def authenticated_request(ticket, request, length=None):
+    """Send ``request`` as a task holding ``ticket`` would, the protocol written out here
+    (an attacker who knows the job's secret); the raw answer's bytes, b"" if none.
+    ``length`` announces another length than the request's."""
+    with socket.create_connection((ticket.host, ticket.port), timeout=10) as sock:
+        nonce = os.urandom(32)
+        sock.sendall(MAGIC + ticket.token + nonce)
+        hello = bytes(recv_exact(sock, 1 + 32 + 32, time.monotonic() + 10))
+        nonces = nonce + hello[1:33]
+        body = json.dumps(request).encode()
+        mac = handshake_mac(ticket.secret, b"request", ticket.token, nonces, body)
+        sock.sendall(struct.pack("<I", len(body) if length is None else length) + body + mac)
+        try:
+            return sock.recv(1 << 20)
+        except OSError:
+            return b""
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
@@ -55,13 +91,13 @@ def test_a_task_with_the_wrong_secret_is_refused_and_the_service_goes_on(service
     ticket = service.open(b"right" * 8, wait=20)
     forged = Ticket(ticket.host, ticket.port, ticket.token, b"wrong" * 8, ticket.wait)
     with pytest.raises(RendezvousError, match="did not prove it knows the job's secret"):
-        meet(forged, 1, 0, 1, "127.0.0.1", 1)
+        meet(forged, 1, 0, 0, 1, "127.0.0.1", 1)
     unknown = Ticket(ticket.host, ticket.port, b"x" * 16, ticket.secret, ticket.wait)
-    with pytest.raises(RendezvousError, match="closed the connection without an answer"):
-        meet(unknown, 1, 0, 1, "127.0.0.1", 1)
+    with pytest.raises(RendezvousError, match="does not know this job"):
+        meet(unknown, 1, 0, 0, 1, "127.0.0.1", 1)
     with socket.create_connection((ticket.host, ticket.port)) as junk:   # garbage, then a hang-up
         junk.sendall(b"GET / HTTP/1.0\r\n\r\n")
-    assert meet(ticket, 1, 0, 1, "127.0.0.1", 7) == [("127.0.0.1", 7)]
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]
     service.close(ticket)
 
 
@@ -80,18 +116,170 @@ def test_an_unreachable_driver_is_a_clear_error():
     ticket = Ticket("127.0.0.1", port, b"t" * 16, b"s" * 32, wait=0.5)
     with pytest.raises(RendezvousError, match=f"cannot reach the driver's rendezvous at 127.0.0.1:{port}.*"
                                               f"{RENDEZVOUS_CONF}=allGather"):
-        meet(ticket, 1, 0, 1, "127.0.0.1", 1)
+        meet(ticket, 1, 0, 0, 1, "127.0.0.1", 1)
 
 
-def test_a_reported_failure_is_what_the_driver_raises_for_sparks_error(service):
+class BadRecord(Exception):
+    """A user's own exception type: the driver does not rebuild it, only names it."""
+
+
+def test_a_reported_failure_is_what_the_driver_raises_for_sparks_error_naming_its_job(service):
     ticket = service.open(b"s" * 32)
-    failure = ts.WorkerError(3, ZeroDivisionError("division by zero"), "Divide", "Traceback ...")
-    report_failure(ticket, failure)
-    spark_error = RuntimeError(f"Job aborted due to stage failure ... {failure} ... at org.apache.spark")
+    failure = ts.WorkerError(3, BadRecord("line 7 has 3 fields"), "Parse", "Traceback ... parse(line)")
+    report_failure(ticket, 12, 40, failure)
+    unrelated = RuntimeError(f"Job aborted ... {failure} ... at org.apache.spark")   # the same text, no marker
+    assert timely_cause(unrelated) is None
+    spark_error = RuntimeError(f"Job aborted ... ReportedError: {failure_marker(ticket, 12, 40)}: ... at org.apache")
     found = timely_cause(spark_error)
-    assert isinstance(found, ts.WorkerError) and found.worker == 3 and found.operator == "Divide"
+    assert isinstance(found, ts.WorkerError) and found.worker == 3 and found.operator == "Parse"
+    assert str(found).startswith("worker 3, operator 'Parse' failed: BadRecord: line 7 has 3 fields")
+    assert "parse(line)" in found.remote_traceback
     assert timely_cause(spark_error) is None              # claimed once
-    assert timely_cause(RuntimeError("something else")) is None
+    service.close(ticket)
+
+
+class WritesAFile:
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (exec, (f"open({self.path!r}, 'w').write('unpickled on the driver')",))
+
+
+def test_a_report_carrying_a_pickle_is_never_unpickled(service, tmp_path):
+    import base64
+    import pickle
+
+    marker = tmp_path / "side-effect"
+    payload = base64.b64encode(pickle.dumps(WritesAFile(marker))).decode()
+    ticket = service.open(b"k" * 32)            # the attacker knows the job's secret
+    for error in (payload, {"type": "WorkerError", "module": "timely_spark.errors", "message": payload,
+                            "args": [payload], "cause": payload, "worker": 0, "traceback": payload}):
+        answer = authenticated_request(ticket, {"kind": "failed", "stage": 5, "task": 9, "error": error})
+        assert b'"ok": true' in answer          # taken as data
+    found = timely_cause(RuntimeError(failure_marker(ticket, 5, 9)))
+    assert not marker.exists()
+    assert isinstance(found, ts.TimelyError) and payload in str(found)     # shown as text, never run
+    service.close(ticket)
+
+
+def test_a_request_longer_than_a_registration_is_refused_before_it_is_read(service):
+    from timely_spark.runtime import RENDEZVOUS_MAX_REQUEST
+
+    ticket = service.open(b"k" * 32)
+    assert authenticated_request(ticket, {"kind": "meet"}, length=16 * 1024 * 1024) == b""   # closed: no answer
+    with pytest.raises(OSError):        # the driver stopped reading after the length: sending the rest fails
+        with socket.create_connection((ticket.host, ticket.port), timeout=10) as sock:
+            sock.sendall(MAGIC + ticket.token + os.urandom(32))
+            recv_exact(sock, 65, time.monotonic() + 10)
+            sock.sendall(struct.pack("<I", 1 << 24))
+            for _ in range(1 << 24 >> 16):
+                sock.sendall(b"x" * (1 << 16))
+    report = ts.WorkerError(0, ValueError("é" * 100_000), "Map", "Traceback\n" + "  frame\n" * 100_000)
+    report_failure(ticket, 1, 2, report)     # a huge error is cut to fit, and still arrives
+    found = timely_cause(RuntimeError(failure_marker(ticket, 1, 2)))
+    assert isinstance(found, ts.WorkerError) and str(found).startswith("worker 0, operator 'Map' failed: ValueError: é")
+    assert len(json.dumps(ts.errors.describe_error(report)).encode()) > RENDEZVOUS_MAX_REQUEST
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]
+    service.close(ticket)
+
+
+def test_a_ticket_opened_with_an_idle_bound_closes_when_unused(service):
+    ticket = service.open(b"s" * 32, wait=5, idle=0.5)
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]      # in use
+    time.sleep(1.0)
+    with pytest.raises(RendezvousError, match="does not know this job.*transform result unused"):
+        meet(ticket, 2, 0, 0, 1, "127.0.0.1", 7)
+
+
+def test_a_retried_stage_meets_only_its_own_attempt():
+    service = DriverRendezvous("127.0.0.1")              # Spark's scheduler replaced: attempt a runs tasks 100a + i
+    service.attempt_of = lambda stage, task: task // 100
+    ticket = service.open(b"s" * 32, wait=20)
+    old = start_meeting(ticket, 3, only=[0, 2])          # attempt 0: task 1 died before registering
+    time.sleep(1.0)
+    late = start_meeting(ticket, 3, only=[1], first_task=100, port=6000)     # the retry's task 1 comes first
+    time.sleep(1.0)
+    results, errors = meet_all(ticket, 3, only=[0, 2], first_task=100, port=6000)
+    for t in old[0] + late[0]:
+        t.join(30)
+    results.update(late[1])
+    assert not errors and not late[2]
+    assert results == {i: [("127.0.0.1", 6000 + j) for j in range(3)] for i in range(3)}
+    assert sorted(old[2]) == [0, 2] and all("attempt 0 was superseded by attempt 1" in str(e) for e in old[2].values())
+    with pytest.raises(ts.WorkerFailure, match="attempt 0 was superseded by attempt 1"):
+        meet(ticket, 1, 1, 1, 3, "127.0.0.1", 5001)      # a late task of the failed attempt meets no one
+    service.close(ticket)
+
+
+class IdleConnections:
+    """A loopback client holding ``count`` connections to the rendezvous that never say
+    a word, opening a new one whenever the driver drops one."""
+
+    def __init__(self, address, count):
+        self.address, self.count = address, count
+        self.socks, self.opened = [], 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._hold, daemon=True)
+
+    def _hold(self):
+        import select
+
+        while not self.stop.is_set():
+            while len(self.socks) < self.count:
+                self.socks.append(socket.create_connection(self.address, timeout=10))
+                self.opened += 1
+            readable, _, _ = select.select(self.socks, [], [], 0.05)
+            for sock in readable:               # dropped by the driver: hold another one
+                sock.close()
+                self.socks.remove(sock)
+
+    def __enter__(self):
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while self.opened < self.count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(10)
+        for sock in self.socks:
+            sock.close()
+
+
+def test_idle_connections_do_not_shut_a_real_job_out(spark):
+    service = rendezvous.session_rendezvous(spark.sparkContext)
+    with IdleConnections((service.host, service.port), 300):
+        assert ts.spark.run(spark, lambda w: w.index * 10, workers=2, timeout=60) == [0, 10]
+        ticket = service.open(b"s" * 32, wait=30)
+        results, errors = meet_all(ticket, 64)
+        assert not errors and len(results) == 64
+        service.close(ticket)
+
+
+def test_more_idle_connections_than_the_driver_takes_at_once_do_not_shut_tasks_out():
+    from timely_spark.runtime import RENDEZVOUS_PENDING
+
+    service = DriverRendezvous("127.0.0.1")
+    ticket = service.open(b"s" * 32, wait=30)
+    with IdleConnections((service.host, service.port), RENDEZVOUS_PENDING + 100) as idle:
+        results, errors = meet_all(ticket, 32)
+        assert idle.opened > RENDEZVOUS_PENDING + 100      # the driver dropped idle ones to let tasks in
+    assert not errors and results == {i: [("127.0.0.1", 5000 + j) for j in range(32)] for i in range(32)}
+
+
+def test_256_tasks_registering_at_once_meet_though_each_is_slow_to_answer(service, monkeypatch):
+    def slow(secret, label, *parts):      # every request (tasks sending, the driver checking) takes 50 ms
+        if label == b"request":
+            time.sleep(0.05)
+        return handshake_mac(secret, label, *parts)
+
+    monkeypatch.setattr(rendezvous, "handshake_mac", slow)
+    ticket = service.open(b"s" * 32, wait=60)
+    results, errors = meet_all(ticket, 256)
+    assert not errors, next(iter(errors.values()))
+    assert results == {i: [("127.0.0.1", 5000 + j) for j in range(256)] for i in range(256)}
     service.close(ticket)
 
 
@@ -99,6 +287,7 @@ def test_run_meets_through_the_driver_and_falls_back_to_allgather(spark):
     stats = {}
     assert ts.spark.run(spark, lambda w: w.index * 10, workers=2, stats=stats) == [0, 10]
     assert [t["met_through"] for t in stats["tasks"]] == ["driver", "driver"]
+    assert [t["stage_attempt"] for t in stats["tasks"]] == [0, 0]     # Spark's scheduler told the driver
     spark.conf.set(RENDEZVOUS_CONF, "allGather")
     try:
         assert ts.spark.run(spark, lambda w: w.index * 10, workers=2, stats=stats) == [0, 10]
@@ -107,3 +296,47 @@ def test_run_meets_through_the_driver_and_falls_back_to_allgather(spark):
         assert sorted(r["id"] for r in rows) == list(range(6))
     finally:
         spark.conf.unset(RENDEZVOUS_CONF)
+
+
+def arrive(folder):
+    """Run in a task as it unpickles its build, before it registers: partition 1's first
+    start waits for partition 0's, then kills its Python worker; partition 0's second
+    start (the retry) waits, so that the retry's partition 1 registers first."""
+    from pathlib import Path
+
+    from pyspark import TaskContext
+
+    partition = TaskContext.get().partitionId()
+    starts = Path(folder) / f"p{partition}"
+    with open(starts, "a") as f:
+        f.write("x")
+    if partition == 1 and len(starts.read_text()) == 1:
+        deadline = time.monotonic() + 30
+        while not (Path(folder) / "p0").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)                     # partition 0 registers meanwhile
+        os._exit(1)
+    if partition == 0 and len(starts.read_text()) == 2:
+        time.sleep(2.0)
+    return keep
+
+
+def keep(scope, batches):
+    return batches
+
+
+class DiesBeforeRegistering:
+    def __init__(self, folder):
+        self.folder = str(folder)
+
+    def __reduce__(self):
+        return (arrive, (self.folder,))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_stage_retried_after_a_task_died_before_registering_meets_its_own_tasks(spark, tmp_path):
+    df = spark.createDataFrame([(i % 3,) for i in range(30)], "x long").repartition(2)
+    counted = ts.spark.transform(df, DiesBeforeRegistering(tmp_path), "x long").groupBy("x").count()
+    assert sorted(tuple(r) for r in counted.collect()) == [(0, 10), (1, 10), (2, 10)]   # a barrier map stage
+    assert (tmp_path / "p1").read_text() == "xx"          # ... that Spark ran again after partition 1 died

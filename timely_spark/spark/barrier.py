@@ -5,8 +5,8 @@ kept bound), learn every task's ``host:port`` -- through the driver's rendezvous
 (:mod:`.rendezvous`) when the job has a ticket, else through
 ``BarrierTaskContext.allGather`` -- build the authenticated mesh with the secret the
 driver shipped in the task's closure, run the worker, and close everything.  If the
-worker fails, the error is also reported to the driver's rendezvous, so that the
-driver can raise it as it is (see :mod:`.job_errors`).
+worker fails, the error is also reported to the driver's rendezvous (as data), so that
+the driver can raise it as it is (see :mod:`.job_errors`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional
 
 from ..communication.tcp import bind_listener
+from ..errors import ReportedError, type_name
 from ..process import run_process
 from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT
-from .rendezvous import Ticket, meet, report_failure
+from .rendezvous import Ticket, failure_marker, meet, report_failure
 
 __all__ = ["run_in_barrier_task", "reporting_failures"]
 
@@ -31,7 +32,8 @@ def run_in_barrier_task(fn: Callable[[Any], Any], secret: bytes, peer_timeout: f
 
     Raises the run's WorkerError / WorkerFailure.  ``stats`` receives the time spent
     binding and swapping addresses (``gather_seconds``, and ``met_through``: ``driver``
-    or ``allGather``) and connecting the mesh (``connect_seconds``).
+    or ``allGather``; through the driver, ``stage_attempt``: the stage attempt it met
+    in, -1 if Spark's scheduler did not say) and connecting the mesh (``connect_seconds``).
     """
     from pyspark import BarrierTaskContext
 
@@ -43,7 +45,9 @@ def run_in_barrier_task(fn: Callable[[Any], Any], secret: bytes, peer_timeout: f
     listener = bind_listener(host, 0)
     port = listener.getsockname()[1]
     if ticket is not None:
-        addresses = meet(ticket, ctx.stageId(), index, len(infos), host, port)
+        addresses, attempt = meet(ticket, ctx.stageId(), ctx.taskAttemptId(), index, len(infos), host, port)
+        if stats is not None:
+            stats["stage_attempt"] = attempt
     else:
         addresses = [tuple(json.loads(a)) for a in ctx.allGather(json.dumps([host, port]))]
     if stats is not None:
@@ -57,11 +61,19 @@ def run_in_barrier_task(fn: Callable[[Any], Any], secret: bytes, peer_timeout: f
 
 @contextmanager
 def reporting_failures(ticket: Optional[Ticket]) -> Iterator[None]:
-    """``with reporting_failures(ticket): ...`` -- an error leaving the block is first
-    reported to the driver's rendezvous (if the job has a ticket), then re-raised."""
+    """``with reporting_failures(ticket): ...`` in a barrier task -- an error leaving the
+    block is reported to the driver's rendezvous (if the job has a ticket) and raised
+    again as a :class:`~timely_spark.errors.ReportedError` whose text leads with the
+    report's marker (by which the driver finds it in Spark's error) and repeats the
+    error; without a ticket, raised as it is."""
     try:
         yield
     except Exception as exc:
-        if ticket is not None:
-            report_failure(ticket, exc)
-        raise
+        if ticket is None:
+            raise
+        from pyspark import BarrierTaskContext
+
+        ctx = BarrierTaskContext.get()
+        stage, task = ctx.stageId(), ctx.taskAttemptId()
+        report_failure(ticket, stage, task, exc)
+        raise ReportedError(f"{failure_marker(ticket, stage, task)}: {type_name(exc)}: {exc}") from exc

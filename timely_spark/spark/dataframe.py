@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Optional
 import cloudpickle
 
 from ..errors import TimelyError
-from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, check_timeout, new_secret
+from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, TICKET_IDLE_TIMEOUT, check_timeout, new_secret
 from .barrier import reporting_failures, run_in_barrier_task
 from .job_errors import install as install_error_translation
 from .preflight import check_session, task_slots
@@ -143,16 +143,18 @@ def _fit_to_slots(df: Any) -> Any:
 
 
 def _ticket(df: Any, secret: bytes, peer_timeout: float) -> Optional[Ticket]:
-    """A rendezvous ticket for the job's tasks (kept open: the result may run again
-    later), and the driver's error translation installed -- or None over Spark
-    Connect, where the tasks meet through ``allGather`` and errors stay Spark's."""
+    """A rendezvous ticket for the job's tasks (open while the result is used: it may run
+    again later; closed after ``TICKET_IDLE_TIMEOUT`` seconds without use), and the
+    driver's error translation installed -- or None over Spark Connect, where the tasks
+    meet through ``allGather`` and errors stay Spark's."""
     try:
         sc = df.sparkSession.sparkContext
     except Exception:  # Spark Connect
         return None
     install_error_translation()
     service = session_rendezvous(sc, df.sparkSession.conf)
-    return None if service is None else service.open(secret, max(peer_timeout, DEFAULT_CONNECT_TIMEOUT))
+    return None if service is None else service.open(secret, max(peer_timeout, DEFAULT_CONNECT_TIMEOUT),
+                                                     idle=TICKET_IDLE_TIMEOUT)
 
 
 def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool = False,

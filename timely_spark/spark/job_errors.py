@@ -2,9 +2,10 @@
 
 When a barrier task fails, Spark reports a ``Py4JJavaError`` of several kilobytes
 with the Python cause somewhere inside.  Tasks of a job with a rendezvous ticket
-report their error to the driver (see :mod:`.rendezvous`); :func:`timely_cause`
-finds the job whose reported error a Spark error shows (its first line appears in
-Spark's text) and raises that job's most telling error, or recognizes an executor that cannot import the package.
+report their error to the driver as data (see :mod:`.rendezvous`) and raise an error
+naming the job attempt; :func:`timely_cause` finds the job attempt a Spark error names
+and raises that attempt's most telling reported error, or recognizes an executor that
+cannot import the package.
 
 :func:`install` adds this translation to every Spark call of the driver, the way
 PySpark itself turns Java errors into Python ones (by wrapping py4j's
@@ -20,9 +21,8 @@ import re
 from typing import Any, Callable, Optional
 
 from ..capture.parquet import EventLogError
-from ..errors import most_telling
 from .preflight import SparkSetupError
-from .rendezvous import all_services
+from .rendezvous import reported_failure
 
 __all__ = ["install", "timely_cause", "spark_summary", "SHIPPING_DOCS"]
 
@@ -52,11 +52,9 @@ def timely_cause(exc: BaseException) -> Optional[BaseException]:
     (in Spark's planner, on an executor, or in a streaming query), or ``SparkSetupError``
     if executors cannot import timely_spark; None if ``exc`` is about something else."""
     text = str(exc)
-    for service in all_services():
-        for token, failure in service.failures():
-            first = str(failure).strip().splitlines()[0] if str(failure).strip() else ""
-            if first and first in text:     # Spark shows one task's error; the job's most telling one wins
-                return most_telling(service.claim(token))
+    reported = reported_failure(text)     # Spark shows one task's error; its job attempt's most telling wins
+    if reported is not None:
+        return reported
     logged = _EVENT_LOG.search(text)
     if logged:
         return EventLogError(logged.group(1).strip())

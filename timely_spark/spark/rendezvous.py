@@ -3,51 +3,66 @@
 Spark's own ``BarrierTaskContext.allGather`` polls once a second, so every run paid
 about a second before its first record moved.  Instead, each task connects to this
 service on the driver, proves it knows its job's secret, and sends its listener's
-``host:port``; once every task of the stage has registered, the driver answers each
-with all of them, proving in turn that it knows the secret.  A task whose job fails
-also reports the error here (authenticated the same way), so that the driver can
-raise the package's own exception instead of Spark's (see :mod:`.job_errors`).
+``host:port``; once every task of the stage attempt has registered, the driver answers
+each with all of them, proving in turn that it knows the secret.  A task whose job
+fails also reports the error here (authenticated the same way, and as plain data:
+nothing received is unpickled), so that the driver can raise the package's own
+exception instead of Spark's (see :mod:`.job_errors`).
 
 One service per driver process, started on first use (:func:`driver_rendezvous`);
 each run or ``transform`` opens a :class:`Ticket` (a token, the secret, the service's
-address) that travels to the tasks in their closure.  Over Spark Connect, or with
-``spark.timely_spark.rendezvous=allGather``, tasks use ``allGather`` instead.
+address, a public job id) that travels to the tasks in their closure.  Over Spark
+Connect, or with ``spark.timely_spark.rendezvous=allGather``, tasks use ``allGather``.
 
 Protocol, one TCP connection per message (all waits bounded; nothing is acted on
 before its MAC checks)::
 
     task   -> driver   MAGIC, token (16 bytes), task nonce (32)
-    driver -> task     driver nonce (32), MAC(secret; "hello", token, both nonces)
+    driver -> task     "?" (no such job) | "+", driver nonce (32), MAC(secret; "hello", token, both nonces)
     task   -> driver   length, JSON request, MAC(secret; "request", token, nonces, request)
     driver -> task     length, JSON answer,  MAC(secret; "answer", token, nonces, answer)
 
-An unknown token or a wrong MAC closes the connection without an answer.
+A wrong MAC closes the connection without an answer.  Until its request has checked,
+a connection has :data:`~timely_spark.runtime.RENDEZVOUS_AUTH_TIMEOUT` seconds and at
+most :data:`~timely_spark.runtime.RENDEZVOUS_MAX_REQUEST` bytes; at most
+:data:`~timely_spark.runtime.RENDEZVOUS_PENDING` connections authenticate at once, and
+one more drops the oldest of the source holding the most.  A task whose connection is
+dropped before its answer connects again, within its wait.
 """
 
 from __future__ import annotations
 
-import base64
 import hmac
 import json
 import logging
 import os
-import pickle
+import random
+import re
 import socket
 import struct
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
-from typing import Any, Optional
-
-import cloudpickle
+from typing import Any, Callable, Optional
 
 from ..communication.tcp import bind_listener, handshake_mac, recv_exact
-from ..errors import TimelyError, WorkerFailure, picklable
-from ..runtime import DEFAULT_CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT, MAX_HANDSHAKES, POLL_INTERVAL, RETRY_BACKOFF
+from ..errors import TimelyError, WorkerFailure, describe_error, most_telling, rebuild_error
+from ..runtime import (
+    DEFAULT_CONNECT_TIMEOUT,
+    HANDSHAKE_TIMEOUT,
+    MAX_RETRY_BACKOFF,
+    POLL_INTERVAL,
+    RENDEZVOUS_AUTH_TIMEOUT,
+    RENDEZVOUS_MAX_REQUEST,
+    RENDEZVOUS_PENDING,
+    RETRY_BACKOFF,
+    TICKET_IDLE_TIMEOUT,
+)
 
 __all__ = ["Ticket", "DriverRendezvous", "RendezvousError", "driver_rendezvous", "session_rendezvous",
-           "all_services", "meet", "report_failure", "RENDEZVOUS_CONF", "MAX_REQUEST", "REMEMBERED_FAILURES"]
+           "scheduler_attempts", "meet", "report_failure", "failure_marker", "reported_failure", "RENDEZVOUS_CONF",
+           "MAX_ANSWER", "REMEMBERED_FAILURES"]
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +70,19 @@ RENDEZVOUS_CONF = "spark.timely_spark.rendezvous"
 """Spark setting: ``driver`` (default) to meet through the driver, ``allGather`` when
 executors cannot connect to the driver's Python process."""
 
-MAX_REQUEST = 16 * 1024 * 1024
-"""Largest request or answer (an address list, or a reported error with its traceback)."""
+MAX_ANSWER = 16 * 1024 * 1024
+"""Largest answer (an address list) a task reads from the driver, which has already
+proved the job's secret."""
 
 REMEMBERED_FAILURES = 256
 """How many reported task failures the driver keeps for :mod:`.job_errors` to claim."""
 
-MAGIC = b"TSRDV001"
+MAGIC = b"TSRDV002"
 TOKEN = 16
 NONCE = 32
+KNOWN, UNKNOWN = b"+", b"?"
 _LEN = struct.Struct("<I")
+_MARKER = re.compile(r"timely_spark job ([0-9a-f]{16}), stage (\d+), task (\d+)")
 
 
 class RendezvousError(TimelyError):
@@ -75,13 +93,15 @@ class RendezvousError(TimelyError):
 @dataclass(frozen=True)
 class Ticket:
     """What a task needs to meet its peers through the driver: the service's address,
-    the job's token (not secret) and secret, and how long to wait for the others."""
+    the job's token (not secret) and secret, how long to wait for the others, and the
+    job's public id (which names its failures in Spark's errors)."""
 
     host: str
     port: int
     token: bytes
     secret: bytes
     wait: float = DEFAULT_CONNECT_TIMEOUT
+    job: str = ""
 
 
 def _send_message(sock: socket.socket, secret: bytes, label: bytes, token: bytes, nonces: bytes,
@@ -91,10 +111,11 @@ def _send_message(sock: socket.socket, secret: bytes, label: bytes, token: bytes
 
 
 def _recv_message(sock: socket.socket, secret: bytes, label: bytes, token: bytes, nonces: bytes,
-                  deadline: float) -> Optional[dict]:
-    """The peer's message, or None if its MAC does not check."""
+                  deadline: float, limit: int) -> Optional[dict]:
+    """The peer's message, or None if it is longer than ``limit`` bytes (nothing more
+    is read) or its MAC does not check."""
     (n,) = _LEN.unpack(recv_exact(sock, _LEN.size, deadline))
-    if n > MAX_REQUEST:
+    if n > limit:
         return None
     body = bytes(recv_exact(sock, n, deadline))
     mac = bytes(recv_exact(sock, 32, deadline))
@@ -103,8 +124,43 @@ def _recv_message(sock: socket.socket, secret: bytes, label: bytes, token: bytes
     return json.loads(body)
 
 
+@dataclass
+class _Job:
+    secret: bytes
+    wait: float
+    id: str
+    idle: Optional[float]          # closed after this many seconds unused (None: when closed)
+    used: float                    # monotonic time of the last authenticated message
+
+    def expired(self, now: float) -> bool:
+        return self.idle is not None and now - self.used > self.idle
+
+
+def scheduler_attempts(sc: Any) -> Callable[[int, int], Optional[int]]:
+    """``attempt_of(stage, task)``: the attempt of ``stage`` that running task ``task``
+    (its ``taskAttemptId()``) belongs to, asked of SparkContext ``sc``'s task scheduler
+    (PySpark tells a task its stage but not the stage's attempt); None if unknown."""
+    def attempt_of(stage: int, task: int) -> Optional[int]:
+        try:       # the scheduler's Scala maps: their Long task ids equal py4j's Integers
+            by_stage = sc._jsc.sc().taskScheduler().taskSetsByStageIdAndAttempt().get(stage)
+            if by_stage.isEmpty():
+                return None
+            attempts = by_stage.get()
+            keys = attempts.keysIterator()
+            while keys.hasNext():
+                attempt = keys.next()
+                if attempts.apply(attempt).taskInfos().contains(task):
+                    return int(attempt)
+            return None
+        except Exception as exc:  # another scheduler, or Spark's internals changed
+            log.debug("timely_spark rendezvous: cannot ask Spark for task %d's stage attempt (%s)", task, exc)
+            return None
+
+    return attempt_of
+
+
 class _Group:
-    """The tasks of one stage of one job that have registered so far."""
+    """The tasks of one attempt of one stage of one job that have registered so far."""
 
     def __init__(self, workers: int, deadline: float) -> None:
         self.workers = workers
@@ -112,55 +168,83 @@ class _Group:
         self.entries: dict[int, tuple[object, list]] = {}    # index -> (registration, [host, port])
         self.answer: Optional[list] = None
         self.taken = 0
+        self.superseded: Optional[int] = None      # the stage attempt that replaced this one
 
 
 class DriverRendezvous:
     """The driver's rendezvous service (one per driver process and host).
 
-    ``open()`` a ticket per job and ``close()`` it when the job is done (``transform``
-    keeps its tickets: its DataFrame may run again later).  ``failures()`` are the
-    errors tasks reported, newest first.  Threads are daemons: they end with the
-    driver.
+    ``open()`` a ticket per job and ``close()`` it when the job is done; a ticket
+    opened with ``idle=`` (a ``transform``'s, whose result may run again later) also
+    closes after that many seconds without use.  Failures tasks reported are claimed
+    with :meth:`claim`.  ``attempt_of(stage, task)`` tells which attempt of a stage a
+    task belongs to (:func:`scheduler_attempts`; None when unknown), so that only
+    tasks of one stage attempt meet.  Threads are daemons: they end with the driver.
     """
+
+    attempt_of: Callable[[int, int], Optional[int]] = staticmethod(lambda stage, task: None)
 
     def __init__(self, host: str, bind: Optional[str] = None) -> None:
         self.listener = bind_listener(bind or host, 0)
+        self.listener.listen(RENDEZVOUS_PENDING)
         self.host = host
         self.port = self.listener.getsockname()[1]
-        self._secrets: dict[bytes, tuple[bytes, float]] = {}
-        self._groups: dict[tuple[bytes, int], _Group] = {}
-        self._failures: deque[tuple[bytes, BaseException]] = deque(maxlen=REMEMBERED_FAILURES)
+        self._jobs: dict[bytes, _Job] = {}
+        self._groups: dict[tuple[bytes, int, int], _Group] = {}
+        self._attempts: dict[tuple[bytes, int], int] = {}        # (token, stage) -> newest attempt
+        self._failures: deque[tuple[tuple[str, int, int], int, BaseException]] = deque(maxlen=REMEMBERED_FAILURES)
         self._cond = threading.Condition()
-        self._handshakes = threading.BoundedSemaphore(MAX_HANDSHAKES)
+        self._pending: dict[socket.socket, tuple[str, float]] = {}  # not yet authenticated: (source, since)
+        self._pending_lock = threading.Lock()
         threading.Thread(target=self._accept_loop, name="timely-rendezvous", daemon=True).start()
 
     # ---- the driver's side -------------------------------------------------------
-    def open(self, secret: bytes, wait: float = DEFAULT_CONNECT_TIMEOUT) -> Ticket:
+    def open(self, secret: bytes, wait: float = DEFAULT_CONNECT_TIMEOUT, idle: Optional[float] = None) -> Ticket:
         """A new job's ticket: tasks showing it (and proving ``secret``) may meet here,
-        each group waiting at most ``wait`` seconds for its last task."""
+        each group waiting at most ``wait`` seconds for its last task.  With ``idle``,
+        the ticket closes by itself after that many seconds without a task using it."""
         token = os.urandom(TOKEN)
+        job = os.urandom(8).hex()
+        now = time.monotonic()
         with self._cond:
-            self._secrets[token] = (secret, wait)
-        return Ticket(self.host, self.port, token, secret, wait)
+            for old in [t for t, j in self._jobs.items() if j.expired(now)]:
+                self._forget(old)
+            self._jobs[token] = _Job(secret, wait, job, idle, now)
+        return Ticket(self.host, self.port, token, secret, wait, job)
 
     def close(self, ticket: Ticket) -> None:
         """Forget a finished job: its tasks can no longer meet or report here."""
         with self._cond:
-            self._secrets.pop(ticket.token, None)
-            for key in [k for k in self._groups if k[0] == ticket.token]:
-                del self._groups[key]
-            self._cond.notify_all()
+            self._forget(ticket.token)
 
-    def failures(self) -> list[tuple[bytes, BaseException]]:
-        """``(job token, error)`` of the errors tasks reported (authenticated), newest first."""
-        with self._cond:
-            return list(reversed(self._failures))
+    def _forget(self, token: bytes) -> None:
+        job = self._jobs.pop(token, None)
+        for group in [k for k in self._groups if k[0] == token]:
+            del self._groups[group]
+        for stage in [k for k in self._attempts if k[0] == token]:
+            del self._attempts[stage]
+        if job is not None:
+            kept = [f for f in self._failures if f[0][0] != job.id]
+            self._failures.clear()
+            self._failures.extend(kept)
+        self._cond.notify_all()
 
-    def claim(self, token: bytes) -> list[BaseException]:
-        """Take (and forget) every error the tasks of job ``token`` reported."""
+    def _job(self, token: bytes) -> Optional[_Job]:
         with self._cond:
-            taken = [exc for t, exc in self._failures if t == token]
-            kept = [(t, exc) for t, exc in self._failures if t != token]
+            job = self._jobs.get(token)
+            if job is not None and job.expired(time.monotonic()):
+                self._forget(token)
+                return None
+            return job
+
+    def claim(self, job: str, stage: int, task: int) -> list[BaseException]:
+        """Take (and forget) every error the tasks of the attempt of ``stage`` that task
+        ``task`` ran in reported, for job ``job`` (a ticket's ``job``); [] if that task
+        reported none."""
+        with self._cond:
+            keys = {key for key, tid, _ in self._failures if key[:2] == (job, stage) and tid == task}
+            taken = [exc for key, _, exc in self._failures if key in keys]
+            kept = [f for f in self._failures if f[0] not in keys]
             self._failures.clear()
             self._failures.extend(kept)
             return taken
@@ -170,75 +254,108 @@ class DriverRendezvous:
         backoff = RETRY_BACKOFF
         while True:
             try:
-                sock, _ = self.listener.accept()
+                sock, source = self.listener.accept()
             except OSError as exc:
                 log.warning("timely_spark rendezvous: accept failed (%s); retrying", exc)
                 time.sleep(backoff)
-                backoff = min(backoff * 2, 1.0)
+                backoff = min(backoff * 2, MAX_RETRY_BACKOFF)
                 continue
             backoff = RETRY_BACKOFF
-            if not self._handshakes.acquire(blocking=False):
-                sock.close()
-                continue
+            self._admit(sock, str(source[0]))
             threading.Thread(target=self._serve, args=(sock,), name="timely-rendezvous-task", daemon=True).start()
 
+    def _admit(self, sock: socket.socket, source: str) -> None:
+        """Count ``sock`` among the connections authenticating; when that makes too many,
+        drop the oldest of the source holding the most (its thread then ends)."""
+        with self._pending_lock:
+            if len(self._pending) >= RENDEZVOUS_PENDING:
+                busiest = Counter(src for src, _ in self._pending.values()).most_common(1)[0][0]
+                victim = min((s for s, (src, _) in self._pending.items() if src == busiest),
+                             key=lambda s: self._pending[s][1])
+                del self._pending[victim]
+                try:
+                    victim.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self._pending[sock] = (source, time.monotonic())
+
+    def _authenticated(self, sock: socket.socket) -> bool:
+        """Stop counting ``sock`` as authenticating; False if it was dropped meanwhile."""
+        with self._pending_lock:
+            return self._pending.pop(sock, None) is not None
+
     def _serve(self, sock: socket.socket) -> None:
-        authenticated = False
         try:
-            deadline = time.monotonic() + HANDSHAKE_TIMEOUT
+            deadline = time.monotonic() + RENDEZVOUS_AUTH_TIMEOUT
             hello = bytes(recv_exact(sock, len(MAGIC) + TOKEN + NONCE, deadline))
-            token, task_nonce = hello[len(MAGIC):len(MAGIC) + TOKEN], hello[len(MAGIC) + TOKEN:]
-            with self._cond:
-                known = self._secrets.get(token) if hello.startswith(MAGIC) else None
-            if known is None:
+            if not hello.startswith(MAGIC):
                 return
-            secret, wait = known
+            token, task_nonce = hello[len(MAGIC):len(MAGIC) + TOKEN], hello[len(MAGIC) + TOKEN:]
+            job = self._job(token)
+            if job is None:
+                sock.sendall(UNKNOWN)
+                return
             nonce = os.urandom(NONCE)
             nonces = task_nonce + nonce
-            sock.sendall(nonce + handshake_mac(secret, b"hello", token, nonces))
-            request = _recv_message(sock, secret, b"request", token, nonces, deadline)
-            if request is None:
+            sock.sendall(KNOWN + nonce + handshake_mac(job.secret, b"hello", token, nonces))
+            request = _recv_message(sock, job.secret, b"request", token, nonces, deadline, RENDEZVOUS_MAX_REQUEST)
+            if request is None or not self._authenticated(sock):
                 return
-            authenticated = True
-            self._handshakes.release()
-            answer = self._answer(token, request, wait)
+            with self._cond:
+                job.used = time.monotonic()
+            answer = self._answer(token, job, request)
             sock.settimeout(HANDSHAKE_TIMEOUT)
-            _send_message(sock, secret, b"answer", token, nonces, answer)
+            _send_message(sock, job.secret, b"answer", token, nonces, answer)
         except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
             log.debug("timely_spark rendezvous: a connection ended (%s)", exc)
         finally:
-            if not authenticated:
-                self._handshakes.release()
+            self._authenticated(sock)
             sock.close()
 
-    def _answer(self, token: bytes, request: dict, wait: float) -> dict:
+    def _answer(self, token: bytes, job: _Job, request: dict) -> dict:
+        stage, task = int(request["stage"]), int(request["task"])
+        attempt = self.attempt_of(stage, task)
+        if attempt is None:          # Spark did not say: every such task counts as one attempt
+            attempt = -1
         if request["kind"] == "failed":
-            try:
-                failure = pickle.loads(base64.b64decode(request["error"]))   # authenticated above
-            except Exception as exc:  # a class the driver cannot import: keep what can be said
-                failure = WorkerFailure(f"a task failed with an error the driver cannot load ({exc!r})")
+            failure = rebuild_error(request["error"])        # plain data: nothing is unpickled
             with self._cond:
-                self._failures.append((token, failure))
+                self._failures.append(((job.id, stage, attempt), task, failure))
             return {"ok": True}
-        return self._meet(token, int(request["stage"]), int(request["index"]), int(request["workers"]),
-                          [str(request["host"]), int(request["port"])], wait)
+        index, workers = int(request["index"]), int(request["workers"])
+        if not 0 <= index < workers:
+            return {"error": f"task index {index} is not in 0..{workers - 1}"}
+        return self._meet(token, job.wait, stage, attempt, index, workers,
+                          [str(request["host"]), int(request["port"])])
 
-    def _meet(self, token: bytes, stage: int, index: int, workers: int, address: list, wait: float) -> dict:
+    def _meet(self, token: bytes, wait: float, stage: int, attempt: int, index: int, workers: int,
+              address: list) -> dict:
         me = object()
-        key = (token, stage)
+        key = (token, stage, attempt)
         with self._cond:
+            newest = self._attempts.get((token, stage), attempt)
+            if attempt < newest:
+                return {"error": f"stage {stage} attempt {attempt} was superseded by attempt {newest}"}
+            if attempt > newest:       # Spark retried the stage: no task may meet an earlier attempt's
+                for old in [k for k in self._groups if k[:2] == (token, stage) and k[2] < attempt]:
+                    self._groups.pop(old).superseded = attempt
+                self._cond.notify_all()
+            self._attempts[(token, stage)] = attempt
             group = self._groups.get(key)
             if group is None or group.answer is not None or group.workers != workers:
                 group = self._groups[key] = _Group(workers, time.monotonic() + wait)
-            group.entries[index] = (me, address)     # a retried task replaces its earlier attempt
-            if len(group.entries) == workers and all(0 <= i < workers for i in group.entries):
+            group.entries[index] = (me, address)     # a retried task replaces its earlier registration
+            if len(group.entries) == workers:
                 group.answer = [group.entries[i][1] for i in range(workers)]
                 self._cond.notify_all()
             while group.answer is None:
                 left = group.deadline - time.monotonic()
+                if group.superseded is not None:
+                    return {"error": f"stage {stage} attempt {attempt} was superseded by attempt "
+                                     f"{group.superseded}"}
                 if group.entries.get(index, (None,))[0] is not me:
-                    return {"error": f"task {index} registered again (a newer attempt replaced this one)"}
-                if left <= 0 or token not in self._secrets:
+                    return {"error": f"task {index} registered again (a newer connection replaced this one)"}
+                if left <= 0 or token not in self._jobs:
                     if self._groups.get(key) is group:
                         del self._groups[key]
                     missing = sorted(set(range(workers)) - set(group.entries))
@@ -248,7 +365,7 @@ class DriverRendezvous:
             group.taken += 1
             if group.taken == workers and self._groups.get(key) is group:
                 del self._groups[key]
-            return {"addresses": group.answer}
+            return {"addresses": group.answer, "attempt": attempt}
 
 
 _services: dict[tuple[str, Optional[str]], DriverRendezvous] = {}
@@ -280,69 +397,121 @@ def session_rendezvous(sc: Any, runtime_conf: Any = None) -> Optional[DriverRend
     if mode.strip().lower() != "driver":
         raise ValueError(f"{RENDEZVOUS_CONF} must be 'driver' or 'allGather', not {mode!r}")
     host = conf.get("spark.driver.host", None) or socket.gethostname()
-    return driver_rendezvous(host, conf.get("spark.driver.bindAddress", None))
+    service = driver_rendezvous(host, conf.get("spark.driver.bindAddress", None))
+    service.attempt_of = scheduler_attempts(sc)      # type: ignore[method-assign]
+    return service
 
 
-def all_services() -> list[DriverRendezvous]:
-    """Every rendezvous service this driver process has started."""
+def failure_marker(ticket: Ticket, stage: int, task: int) -> str:
+    """The text by which a task's error in Spark's error names the report it sent
+    (``task``: its ``taskAttemptId()``)."""
+    return f"timely_spark job {ticket.job}, stage {stage}, task {task}"
+
+
+def reported_failure(text: str) -> Optional[BaseException]:
+    """The most telling error the tasks of the stage attempt reported whose marker
+    (:func:`failure_marker`) Spark's error ``text`` shows -- claimed, so returned once;
+    None when the text names none, or that task reported nothing."""
     with _services_lock:
-        return list(_services.values())
+        services = list(_services.values())
+    for match in _MARKER.finditer(text):
+        job, stage, task = match.group(1), int(match.group(2)), int(match.group(3))
+        for service in services:
+            taken = service.claim(job, stage, task)
+            if taken:
+                return most_telling(taken)
+    return None
 
 
 # ---- the task's side ------------------------------------------------------------
-def _exchange(ticket: Ticket, request: dict, deadline: float) -> dict:
-    """Send ``request`` to the driver and return its authenticated answer."""
-    where = f"the driver's rendezvous at {ticket.host}:{ticket.port}"
-    delay = RETRY_BACKOFF
-    while True:
-        try:
-            sock = socket.create_connection((ticket.host, ticket.port),
-                                            timeout=max(POLL_INTERVAL, min(HANDSHAKE_TIMEOUT,
-                                                                           deadline - time.monotonic())))
-            break
-        except OSError as exc:
-            if time.monotonic() + delay > deadline:
-                raise RendezvousError(
-                    f"cannot reach {where} ({exc}): executors must be able to connect to the driver; "
-                    f"otherwise set {RENDEZVOUS_CONF}=allGather") from exc
-            time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+class _Dropped(Exception):
+    """The connection ended before the driver answered (busy, or the network)."""
+
+
+def _exchange_once(ticket: Ticket, request: dict, deadline: float, where: str) -> dict:
+    sock = socket.create_connection((ticket.host, ticket.port),      # OSError: not reached (yet)
+                                    timeout=max(POLL_INTERVAL, min(HANDSHAKE_TIMEOUT, deadline - time.monotonic())))
     try:
         with sock:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             nonce = os.urandom(NONCE)
-            sock.settimeout(HANDSHAKE_TIMEOUT)
             sock.sendall(MAGIC + ticket.token + nonce)
-            hello = bytes(recv_exact(sock, NONCE + 32, time.monotonic() + HANDSHAKE_TIMEOUT))
+            hello_deadline = time.monotonic() + HANDSHAKE_TIMEOUT
+            status = bytes(recv_exact(sock, 1, hello_deadline))
+            if status == UNKNOWN:
+                raise RendezvousError(
+                    f"{where} does not know this job: the job has ended, or its ticket closed (a transform result "
+                    f"unused for {TICKET_IDLE_TIMEOUT:g} s: call transform again), or the driver restarted")
+            if status != KNOWN:
+                raise RendezvousError(f"{where} does not speak the rendezvous protocol (answered {status!r})")
+            hello = bytes(recv_exact(sock, NONCE + 32, hello_deadline))
             nonces = nonce + hello[:NONCE]
             if not hmac.compare_digest(hello[NONCE:], handshake_mac(ticket.secret, b"hello", ticket.token, nonces)):
                 raise RendezvousError(f"{where} did not prove it knows the job's secret")
             _send_message(sock, ticket.secret, b"request", ticket.token, nonces, request)
             answer = _recv_message(sock, ticket.secret, b"answer", ticket.token, nonces,
-                                   max(deadline, time.monotonic()) + HANDSHAKE_TIMEOUT)
+                                   max(deadline, time.monotonic()) + HANDSHAKE_TIMEOUT, MAX_ANSWER)
     except (OSError, EOFError) as exc:
-        raise RendezvousError(f"{where} closed the connection without an answer ({exc!r}): it does not know "
-                              f"this job (the driver restarted?) or the wait ran out") from exc
+        raise _Dropped(repr(exc)) from exc
     if answer is None:
         raise RendezvousError(f"{where} answered without proving it knows the job's secret")
     return answer
 
 
-def meet(ticket: Ticket, stage: int, index: int, workers: int, host: str, port: int) -> list[tuple[str, int]]:
-    """Register this task's listener and return every task's ``(host, port)`` in task
-    order, once all ``workers`` tasks of ``stage`` have registered (bounded by the
-    ticket's wait; RendezvousError otherwise)."""
-    answer = _exchange(ticket, {"kind": "meet", "stage": stage, "index": index, "workers": workers,
-                                "host": host, "port": port}, time.monotonic() + ticket.wait)
+def _exchange(ticket: Ticket, request: dict, deadline: float) -> dict:
+    """Send ``request`` to the driver and return its authenticated answer, connecting
+    again (with backoff) while the driver cannot be reached or drops the connection
+    before answering, until ``deadline``."""
+    where = f"the driver's rendezvous at {ticket.host}:{ticket.port}"
+    delay = RETRY_BACKOFF
+    start = time.monotonic()
+    dropped, unreachable = 0, None
+    while True:
+        try:
+            return _exchange_once(ticket, request, deadline, where)
+        except _Dropped as exc:
+            dropped += 1
+            last = str(exc)
+        except OSError as exc:
+            unreachable = exc
+        if time.monotonic() + delay > deadline:
+            waited = time.monotonic() - start
+            if dropped:
+                raise RendezvousError(
+                    f"{where} dropped this task's connection {dropped} time(s) in {waited:.1f} s before answering "
+                    f"(the driver was busy with other connections, or the network dropped them; last: {last})")
+            raise RendezvousError(
+                f"cannot reach {where} ({unreachable}): executors must be able to connect to the driver; "
+                f"otherwise set {RENDEZVOUS_CONF}=allGather") from unreachable
+        time.sleep(delay * (0.5 + random.random()))
+        delay = min(delay * 2, MAX_RETRY_BACKOFF)
+
+
+def meet(ticket: Ticket, stage: int, task: int, index: int, workers: int, host: str,
+         port: int) -> tuple[list[tuple[str, int]], int]:
+    """Register this task's listener; once all ``workers`` tasks of its stage attempt
+    have registered, return every task's ``(host, port)`` in task order, and the stage
+    attempt (-1 if the driver could not tell; bounded by the ticket's wait; RendezvousError or WorkerFailure otherwise).
+    ``task`` is the task's ``taskAttemptId()``, by which the driver knows its stage
+    attempt: a retried stage never sees an earlier attempt's addresses."""
+    answer = _exchange(ticket, {"kind": "meet", "stage": stage, "task": task, "index": index,
+                                "workers": workers, "host": host, "port": port}, time.monotonic() + ticket.wait)
     if "error" in answer:
         raise WorkerFailure(f"task {index}: {answer['error']}")
-    return [(str(h), int(p)) for h, p in answer["addresses"]]
+    return [(str(h), int(p)) for h, p in answer["addresses"]], int(answer["attempt"])
 
 
-def report_failure(ticket: Ticket, exc: BaseException) -> None:
-    """Tell the driver how this task failed (best effort, bounded)."""
-    body = base64.b64encode(cloudpickle.dumps(picklable(exc), protocol=5)).decode()
+def report_failure(ticket: Ticket, stage: int, task: int, exc: BaseException) -> None:
+    """Tell the driver how task ``task`` (its ``taskAttemptId()``) of ``stage`` failed,
+    as plain data (:func:`~timely_spark.errors.describe_error`, cut to fit the driver's
+    bound); best effort, bounded."""
+    chars = RENDEZVOUS_MAX_REQUEST // 2
+    while True:
+        request = {"kind": "failed", "stage": stage, "task": task, "error": describe_error(exc, chars)}
+        if len(json.dumps(request).encode()) <= RENDEZVOUS_MAX_REQUEST or chars < 16:
+            break
+        chars //= 2
     try:
-        _exchange(ticket, {"kind": "failed", "error": body}, time.monotonic() + HANDSHAKE_TIMEOUT)
+        _exchange(ticket, request, time.monotonic() + HANDSHAKE_TIMEOUT)
     except Exception as problem:  # the task fails anyway; Spark's error carries the text
         log.warning("timely_spark: could not report a failure to the driver (%s)", problem)
