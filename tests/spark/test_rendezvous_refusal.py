@@ -27,12 +27,14 @@ hmac.compare_digest = lambda a, b: True   # takes any proof from the driver: it 
 args = json.loads(sys.argv[1])
 out = {}
 for name, (secret, stage, index, workers) in args["tries"].items():
-    ticket = rendezvous.Ticket("127.0.0.1", args["port"], bytes.fromhex(args["token"]), bytes.fromhex(secret), 10.0)
+    ticket = rendezvous.Ticket("127.0.0.1", args["port"], bytes.fromhex(args["token"]), bytes.fromhex(secret), 10.0,
+                               args["job"])
     try:
-        out[name] = [list(a) for a in rendezvous.meet(ticket, stage, index, workers, "203.0.113.9", 6666)]
+        addresses, _ = rendezvous.meet(ticket, stage, 100 + index, index, workers, "203.0.113.9", 6666)
+        out[name] = [list(a) for a in addresses]
     except Exception as exc:
         out[name] = f"{type(exc).__name__}: {exc}"
-    rendezvous.report_failure(ticket, RuntimeError(f"reported by {name}"))
+    rendezvous.report_failure(ticket, stage, 100 + index, RuntimeError(f"reported by {name}"))
 print(json.dumps(out))
 """
 
@@ -40,7 +42,7 @@ print(json.dumps(out))
 def impostor(service, ticket, tries):
     """Run the task-side client in another process: ``tries`` maps a name to (secret,
     stage, index, workers); returns what each registration got (addresses or the error)."""
-    args = json.dumps({"port": service.port, "token": ticket.token.hex(),
+    args = json.dumps({"port": service.port, "token": ticket.token.hex(), "job": ticket.job,
                        "tries": {name: [secret.hex(), *rest] for name, (secret, *rest) in tries.items()}})
     done = subprocess.run([sys.executable, "-c", IMPOSTOR, args], capture_output=True, text=True, timeout=60,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -55,18 +57,18 @@ def test_a_task_that_cannot_prove_the_secret_neither_registers_nor_reports(spark
     # the control: the same client with the job's secret is heard (registers, and its report is kept)
     heard = impostor(service, ticket, {"with the secret": (secret, 7, 0, 1)})
     assert heard == {"with the secret": [["203.0.113.9", 6666]]}
-    claimed = service.claim(ticket.token)
+    claimed = service.claim(ticket.job, 7, 100)
     assert len(claimed) == 1 and "reported by with the secret" in str(claimed[0])
 
     # task 0 of a two-task stage waits for task 1; the impostor claims to be task 1
     got = {}
     waiting = threading.Thread(target=lambda: got.update(
-        task0=_outcome(lambda: meet(ticket, 1, 0, 2, "127.0.0.1", 5000))))
+        task0=_outcome(lambda: meet(ticket, 1, 100, 0, 2, "127.0.0.1", 5000)[0])))
     waiting.start()
     refused = impostor(service, ticket, {"with a wrong secret": (os.urandom(32), 1, 1, 2)})
     assert "203.0.113.9" not in json.dumps(refused), f"the driver answered an impostor: {refused}"
     assert "did not prove" not in json.dumps(refused), f"the impostor never sent its request: {refused}"
-    assert service.claim(ticket.token) == [], "the driver kept a failure reported without the job's secret"
+    assert service.claim(ticket.job, 1, 101) == [], "the driver kept a failure reported without the job's secret"
     service.close(ticket)                       # ends task 0's wait: its peer never came
     waiting.join(30)
     assert not waiting.is_alive()
@@ -76,7 +78,7 @@ def test_a_task_that_cannot_prove_the_secret_neither_registers_nor_reports(spark
     # the tasks that know the secret still meet, and a real job runs
     ticket = service.open(secret, wait=30)
     results = {}
-    tasks = [threading.Thread(target=lambda i=i: results.update({i: meet(ticket, 2, i, 2, "127.0.0.1", 5000 + i)}))
+    tasks = [threading.Thread(target=lambda i=i: results.update({i: meet(ticket, 2, 200 + i, i, 2, "127.0.0.1", 5000 + i)[0]}))
              for i in range(2)]
     for t in tasks:
         t.start()
