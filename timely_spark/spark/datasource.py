@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from pyspark.sql.datasource import DataSource, DataSourceReader
+
 from ..capture.log_index import LogIndex, local_path
 from ..capture.parquet import RESERVED, EventLogError, log_files
 from .job_errors import install as install_error_translation
@@ -35,10 +37,6 @@ __all__ = ["register", "TimelyDataSource", "COMPLETE_ONLY"]
 #: Default of the ``complete_only`` option: only rows at times the log proves complete.
 COMPLETE_ONLY = True
 
-try:
-    from pyspark.sql.datasource import DataSource, DataSourceReader
-except ImportError:  # pragma: no cover -- PySpark before 4.0
-    DataSource = DataSourceReader = object  # type: ignore[assignment,misc]
 
 
 def register(spark: Any) -> None:
@@ -56,7 +54,7 @@ def _path(options: Any) -> str:
     return local_path(path)
 
 
-class TimelyDataSource(DataSource):  # type: ignore[misc,valid-type]
+class TimelyDataSource(DataSource):
     """``format("timely")``: options ``path`` and ``complete_only`` (batch; default true)."""
 
     @classmethod
@@ -91,7 +89,7 @@ class TimelyDataSource(DataSource):  # type: ignore[misc,valid-type]
         return TimelyStreamReader(_path(self.options), schema)
 
 
-class TimelyBatchReader(DataSourceReader):  # type: ignore[misc,valid-type]
+class TimelyBatchReader(DataSourceReader):
     """Reads one snapshot of the log: the rows at its complete times (or all rows)."""
 
     def __init__(self, path: str, schema: Any, complete_only: bool) -> None:
