@@ -32,7 +32,7 @@ from .job_errors import install as install_error_translation
 from .log_scan import arrow_schema, partitions, read_partition
 from .stream_reader import TimelyStreamReader
 
-__all__ = ["register", "TimelyDataSource", "COMPLETE_ONLY"]
+__all__ = ["register", "registered", "TimelyDataSource", "COMPLETE_ONLY"]
 
 #: Default of the ``complete_only`` option: only rows at times the log proves complete.
 COMPLETE_ONLY = True
@@ -41,10 +41,28 @@ COMPLETE_ONLY = True
 
 def register(spark: Any) -> None:
     """Make ``spark.read.format("timely")`` and ``spark.readStream.format("timely")``
-    available in this session (idempotent); a damaged log then raises ``EventLogError``
-    naming the file (see :mod:`.job_errors`), in a batch read or a streaming query."""
-    spark.dataSource.register(TimelyDataSource)
+    available in this session; a damaged log then raises ``EventLogError`` naming the
+    file (see :mod:`.job_errors`), in a batch read or a streaming query.
+
+    Idempotent and silent: a session that has the source already is left as it is
+    (registering again would replace it, with a warning in Spark's log).
+
+        ts.spark.register(spark)
+        spark.read.format("timely").load("/data/clicks-log")
+    """
+    if not registered(spark):
+        spark.dataSource.register(TimelyDataSource)
     install_error_translation()
+
+
+def registered(spark: Any) -> bool:
+    """Whether session ``spark`` has the ``"timely"`` data source, as its JVM says (a
+    Spark Connect session cannot tell from here: False)."""
+    try:
+        manager = spark._jsparkSession.sessionState().dataSourceManager()
+        return bool(manager.dataSourceExists(TimelyDataSource.name()))
+    except Exception:       # Spark Connect: no JVM session here
+        return False
 
 
 def _path(options: Any) -> str:
