@@ -10,7 +10,8 @@ Spark's text) and raises that job's most telling error, or recognizes an executo
 PySpark itself turns Java errors into Python ones (by wrapping py4j's
 ``get_return_value``): an action on a ``transform`` result that fails in a worker
 raises ``WorkerError`` (or ``SchemaMismatch``...), and a read or a streaming query of a
-damaged event log ``EventLogError``, each with Spark's error as its ``__cause__``.
+damaged event log ``EventLogError``, each with Spark's error as its ``__cause__`` (a
+``SparkSetupError`` keeps it out of sight: see :func:`chained`).
 """
 
 from __future__ import annotations
@@ -74,12 +75,13 @@ def timely_cause(exc: BaseException) -> Optional[BaseException]:
 
 def chained(error: BaseException, spark_error: BaseException) -> BaseException:
     """``error`` with Spark's error as its ``__cause__`` -- except a ``SparkSetupError``,
-    which says all there is to fix: Spark's error (a hundred lines of Java printed before
-    the message) goes to this module's debug log instead."""
+    which says all there is to fix: printed, Spark's error would put a hundred lines of
+    Java before it, so it is only its ``__context__`` (reachable, not printed) and in
+    this module's debug log."""
     error.__suppress_context__ = True
     if isinstance(error, SparkSetupError):
         log.debug("Spark's error behind %s: %s", type(error).__name__, spark_error)
-        error.__cause__ = None
+        error.__cause__, error.__context__ = None, spark_error
     else:
         error.__cause__ = spark_error
     return error
