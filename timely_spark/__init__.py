@@ -18,7 +18,9 @@
 [[0, 2, 4, 6, 8, 10], [1, 3, 5, 7, 9, 11]]
 """
 
-from . import capture, graph, logging, progress, spark, sync
+from typing import TYPE_CHECKING, Any
+
+from . import capture, graph, logging, progress, sync
 from ._version import __version__
 from .dataflow import (
     BranchOut,
@@ -56,6 +58,19 @@ from .errors import (
 from .execute import example, execute, execute_from_args
 from .progress import Product
 from .runtime import Config
+
+if TYPE_CHECKING:
+    from . import spark
+
+
+def __getattr__(name: str) -> Any:
+    """``ts.spark``, imported on first use: the engine alone needs no PySpark (and
+    ``import timely_spark`` does not pay for importing it)."""
+    if name == "spark":
+        import importlib
+
+        return importlib.import_module(".spark", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "BranchOut", "BuildError", "Capability", "CapabilityError", "CapabilitySet", "Config", "CycleError",

@@ -222,3 +222,33 @@ def test_notify_at_refuses_another_operators_capability():
         return s.to_stream([1]).unary_notify(None, "Notifier", [], logic)
 
     fails_with(build, CapabilityError, "'Notifier': cannot use a capability of operator 'Owner'")
+
+
+def test_a_routing_error_names_the_receiving_operator():
+    """A pact routes on the sending side (in the producer's scheduling, or in an input's
+    send), but its check belongs to the operator it feeds."""
+    import pyarrow as pa
+
+    table = pa.table({"k": [1, 2, 3], "v": [2, 3, 4]})
+    for threads in (1, 2):
+        err = fails_with(lambda s: s.to_stream(table).group_by("nope").aggregate([("v", "sum")]),
+                         KeyError, "no column 'nope'", threads=threads)
+        assert err.operator == "Aggregate"
+    err = fails_with(lambda s: s.to_stream(range(4)).map(lambda x: x, name="Producer")
+                     .exchange(lambda x: 1 // (x - 2), name="Routed"), ZeroDivisionError, "division", threads=2)
+    assert err.operator == "Routed"                                   # the exchange's key function failed
+
+    def from_an_input(worker):
+        def build(scope):
+            inp, stream = scope.new_input()
+            stream.group_by("nope").aggregate([("v", "sum")], name="Totals")
+            return inp
+        inp = worker.dataflow(build)
+        inp.send_batch(table.to_batches())
+        inp.close()
+        while worker.step():
+            pass
+
+    with pytest.raises(WorkerError) as err:
+        ts.execute(from_an_input, threads=2, timeout=30)
+    assert err.value.operator == "Totals" and "no column 'nope'" in str(err.value.cause)

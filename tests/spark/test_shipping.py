@@ -134,3 +134,36 @@ def test_a_packed_virtual_environment_through_archives(tmp_path):
     report = submit(tmp_path, "--archives", f"{packed}#environment",
                     "--conf", "spark.pyspark.python=./environment/bin/python")
     assert_ran_on_separate_executors(report, lambda executable: "environment" in executable)
+
+
+FAILING_JOB = """
+import sys
+sys.path.insert(0, {root!r})          # the driver runs this checkout's package; the executors have none
+import timely_spark as ts
+spark = ts.spark.get_session("shipping nothing")
+ts.spark.run(spark, lambda w: w.index, workers=2)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(500)
+def test_shipping_nothing_shows_the_error_first_not_a_java_trace(tmp_path, bare_python):
+    """What a user sees of an uncaught SparkSetupError, submitted with the repository's
+    settings (SPARK_CONF_DIR=conf, as the jobs are): no Java stack trace before the
+    message, neither Spark's log of the failed task nor a Py4JJavaError as its cause."""
+    job = tmp_path / "failing_job.py"
+    job.write_text(FAILING_JOB.format(root=str(ROOT)))
+    settings = ["--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false",
+                "--conf", f"spark.pyspark.driver.python={sys.executable}",
+                "--conf", f"spark.pyspark.python={bare_python}"]
+    done = subprocess.run([str(SUBMIT), "--master", "local-cluster[2,2,1024]", *settings, str(job)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=400,
+                          env=dict(_env(), SPARK_CONF_DIR=str(ROOT / "conf")), cwd=tmp_path)
+    assert done.returncode != 0
+    lines = done.stdout.splitlines()
+    message = [i for i, line in enumerate(lines) if "SparkSetupError: the executors cannot import" in line]
+    assert message, done.stdout[-3000:]
+    before = lines[:message[0]]
+    assert not [line for line in before if line.startswith("\tat ")], "\n".join(before)
+    traceback = before[max(i for i, line in enumerate(before) if line.startswith("Traceback")):]
+    assert len(traceback) <= 12, "\n".join(traceback)          # the job's line and ours, not Spark's error

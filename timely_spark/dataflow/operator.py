@@ -19,13 +19,30 @@ from ..communication.allocator import Inbox
 from ..errors import BuildError, OperatorError, WorkerAborted, WorkerFailure
 from ..progress import Antichain, ChangeBatch, MutableAntichain, Operate, SharedProgress, Source, Target, identity
 from .capability import Capability
-from .channels import Broadcast, as_pact
+from .channels import Broadcast, Pipeline, as_pact
 from .ports import InputPort, OutputHandle, OutputPort
 
 __all__ = ["OperatorBuilder", "OperatorCore", "OperatorInfo", "address_text"]
 
 # exceptions that are not the operator's fault: they pass through unwrapped
 _PASS_THROUGH = (OperatorError, WorkerFailure, WorkerAborted)
+
+
+def _charged_to(operator: str, tee: Callable[[Any, list], None]) -> Callable[[Any, list], None]:
+    """The pusher ``tee``, its errors raised as OperatorError naming ``operator``.
+
+    A pact routes records on the sending side -- inside whichever operator (or input)
+    gives them -- but its checks and key functions belong to the receiving operator:
+    a group_by's missing key column is the Aggregate's error, not its producer's."""
+    def push(time: Any, data: list) -> None:
+        try:
+            tee(time, data)
+        except _PASS_THROUGH:
+            raise
+        except Exception as exc:
+            raise OperatorError(operator, exc) from exc
+
+    return push
 
 
 def address_text(path: tuple) -> str:
@@ -211,7 +228,8 @@ class OperatorBuilder:
             logger.log("channel", channel=channel,
                        source=f"{address_text(self.graph.path + (stream.source.node,))}:{stream.source.port}",
                        target=f"{address_text(core.address)}:{port}")
-        stream.connect(pact.tee_pusher(pushers, worker.index))
+        tee = pact.tee_pusher(pushers, worker.index)
+        stream.connect(tee if pact is Pipeline else _charged_to(core.name, tee))
         self.graph.add_edge(stream.source, Target(core.index, port))
         return InputPort(inbox.queue, core.shared_progress.consumeds[port], core.frontiers[port], core)
 

@@ -6,7 +6,16 @@
 
 Tasks meet through the driver's rendezvous (:mod:`.rendezvous`); their errors come
 back as the package's own exceptions (:mod:`.job_errors`).
+
+This package needs PySpark (the engine does not): without it, importing it (or using
+``ts.spark``) raises an ImportError saying ``pip install pyspark``.
 """
+
+try:
+    import pyspark  # noqa: F401 -- only to say clearly what is missing
+except ImportError as exc:
+    raise ImportError("timely_spark.spark needs PySpark, which is not installed here: pip install pyspark "
+                      "(the engine -- ts.execute, ts.dataflow -- runs without it)") from exc
 
 from .dataframe import SchemaMismatch, transform
 from .datasource import register

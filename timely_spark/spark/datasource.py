@@ -24,29 +24,45 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from pyspark.sql.datasource import DataSource, DataSourceReader
+
 from ..capture.log_index import LogIndex, local_path
 from ..capture.parquet import RESERVED, EventLogError, log_files
 from .job_errors import install as install_error_translation
 from .log_scan import arrow_schema, partitions, read_partition
 from .stream_reader import TimelyStreamReader
 
-__all__ = ["register", "TimelyDataSource", "COMPLETE_ONLY"]
+__all__ = ["register", "registered", "TimelyDataSource", "COMPLETE_ONLY"]
 
 #: Default of the ``complete_only`` option: only rows at times the log proves complete.
 COMPLETE_ONLY = True
 
-try:
-    from pyspark.sql.datasource import DataSource, DataSourceReader
-except ImportError:  # pragma: no cover -- PySpark before 4.0
-    DataSource = DataSourceReader = object  # type: ignore[assignment,misc]
 
 
 def register(spark: Any) -> None:
     """Make ``spark.read.format("timely")`` and ``spark.readStream.format("timely")``
-    available in this session (idempotent); a damaged log then raises ``EventLogError``
-    naming the file (see :mod:`.job_errors`), in a batch read or a streaming query."""
-    spark.dataSource.register(TimelyDataSource)
+    available in this session; a damaged log then raises ``EventLogError`` naming the
+    file (see :mod:`.job_errors`), in a batch read or a streaming query.
+
+    Idempotent and silent: a session that has the source already is left as it is
+    (registering again would replace it, with a warning in Spark's log).
+
+        ts.spark.register(spark)
+        spark.read.format("timely").load("/data/clicks-log")
+    """
+    if not registered(spark):
+        spark.dataSource.register(TimelyDataSource)
     install_error_translation()
+
+
+def registered(spark: Any) -> bool:
+    """Whether session ``spark`` has the ``"timely"`` data source, as its JVM says (a
+    Spark Connect session cannot tell from here: False)."""
+    try:
+        manager = spark._jsparkSession.sessionState().dataSourceManager()
+        return bool(manager.dataSourceExists(TimelyDataSource.name()))
+    except Exception:       # Spark Connect: no JVM session here
+        return False
 
 
 def _path(options: Any) -> str:
@@ -56,7 +72,7 @@ def _path(options: Any) -> str:
     return local_path(path)
 
 
-class TimelyDataSource(DataSource):  # type: ignore[misc,valid-type]
+class TimelyDataSource(DataSource):
     """``format("timely")``: options ``path`` and ``complete_only`` (batch; default true)."""
 
     @classmethod
@@ -91,7 +107,7 @@ class TimelyDataSource(DataSource):  # type: ignore[misc,valid-type]
         return TimelyStreamReader(_path(self.options), schema)
 
 
-class TimelyBatchReader(DataSourceReader):  # type: ignore[misc,valid-type]
+class TimelyBatchReader(DataSourceReader):
     """Reads one snapshot of the log: the rows at its complete times (or all rows)."""
 
     def __init__(self, path: str, schema: Any, complete_only: bool) -> None:

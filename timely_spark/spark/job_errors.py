@@ -11,11 +11,13 @@ cannot import the package.
 PySpark itself turns Java errors into Python ones (by wrapping py4j's
 ``get_return_value``): an action on a ``transform`` result that fails in a worker
 raises ``WorkerError`` (or ``SchemaMismatch``...), and a read or a streaming query of a
-damaged event log ``EventLogError``, each with Spark's error as its ``__cause__``.
+damaged event log ``EventLogError``, each with Spark's error as its ``__cause__`` (a
+``SparkSetupError`` keeps it out of sight: see :func:`chained`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from typing import Any, Callable, Optional
@@ -24,7 +26,9 @@ from ..capture.parquet import EventLogError
 from .preflight import SparkSetupError
 from .rendezvous import reported_failure
 
-__all__ = ["install", "timely_cause", "spark_summary", "SHIPPING_DOCS"]
+__all__ = ["install", "timely_cause", "chained", "spark_summary", "SHIPPING_DOCS"]
+
+log = logging.getLogger(__name__)
 
 SHIPPING_DOCS = "README.md, section 'Shipping the package to a cluster'"
 
@@ -67,6 +71,20 @@ def timely_cause(exc: BaseException) -> Optional[BaseException]:
     return None
 
 
+def chained(error: BaseException, spark_error: BaseException) -> BaseException:
+    """``error`` with Spark's error as its ``__cause__`` -- except a ``SparkSetupError``,
+    which says all there is to fix: printed, Spark's error would put a hundred lines of
+    Java before it, so it is only its ``__context__`` (reachable, not printed) and in
+    this module's debug log."""
+    error.__suppress_context__ = True
+    if isinstance(error, SparkSetupError):
+        log.debug("Spark's error behind %s: %s", type(error).__name__, spark_error)
+        error.__cause__, error.__context__ = None, spark_error
+    else:
+        error.__cause__ = spark_error
+    return error
+
+
 def spark_summary(exc: BaseException, java_lines: int = 3) -> str:
     """Spark error ``exc`` in a few lines, the cause first: the last Python exception
     line in its text, else the innermost Java exception's message; then at most
@@ -97,7 +115,7 @@ def _translating(original: Callable[..., Any]) -> Callable[..., Any]:
             cause = timely_cause(exc) if _from_spark(exc) else None
             if cause is None:
                 raise
-            raise cause from exc
+            raise chained(cause, exc)
 
     get_return_value.timely_spark_translating = True   # type: ignore[attr-defined]
     return get_return_value

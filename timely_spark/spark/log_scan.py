@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from pyspark.sql.datasource import InputPartition
+
 from ..capture.arrow_times import mask_at
 from ..capture.log_index import Scan
 from ..capture.parquet import RESERVED, EventLogError
@@ -25,13 +27,8 @@ ROWS_PER_PARTITION = 500_000
 #: batch while Python reads the next.
 BATCH_ROWS = 65_536
 
-try:
-    from pyspark.sql.datasource import InputPartition
-except ImportError:  # pragma: no cover -- PySpark before 4.0
-    InputPartition = object  # type: ignore[assignment,misc]
 
-
-class ScanPartition(InputPartition):  # type: ignore[misc,valid-type]
+class ScanPartition(InputPartition):
     """One Spark input partition: consecutive scans of part files."""
 
     def __init__(self, scans: list) -> None:

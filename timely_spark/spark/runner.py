@@ -11,8 +11,8 @@ from ..errors import RunTimeout, TimelyError, most_telling, picklable
 from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, check_timeout, new_secret
 from .barrier import run_in_barrier_task
 from .cancel import cancelled_on_interrupt_or_deadline
+from .job_errors import chained, spark_summary, timely_cause
 from .job_errors import install as install_error_translation
-from .job_errors import spark_summary, timely_cause
 from .preflight import check_session, task_slots
 from .rendezvous import Ticket, session_rendezvous
 
@@ -99,9 +99,8 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
             elif isinstance(exc, TimelyError):   # translated already (see job_errors)
                 failure = exc
             else:
-                failure = timely_cause(exc) or SparkJobError(
-                    f"the barrier job failed (attempt {attempt} of {max_attempts}): {spark_summary(exc)}")
-                failure.__cause__ = exc
+                failure = chained(timely_cause(exc) or SparkJobError(
+                    f"the barrier job failed (attempt {attempt} of {max_attempts}): {spark_summary(exc)}"), exc)
         else:
             decoded = sorted((cloudpickle.loads(r) for r in rows), key=lambda r: r[0])
             errors = [outcome[1] for _, outcome, _ in decoded if outcome[0] == "error"]

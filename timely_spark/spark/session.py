@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Optional
 
@@ -28,7 +29,10 @@ def get_session(app_name: str, master: Optional[str] = None, conf_dir: Optional[
                 extra: Optional[dict[str, str]] = None) -> Any:
     """The active SparkSession, or a new one, without overriding anybody's settings.
 
-    * An active session is returned as it is.
+    * An active session is returned as it is; outside ``spark-submit``, a
+      ``UserWarning`` names what this call asked for that it does not have
+      (``master``, a setting of ``extra`` or of an explicit ``conf_dir``): stop it
+      first to start one with them.
     * Under ``spark-submit`` (the JVM exists already), spark-submit has applied its
       command line, ``--conf`` and ``$SPARK_CONF_DIR/spark-defaults.conf``; of this
       call's settings only the SQL settings nobody set are added (the rest cannot
@@ -45,6 +49,9 @@ def get_session(app_name: str, master: Optional[str] = None, conf_dir: Optional[
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        if "PYSPARK_GATEWAY_PORT" not in os.environ:    # under spark-submit, its settings stand (below)
+            _warn_unapplied(active, master, {**_file_settings(conf_dir), **(extra or {})})
+        register(active)
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -73,3 +80,19 @@ def get_session(app_name: str, master: Optional[str] = None, conf_dir: Optional[
     spark.sparkContext.setLogLevel("WARN")
     register(spark)
     return spark
+
+
+def _file_settings(conf_dir: Optional[Any]) -> dict[str, str]:
+    path = Path(conf_dir) / "spark-defaults.conf" if conf_dir else None
+    return read_conf(path) if path is not None and path.exists() else {}
+
+
+def _warn_unapplied(active: Any, master: Optional[str], settings: dict[str, str]) -> None:
+    """A UserWarning naming the master and settings the active session does not have."""
+    wanted = dict(settings, **({"spark.master": master} if master else {}))
+    missed = {k: v for k, v in wanted.items() if active.conf.get(k, None) != v}
+    if missed:
+        have = ", ".join(f"{k}={active.conf.get(k, None)}" for k in missed)
+        warnings.warn(f"ts.spark.get_session returns the active Spark session, which has {have}: "
+                      f"{', '.join(f'{k}={v}' for k, v in missed.items())} not applied "
+                      "(stop the active session first to start one with them)", UserWarning, stacklevel=3)

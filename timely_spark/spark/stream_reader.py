@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Optional
 
+from pyspark.sql.datasource import DataSourceStreamReader
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
 from ..capture.log_index import LogIndex, LogSnapshot
 from ..capture.parquet import EventLogError
 from ..progress import timestamp
@@ -25,14 +28,8 @@ from .log_scan import arrow_schema, partitions, read_partition
 
 __all__ = ["TimelyStreamReader"]
 
-try:
-    from pyspark.sql.datasource import DataSourceStreamReader
-    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
-except ImportError:  # pragma: no cover -- PySpark before 4.0
-    DataSourceStreamReader = SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
 
-
-class TimelyStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc,valid-type]
+class TimelyStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """The stream reader of the ``"timely"`` data source (see the module's docstring)."""
 
     def __init__(self, path: str, schema: Any) -> None:
