@@ -78,8 +78,11 @@ def test_a_task_that_cannot_prove_the_secret_neither_registers_nor_reports(spark
     # the tasks that know the secret still meet, and a real job runs
     ticket = service.open(secret, wait=30)
     results = {}
-    tasks = [threading.Thread(target=lambda i=i: results.update({i: meet(ticket, 2, 200 + i, i, 2, "127.0.0.1", 5000 + i)[0]}))
-             for i in range(2)]
+
+    def register(i):
+        results[i] = meet(ticket, 2, 200 + i, i, 2, "127.0.0.1", 5000 + i)[0]
+
+    tasks = [threading.Thread(target=register, args=(i,)) for i in range(2)]
     for t in tasks:
         t.start()
     for t in tasks:

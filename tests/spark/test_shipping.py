@@ -1,52 +1,83 @@
-"""Shipping the package to executors whose Python does not have it, the two ways the
-README shows, with spark-submit on local-cluster (separate executor JVMs and Pythons):
+"""Shipping the package to executors whose Python does not have it: the README's own
+recipe lines, run on local-cluster (separate executor JVMs and Pythons), and, shipping
+nothing, the one clear error saying so.
 
-* ``--py-files timely_spark.zip`` for executors that have pyarrow, pandas and cloudpickle;
-* ``--archives env.tar.gz#environment`` of a venv-pack'ed virtual environment, with
-  ``spark.pyspark.python=./environment/bin/python``;
-
-and, shipping nothing, the one clear error saying so."""
+The recipes are the ``bash`` block of the README's "Shipping the package to a cluster",
+run as written by bash in a copy of the repository (what a fresh clone holds), after
+these replacements only, each of which must find its text (see ``README_REWRITES``):
+the cluster's master URL becomes ``local-cluster[2,2,1024]``, the ``hdfs://`` paths
+local ones, and the second recipe's elided job arguments (``...``) the first's.  The
+environment plays the cluster's part: ``PYSPARK_PYTHON`` is a Python with pyarrow,
+pandas and cloudpickle but not timely_spark (the executors'), and
+``PYSPARK_DRIVER_PYTHON`` the user's own Python, which has it.
+"""
 
 import json
 import os
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 import sysconfig
-import zipfile
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+
+from timely_spark.graph import union_find
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBMIT = Path(sys.executable).with_name("spark-submit")
+EDGES = [(1, 2), (2, 3), (4, 5), (5, 6), (7, 7), (8, 9), (3, 11), (12, 4)]
+
+README_REWRITES = {
+    "spark://host:7077": shlex.quote("local-cluster[2,2,1024]"),
+    "hdfs:///graphs/edges.parquet": "edges.parquet",
+    "hdfs:///out/cc": "out/cc",
+    "jobs/connected_components.py ...": "jobs/connected_components.py --edges-path edges.parquet --out out/cc",
+}
 
 JOB = r"""
-import json, os, sys
+import json
 import timely_spark as ts
 
 spark = ts.spark.get_session("shipping")
 report = {}
 try:
-    for workers in (1, 2, 3):
-        stats = {}
-        got = ts.spark.run(spark, lambda w: [w.index, w.peers, os.getpid(), sys.executable], workers=workers,
-                           stats=stats)
-        report[workers] = {"results": got, "met": [t["met_through"] for t in stats["tasks"]]}
-    spark.conf.set("spark.timely_spark.rendezvous", "allGather")
-    stats = {}
-    got = ts.spark.run(spark, lambda w: [w.index, w.peers, os.getpid(), sys.executable], workers=3, stats=stats)
-    report["fallback"] = {"results": got, "met": [t["met_through"] for t in stats["tasks"]]}
-    spark.conf.unset("spark.timely_spark.rendezvous")
+    ts.spark.run(spark, lambda w: w.index, workers=2)
 except Exception as exc:
     report["run_error"] = [type(exc).__name__, str(exc)]
 try:
-    df = spark.range(10).repartition(2)
-    report["transform"] = sorted(r["id"] for r in ts.spark.transform(df, lambda scope, s: s, "id long").collect())
+    ts.spark.transform(spark.range(10).repartition(2), lambda scope, s: s, "id long").collect()
 except Exception as exc:
     report["transform_error"] = [type(exc).__name__, str(exc)]
 print("REPORT " + json.dumps(report))
 spark.stop()
 """
+
+
+def readme_recipes():
+    """The shipping section's bash block as recipes: each ``# N.`` comment starts one;
+    its commands are the lines below it, backslash continuations joined."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Shipping the package to a cluster", 1)[1].split("\n### ", 1)[0]
+    block = re.findall(r"```bash\n(.*?)```", section, re.S)
+    assert len(block) == 1, "the README's shipping section has one bash block"
+    recipes: list[list[str]] = []
+    for line in block[0].replace("\\\n", " ").splitlines():
+        if line.startswith("#"):
+            recipes.append([])
+        elif line.strip():
+            recipes[-1].append(line)
+    return recipes
+
+
+def rewritten(script):
+    for text, replacement in README_REWRITES.items():
+        script = script.replace(text, replacement)
+    return script
 
 
 @pytest.fixture(scope="module")
@@ -61,46 +92,57 @@ def bare_python(tmp_path_factory):
                           capture_output=True, text=True, check=True).stdout.strip()
     Path(site, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     check = subprocess.run([str(python), "-c", "import pyarrow, pandas, cloudpickle\nimport timely_spark"],
-                           capture_output=True, text=True, cwd=root, env=_env())
+                           capture_output=True, text=True, cwd=root, env=cluster_env(str(python)))
     assert "No module named 'timely_spark'" in check.stderr        # the premise of these tests
     return str(python)
 
 
-def _env():
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_DRIVER_PYTHON=sys.executable)
-    for name in ("SPARK_CONF_DIR", "PYTHONPATH", "PYSPARK_PYTHON"):
+def cluster_env(executor_python):
+    """A user's shell: their Python (with the package) first on PATH and as the driver's, the
+    cluster's executor Python without it, nothing of this checkout on the path."""
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_DRIVER_PYTHON=sys.executable,
+               PYSPARK_PYTHON=executor_python, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    for name in ("SPARK_CONF_DIR", "PYTHONPATH", "VIRTUAL_ENV"):
         env.pop(name, None)
     return env
 
 
-def submit(tmp_path, *args):
-    job = tmp_path / "shipping_job.py"
-    job.write_text(JOB)
-    settings = {"spark.driver.host": "127.0.0.1", "spark.ui.enabled": "false",
-                "spark.pyspark.driver.python": sys.executable}       # the driver runs this Python
-    conf = [part for key, value in settings.items() for part in ("--conf", f"{key}={value}")]
-    done = subprocess.run([str(SUBMIT), "--master", "local-cluster[2,2,1024]", *conf, *args, str(job)],
-                          capture_output=True, text=True, timeout=400, env=_env(), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    line = [x for x in done.stdout.splitlines() if x.startswith("REPORT ")][-1]
-    return json.loads(line[len("REPORT "):])
+def run_recipe(number, tmp_path, executor_python, timeout):
+    """Runs README recipe ``number`` in a fresh copy of the repository; returns the copy."""
+    clone = tmp_path / "clone"
+    for name in ("timely_spark", "jobs", "conf"):
+        shutil.copytree(ROOT / name, clone / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, clone / name)
+    pq.write_table(pa.table({"src": [a for a, _ in EDGES], "dst": [b for _, b in EDGES]}), clone / "edges.parquet")
+    script = rewritten("\n".join(readme_recipes()[number - 1]))
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True,
+                          timeout=timeout, env=cluster_env(executor_python), cwd=clone)
+    assert done.returncode == 0, f"{script}\n{done.stderr[-3000:]}"
+    assert "11 vertices, 4 components, largest 4 vertices" in done.stdout
+    table = pq.read_table(clone / "out" / "cc")
+    assert dict(zip(table.column("vertex").to_pylist(), table.column("component").to_pylist())) == union_find(EDGES)
+    return clone
 
 
-def assert_ran_on_separate_executors(report, executor_python):
-    for workers in ("1", "2", "3", "fallback"):
-        results = report[workers]["results"]
-        count = 3 if workers == "fallback" else int(workers)
-        assert [r[:2] for r in results] == [[i, count] for i in range(count)]
-        assert all(executor_python(r[3]) for r in results)
-    assert len({r[2] for r in report["3"]["results"]}) >= 2               # three workers, two executor processes
-    assert report["3"]["met"] == ["driver"] * 3 and report["fallback"]["met"] == ["allGather"] * 3
-    assert report["transform"] == list(range(10))
+def test_the_readme_recipes_are_found_and_rewritten():
+    recipes = readme_recipes()
+    assert len(recipes) == 2 and all(recipes)
+    script = "\n".join(line for recipe in recipes for line in recipe)
+    for text in README_REWRITES:
+        assert text in script, f"the README's shipping recipes no longer hold {text!r}: update README_REWRITES"
+    assert "hdfs:" not in rewritten(script) and "spark://" not in rewritten(script)
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(500)
+@pytest.mark.timeout(800)
 def test_executors_without_the_package_give_one_clear_error(tmp_path, bare_python):
-    report = submit(tmp_path, "--conf", f"spark.pyspark.python={bare_python}")
+    job = tmp_path / "shipping_job.py"
+    job.write_text(JOB)
+    done = subprocess.run([str(SUBMIT), "--master", "local-cluster[2,2,1024]", str(job)], capture_output=True,
+                          text=True, timeout=700, env=cluster_env(bare_python), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads([x for x in done.stdout.splitlines() if x.startswith("REPORT ")][-1][len("REPORT "):])
     for key in ("run_error", "transform_error"):
         kind, message = report[key]
         assert kind == "SparkSetupError"
@@ -109,31 +151,18 @@ def test_executors_without_the_package_give_one_clear_error(tmp_path, bare_pytho
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(500)
-def test_a_zip_through_py_files(tmp_path, bare_python):
-    archive = tmp_path / "timely_spark.zip"
-    with zipfile.ZipFile(archive, "w") as z:
-        for path in (ROOT / "timely_spark").rglob("*"):
-            if path.is_file() and "__pycache__" not in path.parts:
-                z.write(path, path.relative_to(ROOT))
-    report = submit(tmp_path, "--py-files", str(archive), "--conf", f"spark.pyspark.python={bare_python}")
-    assert_ran_on_separate_executors(report, lambda executable: executable == bare_python)
+@pytest.mark.timeout(800)
+def test_the_readme_zip_recipe(tmp_path, bare_python):
+    clone = run_recipe(2, tmp_path, bare_python, timeout=700)
+    assert (clone / "timely_spark.zip").exists()
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_a_packed_virtual_environment_through_archives(tmp_path):
-    venv = tmp_path / "env"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    subprocess.run(pip + ["pyarrow", "pandas<3", "cloudpickle"], check=True, timeout=300)
-    subprocess.run(pip + ["--no-deps", str(ROOT)], check=True, timeout=300)
-    packed = tmp_path / "env.tar.gz"
-    subprocess.run([str(Path(sys.executable).with_name("venv-pack")), "-p", str(venv), "-o", str(packed), "-q"],
-                   check=True, timeout=300)
-    report = submit(tmp_path, "--archives", f"{packed}#environment",
-                    "--conf", "spark.pyspark.python=./environment/bin/python")
-    assert_ran_on_separate_executors(report, lambda executable: "environment" in executable)
+@pytest.mark.timeout(1200)
+def test_the_readme_packed_environment_recipe(tmp_path, bare_python):
+    """venv-pack'ed with pyspark and all (about 570 MB), unpacked by both executors: minutes."""
+    clone = run_recipe(1, tmp_path, bare_python, timeout=1100)
+    assert (clone / "env.tar.gz").exists()
 
 
 FAILING_JOB = """
@@ -158,7 +187,7 @@ def test_shipping_nothing_shows_the_error_first_not_a_java_trace(tmp_path, bare_
                 "--conf", f"spark.pyspark.python={bare_python}"]
     done = subprocess.run([str(SUBMIT), "--master", "local-cluster[2,2,1024]", *settings, str(job)],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=400,
-                          env=dict(_env(), SPARK_CONF_DIR=str(ROOT / "conf")), cwd=tmp_path)
+                          env=dict(cluster_env(bare_python), SPARK_CONF_DIR=str(ROOT / "conf")), cwd=tmp_path)
     assert done.returncode != 0
     lines = done.stdout.splitlines()
     message = [i for i, line in enumerate(lines) if "SparkSetupError: the executors cannot import" in line]
