@@ -9,118 +9,35 @@ result, which must match ``schema``.
 
 from __future__ import annotations
 
-import reprlib
 import warnings
 from typing import Any, Callable, Iterator, Optional
 
 import cloudpickle
 
-from ..errors import TimelyError
 from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, check_timeout, new_secret
 from .barrier import reporting_failures, run_in_barrier_task
 from .job_errors import install as install_error_translation
+from .output_schema import SchemaMismatch, arrow_schema, conform, rows_batch
 from .preflight import check_session, task_slots
 from .rendezvous import Ticket, session_rendezvous
 
 __all__ = ["transform", "SchemaMismatch"]
 
 
-class SchemaMismatch(TimelyError, ValueError):
-    """The output of ``transform`` does not fit its schema (a column missing, extra, or
-    of a type that cannot be cast without changing values)."""
-
-
-def _arrow_schema(df: Any, schema: Any) -> Any:
-    from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import StructType
-
-    if not isinstance(schema, StructType):
-        schema = df.sparkSession.createDataFrame([], schema).schema
-    return schema, to_arrow_schema(schema)
-
-
-def _to_batches(records: list, arrow_schema: Any, rows: bool, worker: int) -> Iterator[Any]:
-    """The output records as record batches of exactly ``arrow_schema``: columns matched
-    by name (any order), types cast only where no value changes; a missing or extra
-    column, or a type that does not fit, is an error naming the column and the worker."""
+def _to_batches(records: list, schema: Any, rows: bool, worker: int) -> Iterator[Any]:
+    """The output records as record batches of exactly ``schema`` (see :mod:`.output_schema`)."""
     import pyarrow as pa
 
     if not records:
         return
     if rows:
-        batches = [_rows_batch(records, arrow_schema, worker)]
-    else:
-        batches = []
-        for rb in records:
-            if not isinstance(rb, pa.RecordBatch):
-                raise TypeError(f"ts.spark.transform: the output stream must carry pyarrow.RecordBatch records "
-                                f"(or pass rows=True), got {type(rb).__name__}")
-            batches.append(rb)
-    for rb in batches:
-        yield _conform(rb, arrow_schema, worker)
-
-
-def _rows_batch(records: list, arrow_schema: Any, worker: int) -> Any:
-    """Row records (dicts, Spark Row objects, tuples in the schema's column order) as one
-    record batch with the types their values have; every row gives every column, no more."""
-    import pyarrow as pa
-
-    names = arrow_schema.names
-    want = set(names)
-    dicts = []
-    for r in records:
-        if isinstance(r, dict) or hasattr(r, "asDict"):
-            d = r if isinstance(r, dict) else r.asDict()
-            if d.keys() != want:
-                raise SchemaMismatch(f"worker {worker}: an output row {reprlib.repr(r)} lacks column(s) "
-                                     f"{sorted(want - d.keys())} or has column(s) {sorted(d.keys() - want)} "
-                                     f"that the schema ({', '.join(names)}) does not")
-        else:
-            if len(r) != len(names):
-                raise SchemaMismatch(f"worker {worker}: an output row {reprlib.repr(r)} has {len(r)} value(s), "
-                                     f"the schema ({', '.join(names)}) {len(names)}")
-            d = dict(zip(names, r))
-        dicts.append(d)
-    arrays = []
-    for field in arrow_schema:
-        name = field.name
-        try:                        # a map's Python values (dicts) would be read as structs
-            arrays.append(pa.array([d[name] for d in dicts], type=field.type if pa.types.is_map(field.type) else None))
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise SchemaMismatch(f"worker {worker}: column {name!r} has values of mixed or unknown types "
-                                 f"({exc})") from exc
-    return pa.RecordBatch.from_arrays(arrays, names=names)
-
-
-def _conform(rb: Any, arrow_schema: Any, worker: int) -> Any:
-    import pyarrow as pa
-
-    if rb.schema.equals(arrow_schema):
-        return rb
-    have, want = set(rb.schema.names), set(arrow_schema.names)
-    if want - have:
-        raise SchemaMismatch(f"worker {worker}: the output has no column(s) {sorted(want - have)} "
-                             f"(it has {', '.join(rb.schema.names)})")
-    if have - want:
-        raise SchemaMismatch(f"worker {worker}: the output has column(s) {sorted(have - want)} that the schema "
-                             f"({', '.join(arrow_schema.names)}) does not")
-    arrays = []
-    for field in arrow_schema:
-        column = rb.column(field.name)
-        try:
-            if not pa.types.is_null(column.type) and _is_text(column.type) != _is_text(field.type):
-                raise pa.ArrowTypeError("text is neither parsed into other types nor made from them")
-            arrays.append(column.cast(field.type, safe=True))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise SchemaMismatch(f"worker {worker}: column {field.name!r} is {column.type}, which does not fit "
-                                 f"{field.type} ({exc})") from exc
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
-
-
-def _is_text(arrow_type: Any) -> bool:
-    import pyarrow as pa
-
-    return bool(pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))
+        yield rows_batch(records, schema, worker)
+        return
+    for rb in records:
+        if not isinstance(rb, pa.RecordBatch):
+            raise TypeError(f"ts.spark.transform: the output stream must carry pyarrow.RecordBatch records "
+                            f"(or pass rows=True), got {type(rb).__name__}")
+        yield conform(rb, schema, worker)
 
 
 def _fit_to_slots(df: Any) -> Any:
@@ -186,7 +103,7 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
             lambda scope, batches: batches.group_by("word").aggregate([([], "count_all")]),
             "word string, count_all long")
     """
-    struct, arrow_schema = _arrow_schema(df, schema)
+    struct, out_schema = arrow_schema(df, schema)
     timeout = check_timeout("timeout", timeout)
     peer_timeout = check_timeout("peer_timeout", peer_timeout, allow_none=False)  # type: ignore[assignment]
     if workers is not None:
@@ -219,6 +136,6 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
 
         with reporting_failures(ticket):
             index, records = run_in_barrier_task(work, secret, peer_timeout, timeout, ticket=ticket)
-            yield from _to_batches(records, arrow_schema, rows, index)
+            yield from _to_batches(records, out_schema, rows, index)
 
     return df.mapInArrow(func, struct, barrier=True)
