@@ -159,7 +159,11 @@ def _why_not(have: Any, want: Any) -> str:
         return ("a time without a time zone is not an instant, nor the reverse: give the values a zone "
                 "(pyarrow.compute.assume_timezone, aware datetimes) for a timestamp column, or none for "
                 "timestamp_ntz")
-    return f"a {_kind(have)} does not become a {_kind(want)}"
+    return f"{_a(_kind(have))} does not become {_a(_kind(want))}"
+
+
+def _a(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
 def _check(have: Any, want: Any, path: str) -> None:
