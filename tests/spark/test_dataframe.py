@@ -53,3 +53,56 @@ def test_wrong_output_records_are_a_clear_error(spark):
     df = spark.createDataFrame([(1,)], "x long")
     with pytest.raises(TypeError, match="^ts.spark.transform: the output stream must carry pyarrow.RecordBatch"):
         ts.spark.transform(df, lambda scope, s: s.map(lambda rb: "nope"), "x long").collect()
+
+
+def test_output_reaches_spark_while_the_worker_runs(spark):
+    """A worker's output is taken by its task as it is made, not when the worker ends:
+    here the worker waits (bounded) for its first row to be taken before it finishes."""
+    import threading
+    import time
+
+    def build(scope, rows):
+        taken = threading.Event()
+
+        class First:                # an output row; the task reads it (asDict) when it takes it
+            def __init__(self, x):
+                self.x = x
+
+            def asDict(self):
+                taken.set()
+                return {"x": self.x, "taken": None}
+
+        def await_taken(cap, info):
+            held, deadline = [cap], []
+
+            def logic(input, output):
+                for t, batch in input:
+                    output.session(t).give_batch([First(r["id"]) for r in batch])
+                if held and not input.frontier.less_equal(held[0].time):      # all input seen
+                    deadline.append(deadline[0] if deadline else time.monotonic() + 20)
+                    if taken.is_set() or time.monotonic() > deadline[0]:
+                        output.session(held[0]).give({"x": -1, "taken": taken.is_set()})
+                        held.pop().drop()
+                    else:
+                        info.activate_after(0.05)
+            return logic
+        return rows.unary_frontier(None, "AwaitTaken", await_taken)
+
+    out = ts.spark.transform(spark.range(1), build, "x long, taken boolean", rows=True, workers=1)
+    assert sorted(tuple(r) for r in out.collect()) == [(-1, True), (0, None)]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_transform_that_never_completes_ends_at_its_timeout(spark):
+    def build(scope, rows):
+        def holds(cap, info):       # keeps its capability: the dataflow never completes
+            def logic(input, output):
+                for t, batch in input:
+                    output.session(cap).give_batch(batch)
+            return logic
+        return rows.unary(None, "Holds", holds)
+
+    with pytest.raises(ts.RunTimeout) as err:
+        ts.spark.transform(spark.range(4).repartition(2), build, "id long", rows=True, timeout=5).collect()
+    assert sorted(err.value.incomplete) == [0, 1] and "Dataflow0" in str(err.value)

@@ -18,26 +18,27 @@ from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, check_timeo
 from .barrier import reporting_failures, run_in_barrier_task
 from .job_errors import install as install_error_translation
 from .output_schema import SchemaMismatch, arrow_schema, conform, rows_batch
+from .output_stream import OutputStream
 from .preflight import check_session, task_slots
 from .rendezvous import Ticket, session_rendezvous
 
 __all__ = ["transform", "SchemaMismatch"]
 
 
-def _to_batches(records: list, schema: Any, rows: bool, worker: int) -> Iterator[Any]:
-    """The output records as record batches of exactly ``schema`` (see :mod:`.output_schema`)."""
+def _to_batches(taken: list, schema: Any, rows: bool, worker: int) -> Iterator[Any]:
+    """Batches of output records as record batches of exactly ``schema`` (see
+    :mod:`.output_schema`); rows taken together become one record batch."""
     import pyarrow as pa
 
-    if not records:
-        return
     if rows:
-        yield rows_batch(records, schema, worker)
+        yield rows_batch([r for records in taken for r in records], schema, worker)
         return
-    for rb in records:
-        if not isinstance(rb, pa.RecordBatch):
-            raise TypeError(f"ts.spark.transform: the output stream must carry pyarrow.RecordBatch records "
-                            f"(or pass rows=True), got {type(rb).__name__}")
-        yield conform(rb, schema, worker)
+    for records in taken:
+        for rb in records:
+            if not isinstance(rb, pa.RecordBatch):
+                raise TypeError(f"ts.spark.transform: the output stream must carry pyarrow.RecordBatch records "
+                                f"(or pass rows=True), got {type(rb).__name__}")
+            yield conform(rb, schema, worker)
 
 
 def _fit_to_slots(df: Any) -> Any:
@@ -116,14 +117,15 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     ticket = _ticket(df, secret, peer_timeout)
 
     def func(batches: Iterator[Any]) -> Iterator[Any]:
+        from pyspark import BarrierTaskContext
+
         user_build = cloudpickle.loads(build_bytes)
+        output = OutputStream()
 
-        def work(worker: Any) -> list:
-            out: list = []
-
+        def work(worker: Any) -> None:
             def dataflow(scope: Any) -> Any:
                 inp, stream = scope.new_input("DataFrame")
-                user_build(scope, stream).inspect_batch(lambda t, data: out.extend(data))
+                user_build(scope, stream).inspect_batch(lambda t, data: output.put(data))
                 return inp
 
             inp = worker.dataflow(dataflow)
@@ -132,10 +134,14 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
                     inp.send_batch(rb.to_pylist() if rows else [rb])
                     worker.step()
             inp.close()
-            return out
 
-        with reporting_failures(ticket):
-            index, records = run_in_barrier_task(work, secret, peer_timeout, timeout, ticket=ticket)
-            yield from _to_batches(records, out_schema, rows, index)
+        index = BarrierTaskContext.get().partitionId()
+        try:
+            with reporting_failures(ticket):
+                for taken in output.run(lambda: run_in_barrier_task(work, secret, peer_timeout, timeout,
+                                                                     ticket=ticket)):
+                    yield from _to_batches(taken, out_schema, rows, index)
+        finally:
+            output.close()      # after any failure was reported: the worker stops at its next output
 
     return df.mapInArrow(func, struct, barrier=True)
