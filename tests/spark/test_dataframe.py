@@ -106,3 +106,34 @@ def test_a_transform_that_never_completes_ends_at_its_timeout(spark):
     with pytest.raises(ts.RunTimeout) as err:
         ts.spark.transform(spark.range(4).repartition(2), build, "id long", rows=True, timeout=5).collect()
     assert sorted(err.value.incomplete) == [0, 1] and "Dataflow0" in str(err.value)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)     # without the stage boundary, the union waits out Spark's 10-minute slot check
+def test_show_first_take_limit_tail_coalesce_and_union_on_a_result(spark, capsys):
+    from pyspark.sql import functions as F
+
+    def result():
+        return ts.spark.transform(spark.range(10).repartition(2), lambda scope, s: s, "id long", workers=2)
+
+    ids = set(range(10))
+    result().show(3)
+    assert "only showing top 3 rows" in capsys.readouterr().out
+    assert result().first()["id"] in ids
+    assert len({r["id"] for r in result().take(4)} & ids) == 4
+    assert len(result().limit(5).collect()) == 5 and len(result().tail(2)) == 2
+    assert sorted(r["id"] for r in result().coalesce(1).collect()) == sorted(ids)
+    both = result().union(result())                  # two barrier stages of 2 tasks each, on 2 slots
+    assert sorted(r["id"] for r in both.collect()) == sorted(list(ids) * 2)
+    per_partition = result().select(F.spark_partition_id().alias("p"), "id").collect()
+    assert len({r["p"] for r in per_partition}) == 2         # the workers' partitions, kept
+
+
+def test_each_worker_output_stays_in_its_partition(spark):
+    from pyspark.sql import functions as F
+
+    df = spark.range(40).repartition(4)
+    out = ts.spark.transform(df, lambda scope, s: s.map(lambda r: (scope.index, r["id"])), "worker long, id long",
+                             rows=True, workers=2)
+    rows = out.select(F.spark_partition_id().alias("p"), "worker").collect()
+    assert len(rows) == 40 and all(r["p"] == r["worker"] for r in rows)

@@ -21,6 +21,7 @@ from .output_schema import SchemaMismatch, arrow_schema, conform, rows_batch
 from .output_stream import OutputStream
 from .preflight import check_session, task_slots
 from .rendezvous import Ticket, session_rendezvous
+from .stage_boundary import after_barrier
 
 __all__ = ["transform", "SchemaMismatch"]
 
@@ -41,23 +42,24 @@ def _to_batches(taken: list, schema: Any, rows: bool, worker: int) -> Iterator[A
             yield conform(rb, schema, worker)
 
 
-def _fit_to_slots(df: Any) -> Any:
+def _fit_to_slots(df: Any) -> tuple[Any, Optional[int]]:
     """``df`` itself when its partitions fit in the task slots, else repartitioned to the
-    slots (barrier stages cannot coalesce), with a warning.  Runs no Spark job: the
-    partition count comes from the physical plan (or, for a plan that does not know it,
-    such as local data, from its RDD, which has no shuffle to run)."""
+    slots (barrier stages cannot coalesce), with a warning; and its partition count
+    (None over Spark Connect).  Runs no Spark job: the partition count comes from the
+    physical plan (or, for a plan that does not know it, such as local data, from its
+    RDD, which has no shuffle to run)."""
     try:
         df.sparkSession.sparkContext
     except Exception:  # Spark Connect: no SparkContext; Spark checks the slots itself
-        return df
+        return df, None
     slots = task_slots(check_session(df.sparkSession, 1))
     planned = int(df._jdf.queryExecution().sparkPlan().outputPartitioning().numPartitions())
     partitions = planned or df.rdd.getNumPartitions()
     if partitions <= slots:
-        return df
+        return df, partitions
     warnings.warn(f"ts.spark.transform: the input has {partitions} partitions but the cluster runs {slots} tasks at "
                   f"once; repartitioning to {slots} timely workers (pass workers= to choose)", stacklevel=3)
-    return df.repartition(slots)
+    return df.repartition(slots), slots
 
 
 def _ticket(df: Any, secret: bytes, peer_timeout: float) -> Optional[Ticket]:
@@ -85,6 +87,10 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     without changing a value; otherwise the job fails with ``SchemaMismatch`` naming
     the column and the worker.
 
+    The result is an ordinary DataFrame: ``show``, ``first``, ``take``, ``limit``,
+    ``coalesce``, ``union`` all work, because the barrier stage ends in a shuffle that
+    keeps each worker's rows in its own partition (:mod:`.stage_boundary`).
+
     Lazy, like any DataFrame transformation: calling it runs no Spark job.  With
     ``workers=N`` the input is repartitioned to N partitions (N workers); by default
     the input's partitions are kept when they fit in the task slots, and coalesced to
@@ -107,11 +113,12 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     struct, out_schema = arrow_schema(df, schema)
     timeout = check_timeout("timeout", timeout)
     peer_timeout = check_timeout("peer_timeout", peer_timeout, allow_none=False)  # type: ignore[assignment]
+    partitions: Optional[int] = workers
     if workers is not None:
         check_session(df.sparkSession, workers)
         df = df.repartition(workers)
     else:
-        df = _fit_to_slots(df)
+        df, partitions = _fit_to_slots(df)
     build_bytes = cloudpickle.dumps(build, protocol=5)
     secret = new_secret()
     ticket = _ticket(df, secret, peer_timeout)
@@ -144,4 +151,4 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
         finally:
             output.close()      # after any failure was reported: the worker stops at its next output
 
-    return df.mapInArrow(func, struct, barrier=True)
+    return after_barrier(df.mapInArrow(func, struct, barrier=True), partitions)
