@@ -21,6 +21,7 @@ __all__ = ["Config", "DEFAULT_PEER_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HANDSHA
            "RETRY_BACKOFF", "MAX_RETRY_BACKOFF", "LISTEN_BACKLOG", "THREAD_JOIN_WAIT", "CHILD_MESSAGE_WAIT",
            "CHILD_START_WAIT", "RUN_BACKSTOP_SLACK", "POLL_INTERVAL", "CHILD_EXIT_WAIT", "SECRET_ENV", "DEFAULT_PORT",
            "RENDEZVOUS_AUTH_TIMEOUT", "RENDEZVOUS_PENDING", "RENDEZVOUS_MAX_REQUEST", "TICKET_IDLE_TIMEOUT",
+           "OUTPUT_BATCHES_IN_FLIGHT",
            "new_secret", "check_timeout", "check_count", "check_port"]
 
 #: Seconds a peer process may stay silent (not even a heartbeat) before the run fails
@@ -114,6 +115,10 @@ SECRET_ENV = "TIMELY_SPARK_SECRET"
 
 #: Process ``p`` started by hand without a hostfile listens on ``127.0.0.1:DEFAULT_PORT + p``.
 DEFAULT_PORT = 2101
+
+#: Batches of a ``ts.spark.transform`` worker's output that may wait for its Spark task
+#: to take them; the worker waits while this many do (so memory holds only these).
+OUTPUT_BATCHES_IN_FLIGHT = 4
 
 
 def new_secret() -> bytes:

@@ -53,3 +53,87 @@ def test_wrong_output_records_are_a_clear_error(spark):
     df = spark.createDataFrame([(1,)], "x long")
     with pytest.raises(TypeError, match="^ts.spark.transform: the output stream must carry pyarrow.RecordBatch"):
         ts.spark.transform(df, lambda scope, s: s.map(lambda rb: "nope"), "x long").collect()
+
+
+def test_output_reaches_spark_while_the_worker_runs(spark):
+    """A worker's output is taken by its task as it is made, not when the worker ends:
+    here the worker waits (bounded) for its first row to be taken before it finishes."""
+    import threading
+    import time
+
+    def build(scope, rows):
+        taken = threading.Event()
+
+        class First:                # an output row; the task reads it (asDict) when it takes it
+            def __init__(self, x):
+                self.x = x
+
+            def asDict(self):
+                taken.set()
+                return {"x": self.x, "taken": None}
+
+        def await_taken(cap, info):
+            held, deadline = [cap], []
+
+            def logic(input, output):
+                for t, batch in input:
+                    output.session(t).give_batch([First(r["id"]) for r in batch])
+                if held and not input.frontier.less_equal(held[0].time):      # all input seen
+                    deadline.append(deadline[0] if deadline else time.monotonic() + 20)
+                    if taken.is_set() or time.monotonic() > deadline[0]:
+                        output.session(held[0]).give({"x": -1, "taken": taken.is_set()})
+                        held.pop().drop()
+                    else:
+                        info.activate_after(0.05)
+            return logic
+        return rows.unary_frontier(None, "AwaitTaken", await_taken)
+
+    out = ts.spark.transform(spark.range(1), build, "x long, taken boolean", rows=True, workers=1)
+    assert sorted(tuple(r) for r in out.collect()) == [(-1, True), (0, None)]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_transform_that_never_completes_ends_at_its_timeout(spark):
+    def build(scope, rows):
+        def holds(cap, info):       # keeps its capability: the dataflow never completes
+            def logic(input, output):
+                for t, batch in input:
+                    output.session(cap).give_batch(batch)
+            return logic
+        return rows.unary(None, "Holds", holds)
+
+    with pytest.raises(ts.RunTimeout) as err:
+        ts.spark.transform(spark.range(4).repartition(2), build, "id long", rows=True, timeout=5).collect()
+    assert sorted(err.value.incomplete) == [0, 1] and "Dataflow0" in str(err.value)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)     # without the stage boundary, the union waits out Spark's 10-minute slot check
+def test_show_first_take_limit_tail_coalesce_and_union_on_a_result(spark, capsys):
+    from pyspark.sql import functions as F
+
+    def result():
+        return ts.spark.transform(spark.range(10).repartition(2), lambda scope, s: s, "id long", workers=2)
+
+    ids = set(range(10))
+    result().show(3)
+    assert "only showing top 3 rows" in capsys.readouterr().out
+    assert result().first()["id"] in ids
+    assert len({r["id"] for r in result().take(4)} & ids) == 4
+    assert len(result().limit(5).collect()) == 5 and len(result().tail(2)) == 2
+    assert sorted(r["id"] for r in result().coalesce(1).collect()) == sorted(ids)
+    both = result().union(result())                  # two barrier stages of 2 tasks each, on 2 slots
+    assert sorted(r["id"] for r in both.collect()) == sorted(list(ids) * 2)
+    per_partition = result().select(F.spark_partition_id().alias("p"), "id").collect()
+    assert len({r["p"] for r in per_partition}) == 2         # the workers' partitions, kept
+
+
+def test_each_worker_output_stays_in_its_partition(spark):
+    from pyspark.sql import functions as F
+
+    df = spark.range(40).repartition(4)
+    out = ts.spark.transform(df, lambda scope, s: s.map(lambda r: (scope.index, r["id"])), "worker long, id long",
+                             rows=True, workers=2)
+    rows = out.select(F.spark_partition_id().alias("p"), "worker").collect()
+    assert len(rows) == 40 and all(r["p"] == r["worker"] for r in rows)

@@ -66,3 +66,123 @@ def test_transform_after_a_shuffle_with_200_partitions(spark):
     assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs_before    # lazy: no job yet
     assert sum(r["n"] for r in counted.collect()) == 1000
     assert ts.spark.transform(df, lambda scope, s: s, "id long", workers=2).rdd.getNumPartitions() == 2
+
+
+MAP_SL = pa.map_(pa.string(), pa.int64())
+
+
+@pytest.mark.parametrize("column,schema,match", [
+    (pa.array([["7"]]), "a array<long>", r"column 'a\[\]' is string, which does not fit int64 \(text"),
+    (pa.array([[7]]), "a array<string>", r"column 'a\[\]' is int64, which does not fit string \(text"),
+    (pa.array([{"b": 5}]), "a struct<b: string>", r"column 'a\.b' is int64, which does not fit string \(text"),
+    (pa.array([{"b": [{"c": 2**40}]}]), "a struct<b: array<struct<c: int>>>",
+     r"column 'a\.b\[\]\.c' is int64, which does not fit int32 \("),
+    (pa.array([[("k", 5)]], MAP_SL), "a map<string, string>",
+     r"column 'a\{value\}' is int64, which does not fit string"),
+    (pa.array([[(5, 5)]], pa.map_(pa.int64(), pa.int64())), "a map<string, long>",
+     r"column 'a\{key\}' is int64, which does not fit string"),
+    (pa.array([[True]]), "a array<long>", r"column 'a\[\]' is bool, which does not fit int64 \(a bool does not"),
+    (pa.array([{"b": 1, "c": 2}]), "a struct<b: long>", r"column 'a' is struct<b: int64, c: int64>, which does not "
+                                                       r"fit struct<b: int64> \(extra field\(s\) \['c'\]\)"),
+    (pa.array([{"b": 1}]), "a struct<b: long, d: long>", r"column 'a' .* \(no field\(s\) \['d'\]\)"),
+])
+def test_nested_parts_that_do_not_fit_are_an_error_naming_their_path(spark, column, schema, match):
+    df = spark.createDataFrame([(1,)], "x long")
+    with pytest.raises(ts.spark.SchemaMismatch, match=r"^worker \d: " + match):
+        ts.spark.transform(df, output_of(pa.record_batch({"a": column})), schema).collect()
+
+
+@pytest.mark.parametrize("value,schema,match", [
+    (["7"], "a array<long>", r"column 'a\[\]' is string, which does not fit int64"),
+    ({"b": 5}, "a struct<b: string>", r"column 'a\.b' is int64, which does not fit string"),
+    ({"k": 5}, "a map<string, string>", r"column 'a\{value\}' is int64, which does not fit string"),
+    ([{"k": {"z": "1"}}], "a array<map<string, map<string, long>>>",
+     r"column 'a\[\]\{value\}\{value\}' is string, which does not fit int64"),
+    ({"b": 1, "c": 2}, "a struct<b: long>", r"column 'a' has a value \{'b': 1, 'c': 2\} that does not fit its "
+                                            r"fields \(b\): extra field\(s\) \['c'\]"),
+    ([{"b": 1.5}], "a array<struct<b: long>>", r"column 'a\[\]\.b' is double, which does not fit int64"),
+    ("xy", "a array<struct<b: long>>", r"column 'a' has a value 'xy' that is not a list"),
+])
+def test_nested_row_values_that_do_not_fit_are_an_error_naming_their_path(spark, value, schema, match):
+    df = spark.createDataFrame([(1,)], "x long")
+    with pytest.raises(ts.spark.SchemaMismatch, match=r"^worker \d: " + match):
+        ts.spark.transform(df, lambda scope, s: s.map(lambda r: {"a": value}), schema, rows=True).collect()
+
+
+NESTED = "a array<struct<b: long, tags: map<string, array<double>>>>, m map<string, struct<c: string>>"
+NESTED_ROW = ([{"b": 1, "tags": {"x": [0.5, None]}}, None, {"b": None, "tags": None}], {"k": {"c": "v"}, "l": None})
+
+
+@pytest.mark.parametrize("rows", [False, True])
+def test_nested_outputs_that_fit_come_back_whole(spark, rows):
+    from pyspark.sql import Row
+
+    df = spark.createDataFrame([NESTED_ROW], NESTED)     # identity: Spark's own nested types, out as in
+    got = ts.spark.transform(df, lambda scope, s: s, NESTED, rows=rows).collect()
+    assert got == df.collect()
+    a = pa.array([[{"tags": [("x", [1])], "b": 2}]], pa.list_(pa.struct([         # int64 into double, another order
+        ("tags", pa.map_(pa.string(), pa.list_(pa.int64()))), ("b", pa.int64())])))
+    ints = pa.record_batch({"m": pa.array([[("k", {"c": "v"})]], pa.map_(pa.string(), pa.struct([("c", pa.string())]))),
+                            "a": a})
+    build = (lambda scope, s: s.map(lambda r: {"m": [("k", Row(c="v"))], "a": [{"tags": {"x": [1]}, "b": 2}]})) \
+        if rows else output_of(ints)
+    assert ts.spark.transform(df, build, NESTED, rows=rows).collect() == [
+        Row(a=[Row(b=2, tags={"x": [1.0]})], m={"k": Row(c="v")})]
+
+
+@pytest.fixture
+def new_york(spark):
+    """The session in a time zone other than UTC (so a zone that went missing shows)."""
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    yield spark
+    spark.conf.set("spark.sql.session.timeZone", before)
+
+
+@pytest.mark.parametrize("rows", [False, True])
+def test_timestamp_and_timestamp_ntz_go_in_and_out(new_york, rows):
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    spark = new_york
+    df = spark.sql("select timestamp'2024-01-01 12:00:00' as t, timestamp_ntz'2024-01-01 12:00:00' as n, "
+                   "array(timestamp'2024-07-01 09:30:00') as ts")
+    schema = "t timestamp, n timestamp_ntz, ts array<timestamp>"
+    assert ts.spark.transform(df, lambda scope, s: s, schema, rows=rows).collect() == df.collect()
+    noon_utc = dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc)          # 07:00 in New York
+    if rows:
+        build = lambda scope, s: s.map(lambda r: (noon_utc, dt.datetime(2024, 1, 1, 12),   # noqa: E731
+                                                  [noon_utc.astimezone(ZoneInfo("Asia/Tokyo"))]))
+    else:
+        build = output_of(pa.record_batch({"t": pa.array([noon_utc]), "n": pa.array([dt.datetime(2024, 1, 1, 12)]),
+                                           "ts": pa.array([[noon_utc]], pa.list_(pa.timestamp("s", "Asia/Tokyo")))}))
+    got = ts.spark.transform(df, build, schema, rows=rows).selectExpr(
+        "cast(t as string)", "cast(n as string)", "cast(ts[0] as string)").collect()
+    assert [tuple(r) for r in got] == [("2024-01-01 07:00:00", "2024-01-01 12:00:00", "2024-01-01 07:00:00")]
+
+
+@pytest.mark.parametrize("rows,value,schema,match", [
+    (True, "naive", "t timestamp", r"column 't' is timestamp\[us\], which does not fit timestamp\[us, "
+                                   r"tz=America/New_York\] \(a time without a time zone is not an instant"),
+    (True, "aware", "t timestamp_ntz", r"column 't' is timestamp\[us, tz=UTC\], which does not fit timestamp\[us\]"),
+    (True, "mixed", "t timestamp", r"column 't' mixes datetimes with a time zone and without one"),
+    (False, "naive", "t array<timestamp>", r"column 't\[\]' is timestamp\[us\], which does not fit"),
+    (False, "nanos", "t timestamp_ntz", r"column 't' is timestamp\[ns\], which does not fit timestamp\[us\] "
+                                        r"\(.*would lose data"),
+    (False, "number", "t timestamp", r"column 't' is int64, which does not fit timestamp\[us, tz=America/New_York\] "
+                                     r"\(a number does not become an instant\)"),
+])
+def test_a_time_that_does_not_fit_is_an_error_naming_the_column(new_york, rows, value, schema, match):
+    import datetime as dt
+
+    naive, aware = dt.datetime(2024, 1, 1, 12), dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc)
+    values = {"naive": [naive], "aware": [aware], "mixed": [aware, naive], "number": [5],
+              "nanos": pa.array([1_000_000_000_000_000_001], pa.timestamp("ns"))}[value]
+    df = new_york.createDataFrame([(1,)], "x long")
+    if rows:
+        build = lambda scope, s: s.flat_map(lambda r: [{"t": v} for v in values])     # noqa: E731
+    else:
+        column = pa.array([values]) if schema.startswith("t array") else pa.array(values)
+        build = output_of(pa.record_batch({"t": column}))
+    with pytest.raises(ts.spark.SchemaMismatch, match=r"^worker \d: " + match):
+        ts.spark.transform(df, build, schema, rows=rows).collect()

@@ -9,137 +9,57 @@ result, which must match ``schema``.
 
 from __future__ import annotations
 
-import reprlib
 import warnings
 from typing import Any, Callable, Iterator, Optional
 
 import cloudpickle
 
-from ..errors import TimelyError
 from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, TICKET_IDLE_TIMEOUT, check_timeout, new_secret
 from .barrier import reporting_failures, run_in_barrier_task
 from .job_errors import install as install_error_translation
+from .output_schema import SchemaMismatch, arrow_schema, conform, rows_batch
+from .output_stream import OutputStream
 from .preflight import check_session, task_slots
 from .rendezvous import Ticket, session_rendezvous
+from .stage_boundary import after_barrier
 
 __all__ = ["transform", "SchemaMismatch"]
 
 
-class SchemaMismatch(TimelyError, ValueError):
-    """The output of ``transform`` does not fit its schema (a column missing, extra, or
-    of a type that cannot be cast without changing values)."""
-
-
-def _arrow_schema(df: Any, schema: Any) -> Any:
-    from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import StructType
-
-    if not isinstance(schema, StructType):
-        schema = df.sparkSession.createDataFrame([], schema).schema
-    return schema, to_arrow_schema(schema)
-
-
-def _to_batches(records: list, arrow_schema: Any, rows: bool, worker: int) -> Iterator[Any]:
-    """The output records as record batches of exactly ``arrow_schema``: columns matched
-    by name (any order), types cast only where no value changes; a missing or extra
-    column, or a type that does not fit, is an error naming the column and the worker."""
+def _to_batches(taken: list, schema: Any, rows: bool, worker: int) -> Iterator[Any]:
+    """Batches of output records as record batches of exactly ``schema`` (see
+    :mod:`.output_schema`); rows taken together become one record batch."""
     import pyarrow as pa
 
-    if not records:
-        return
     if rows:
-        batches = [_rows_batch(records, arrow_schema, worker)]
-    else:
-        batches = []
+        yield rows_batch([r for records in taken for r in records], schema, worker)
+        return
+    for records in taken:
         for rb in records:
             if not isinstance(rb, pa.RecordBatch):
                 raise TypeError(f"ts.spark.transform: the output stream must carry pyarrow.RecordBatch records "
                                 f"(or pass rows=True), got {type(rb).__name__}")
-            batches.append(rb)
-    for rb in batches:
-        yield _conform(rb, arrow_schema, worker)
+            yield conform(rb, schema, worker)
 
 
-def _rows_batch(records: list, arrow_schema: Any, worker: int) -> Any:
-    """Row records (dicts, Spark Row objects, tuples in the schema's column order) as one
-    record batch with the types their values have; every row gives every column, no more."""
-    import pyarrow as pa
-
-    names = arrow_schema.names
-    want = set(names)
-    dicts = []
-    for r in records:
-        if isinstance(r, dict) or hasattr(r, "asDict"):
-            d = r if isinstance(r, dict) else r.asDict()
-            if d.keys() != want:
-                raise SchemaMismatch(f"worker {worker}: an output row {reprlib.repr(r)} lacks column(s) "
-                                     f"{sorted(want - d.keys())} or has column(s) {sorted(d.keys() - want)} "
-                                     f"that the schema ({', '.join(names)}) does not")
-        else:
-            if len(r) != len(names):
-                raise SchemaMismatch(f"worker {worker}: an output row {reprlib.repr(r)} has {len(r)} value(s), "
-                                     f"the schema ({', '.join(names)}) {len(names)}")
-            d = dict(zip(names, r))
-        dicts.append(d)
-    arrays = []
-    for field in arrow_schema:
-        name = field.name
-        try:                        # a map's Python values (dicts) would be read as structs
-            arrays.append(pa.array([d[name] for d in dicts], type=field.type if pa.types.is_map(field.type) else None))
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise SchemaMismatch(f"worker {worker}: column {name!r} has values of mixed or unknown types "
-                                 f"({exc})") from exc
-    return pa.RecordBatch.from_arrays(arrays, names=names)
-
-
-def _conform(rb: Any, arrow_schema: Any, worker: int) -> Any:
-    import pyarrow as pa
-
-    if rb.schema.equals(arrow_schema):
-        return rb
-    have, want = set(rb.schema.names), set(arrow_schema.names)
-    if want - have:
-        raise SchemaMismatch(f"worker {worker}: the output has no column(s) {sorted(want - have)} "
-                             f"(it has {', '.join(rb.schema.names)})")
-    if have - want:
-        raise SchemaMismatch(f"worker {worker}: the output has column(s) {sorted(have - want)} that the schema "
-                             f"({', '.join(arrow_schema.names)}) does not")
-    arrays = []
-    for field in arrow_schema:
-        column = rb.column(field.name)
-        try:
-            if not pa.types.is_null(column.type) and _is_text(column.type) != _is_text(field.type):
-                raise pa.ArrowTypeError("text is neither parsed into other types nor made from them")
-            arrays.append(column.cast(field.type, safe=True))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise SchemaMismatch(f"worker {worker}: column {field.name!r} is {column.type}, which does not fit "
-                                 f"{field.type} ({exc})") from exc
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
-
-
-def _is_text(arrow_type: Any) -> bool:
-    import pyarrow as pa
-
-    return bool(pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))
-
-
-def _fit_to_slots(df: Any) -> Any:
+def _fit_to_slots(df: Any) -> tuple[Any, Optional[int]]:
     """``df`` itself when its partitions fit in the task slots, else repartitioned to the
-    slots (barrier stages cannot coalesce), with a warning.  Runs no Spark job: the
-    partition count comes from the physical plan (or, for a plan that does not know it,
-    such as local data, from its RDD, which has no shuffle to run)."""
+    slots (barrier stages cannot coalesce), with a warning; and its partition count
+    (None over Spark Connect).  Runs no Spark job: the partition count comes from the
+    physical plan (or, for a plan that does not know it, such as local data, from its
+    RDD, which has no shuffle to run)."""
     try:
         df.sparkSession.sparkContext
     except Exception:  # Spark Connect: no SparkContext; Spark checks the slots itself
-        return df
+        return df, None
     slots = task_slots(check_session(df.sparkSession, 1))
     planned = int(df._jdf.queryExecution().sparkPlan().outputPartitioning().numPartitions())
     partitions = planned or df.rdd.getNumPartitions()
     if partitions <= slots:
-        return df
+        return df, partitions
     warnings.warn(f"ts.spark.transform: the input has {partitions} partitions but the cluster runs {slots} tasks at "
                   f"once; repartitioning to {slots} timely workers (pass workers= to choose)", stacklevel=3)
-    return df.repartition(slots)
+    return df.repartition(slots), slots
 
 
 def _ticket(df: Any, secret: bytes, peer_timeout: float) -> Optional[Ticket]:
@@ -169,6 +89,10 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     without changing a value; otherwise the job fails with ``SchemaMismatch`` naming
     the column and the worker.
 
+    The result is an ordinary DataFrame: ``show``, ``first``, ``take``, ``limit``,
+    ``coalesce``, ``union`` all work, because the barrier stage ends in a shuffle that
+    keeps each worker's rows in its own partition (:mod:`.stage_boundary`).
+
     Lazy, like any DataFrame transformation: calling it runs no Spark job.  With
     ``workers=N`` the input is repartitioned to N partitions (N workers); by default
     the input's partitions are kept when they fit in the task slots, and coalesced to
@@ -188,27 +112,29 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
             lambda scope, batches: batches.group_by("word").aggregate([([], "count_all")]),
             "word string, count_all long")
     """
-    struct, arrow_schema = _arrow_schema(df, schema)
+    struct, out_schema = arrow_schema(df, schema)
     timeout = check_timeout("timeout", timeout)
     peer_timeout = check_timeout("peer_timeout", peer_timeout, allow_none=False)  # type: ignore[assignment]
+    partitions: Optional[int] = workers
     if workers is not None:
         check_session(df.sparkSession, workers)
         df = df.repartition(workers)
     else:
-        df = _fit_to_slots(df)
+        df, partitions = _fit_to_slots(df)
     build_bytes = cloudpickle.dumps(build, protocol=5)
     secret = new_secret()
     ticket = _ticket(df, secret, peer_timeout)
 
     def func(batches: Iterator[Any]) -> Iterator[Any]:
+        from pyspark import BarrierTaskContext
+
         user_build = cloudpickle.loads(build_bytes)
+        output = OutputStream()
 
-        def work(worker: Any) -> list:
-            out: list = []
-
+        def work(worker: Any) -> None:
             def dataflow(scope: Any) -> Any:
                 inp, stream = scope.new_input("DataFrame")
-                user_build(scope, stream).inspect_batch(lambda t, data: out.extend(data))
+                user_build(scope, stream).inspect_batch(lambda t, data: output.put(data))
                 return inp
 
             inp = worker.dataflow(dataflow)
@@ -217,10 +143,14 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
                     inp.send_batch(rb.to_pylist() if rows else [rb])
                     worker.step()
             inp.close()
-            return out
 
-        with reporting_failures(ticket):
-            index, records = run_in_barrier_task(work, secret, peer_timeout, timeout, ticket=ticket)
-            yield from _to_batches(records, arrow_schema, rows, index)
+        index = BarrierTaskContext.get().partitionId()
+        try:
+            with reporting_failures(ticket):
+                for taken in output.run(lambda: run_in_barrier_task(work, secret, peer_timeout, timeout,
+                                                                     ticket=ticket)):
+                    yield from _to_batches(taken, out_schema, rows, index)
+        finally:
+            output.close()      # after any failure was reported: the worker stops at its next output
 
-    return df.mapInArrow(func, struct, barrier=True)
+    return after_barrier(df.mapInArrow(func, struct, barrier=True), partitions)
