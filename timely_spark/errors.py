@@ -6,7 +6,7 @@ import traceback
 from typing import Optional
 
 __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "OperatorError", "WorkerError",
-           "WorkerFailure", "RunTimeout", "operator_of", "most_telling", "picklable"]
+           "WorkerFailure", "RunTimeout", "EventLogError", "operator_of", "most_telling", "picklable"]
 
 
 class TimelyError(Exception):
@@ -101,6 +101,12 @@ class RunTimeout(TimelyError, TimeoutError):
 
     def __reduce__(self):
         return (RunTimeout, (self.timeout, self.incomplete))
+
+
+class EventLogError(TimelyError):
+    """A file or directory that is not (a valid part of) the expected event log, or a
+    record an event log cannot keep as it is.  The message names the file (or the
+    writer's directory), and for a record the column, the time and the value."""
 
 
 class WorkerAborted(TimelyError):

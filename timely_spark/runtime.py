@@ -20,6 +20,7 @@ __all__ = ["Config", "DEFAULT_PEER_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HANDSHA
            "MAX_FRAME", "STOP_GRACE", "HEARTBEATS_PER_PEER_TIMEOUT", "MIN_HEARTBEAT_INTERVAL",
            "RETRY_BACKOFF", "MAX_RETRY_BACKOFF", "LISTEN_BACKLOG", "THREAD_JOIN_WAIT", "CHILD_MESSAGE_WAIT",
            "CHILD_START_WAIT", "RUN_BACKSTOP_SLACK", "POLL_INTERVAL", "CHILD_EXIT_WAIT", "SECRET_ENV", "DEFAULT_PORT",
+           "MISSING_WORKER_WAIT", "LOG_INDEX_CACHE_FILES",
            "new_secret", "check_timeout", "check_count", "check_port"]
 
 #: Seconds a peer process may stay silent (not even a heartbeat) before the run fails
@@ -88,6 +89,17 @@ before it closed) to arrive, so that the run reports the cause, not the broken p
 
 #: Seconds to wait for a worker process to exit after the run, before killing it.
 CHILD_EXIT_WAIT = 10.0
+
+#: Seconds a stream over an event log (``readStream.format("timely")`` with a schema)
+#: waits for a capturing worker that has not made its ``worker=<i>`` directory yet
+#: (its writer may start after the query; until it does, it holds the frontier back)
+#: before the query fails with an ``EventLogError`` naming the worker.
+MISSING_WORKER_WAIT = 600.0
+
+#: Part files whose footer and summary (times, row counts, progress) one process keeps,
+#: so that later reads of a log open only its new files (the least recently used are
+#: forgotten first).
+LOG_INDEX_CACHE_FILES = 200_000
 
 #: The environment variable holding the shared secret of processes started by hand.
 SECRET_ENV = "TIMELY_SPARK_SECRET"

@@ -3,7 +3,8 @@
 The driver plans :class:`~timely_spark.capture.log_index.Scan`\\ s (a file and the times
 to keep); :func:`partitions` packs them into Spark input partitions of about
 :data:`ROWS_PER_PARTITION` rows (whole files, in order), and :func:`read_partition`
-reads one on an executor: per file one Parquet read, one vectorized filter (data rows
+reads one on an executor: per file one Parquet read (of a regular file only, opened
+without blocking), one vectorized filter (data rows
 at the planned times), and Arrow record batches in the data source's schema -- no
 Python call per row.
 """
@@ -15,6 +16,7 @@ from typing import Any, Iterator
 from ..capture.arrow_times import mask_at
 from ..capture.log_index import Scan
 from ..capture.parquet import RESERVED, EventLogError
+from ..capture.part_file import DATA, open_part
 
 __all__ = ["ROWS_PER_PARTITION", "BATCH_ROWS", "ScanPartition", "partitions", "read_partition", "arrow_schema"]
 
@@ -65,6 +67,29 @@ def arrow_schema(schema: Any) -> Any:
     return to_arrow_schema(schema, timezone="UTC")
 
 
+def _family(type_: Any) -> str:
+    import pyarrow as pa
+
+    for name, test in (("text", pa.types.is_string), ("text", pa.types.is_large_string), ("bytes", pa.types.is_binary),
+                       ("bytes", pa.types.is_large_binary), ("boolean", pa.types.is_boolean),
+                       ("integer", pa.types.is_integer), ("floating", pa.types.is_floating)):
+        if test(type_):
+            return name
+    return str(type_)
+
+
+def _check_kinds(path: str, columns: list, target: Any) -> None:
+    """EventLogError unless each column of a file keeps its kind of value in the schema
+    ``target`` (a stream's given schema may widen ``int`` to ``long``, never turn text into
+    numbers, numbers into text, or integers into floats)."""
+    for column, field in zip(columns, target):
+        have = _family(column.type)
+        if have != _family(field.type) and have in ("text", "bytes", "boolean", "integer", "floating"):
+            raise EventLogError(f"{path}: column {field.name!r} holds {column.type}, but the read's schema says "
+                                f"{field.type}: an event log's values are read as they are (give the schema the "
+                                "log's own types)")
+
+
 def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
     """The rows of ``partition`` as record batches of the Arrow schema ``target``
     (``time``, ``worker``, the records' columns); EventLogError naming a file that
@@ -72,15 +97,15 @@ def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     records = [f.name for f in target if f.name not in ("time", "worker")]
     for scan in partition.scans:
-        try:
-            table = pq.read_table(scan.path, columns=["kind", "time", *records])
-        except Exception as exc:
-            raise EventLogError(f"{scan.path}: cannot be read ({exc})") from exc
-        keep = pc.equal(table["kind"], 0)
+        with open_part(scan.path) as part:
+            try:
+                table = part.read(columns=["kind", "time", *records])
+            except Exception as exc:
+                raise EventLogError(f"{scan.path}: cannot be read ({exc})") from exc
+        keep = pc.equal(table["kind"], DATA)
         if scan.times is not None:
             keep = pc.and_(keep, mask_at(table["time"], pa.array(scan.times, table.schema.field("time").type)))
         data = table.filter(keep)
@@ -88,4 +113,5 @@ def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
             continue
         columns = [data["time"], pa.array(np.full(data.num_rows, scan.worker, np.int64))]
         columns += [data[name] for name in records if name not in RESERVED]
+        _check_kinds(scan.path, columns, target)
         yield from pa.Table.from_arrays(columns, names=target.names).cast(target).to_batches(BATCH_ROWS)
