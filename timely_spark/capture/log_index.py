@@ -38,7 +38,7 @@ from ..progress import Antichain, MutableAntichain, timestamp
 from ..runtime import LOG_INDEX_CACHE_FILES, MISSING_WORKER_WAIT
 from .arrow_times import time_counts
 from .parquet import EventLogError, missing_workers, worker_files
-from .part_file import DATA, check_meta, check_rows, open_part
+from .part_file import DATA, check_meta, check_rows, open_part, read_columns
 
 __all__ = ["LogIndex", "LogSnapshot", "PartSummary", "Scan", "local_path"]
 
@@ -151,10 +151,7 @@ def _read(file: Path, stat: tuple) -> tuple:
     with open_part(file) as part:
         schema = part.schema_arrow
         meta = check_meta(file, schema)
-        try:
-            table = part.read(columns=["kind", "time", "diff"])
-        except Exception as exc:
-            raise EventLogError(f"{file}: cannot be read ({exc})") from exc
+        table = read_columns(file, part, ["kind", "time", "diff"])
     check_rows(file, table)
     return stat, meta, schema.remove_metadata(), _summarize(file, stat, meta, table)
 

@@ -37,7 +37,7 @@ from ..errors import EventLogError
 from ..progress import timestamp
 from ..runtime import check_count
 from .event import Messages, Progress
-from .part_file import FORMAT, PROGRESS, check_meta, check_rows, open_part
+from .part_file import FORMAT, PROGRESS, check_meta, check_rows, open_part, read_columns
 from .record_columns import RecordColumns, layout_of
 
 __all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_dirs", "time_type", "part_files",
@@ -384,10 +384,7 @@ class ParquetEventReader:
             elif (meta["time"], meta["worker"], meta["peers"]) != (self._meta["time"], self._meta["worker"],
                                                                     self._meta["peers"]):
                 raise EventLogError(f"{file}: belongs to another stream ({meta} after {self._meta})")
-            try:
-                table = part.read()
-            except Exception as exc:
-                raise EventLogError(f"{file}: cannot be read ({exc})") from exc
+            table = read_columns(file, part)
         check_rows(file, table)
         schema = table.schema.remove_metadata()
         if self._schema is None:

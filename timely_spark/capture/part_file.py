@@ -25,12 +25,13 @@ import json
 import os
 import stat
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from ..errors import EventLogError
 from ..progress import timestamp
 
-__all__ = ["FORMAT", "LAYOUTS", "DATA", "PROGRESS", "open_part", "check_meta", "check_rows"]
+__all__ = ["FORMAT", "LAYOUTS", "DATA", "PROGRESS", "THREADED_READ_ROWS", "open_part", "read_columns", "check_meta",
+           "check_rows"]
 
 FORMAT = "timely_spark.event_log.v1"
 
@@ -39,6 +40,10 @@ LAYOUTS = ("arrow", "dict", "tuple", "value", "pickle", "none")
 
 #: The ``kind`` of a data row and of a progress row.
 DATA, PROGRESS = 0, 1
+
+#: Files of fewer rows are decoded on the calling thread: for a small file, Arrow's
+#: thread pool costs several times the read itself (a log of many small files).
+THREADED_READ_ROWS = 65_536
 
 _NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
                 (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
@@ -71,6 +76,15 @@ def open_part(file: Any) -> Iterator[Any]:
         except Exception as exc:
             raise EventLogError(f"{file}: not a readable Parquet file ({exc})") from exc
         yield part
+
+
+def read_columns(file: Any, part: Any, columns: Optional[list] = None) -> Any:
+    """``columns`` (None: all) of the open part file ``part`` as an Arrow table;
+    EventLogError naming ``file`` if they cannot be read."""
+    try:
+        return part.read(columns=columns, use_threads=part.metadata.num_rows >= THREADED_READ_ROWS)
+    except Exception as exc:
+        raise EventLogError(f"{file}: cannot be read ({exc})") from exc
 
 
 def _whole(value: Any, low: int) -> bool:

@@ -16,12 +16,17 @@ from typing import Any, Iterator
 from ..capture.arrow_times import mask_at
 from ..capture.log_index import Scan
 from ..capture.parquet import RESERVED, EventLogError
-from ..capture.part_file import DATA, open_part
+from ..capture.part_file import DATA, open_part, read_columns
 
-__all__ = ["ROWS_PER_PARTITION", "BATCH_ROWS", "ScanPartition", "partitions", "read_partition", "arrow_schema"]
+__all__ = ["ROWS_PER_PARTITION", "FILES_PER_PARTITION", "BATCH_ROWS", "ScanPartition", "partitions", "read_partition",
+           "arrow_schema"]
 
 #: Rows per Spark input partition of an event-log read (whole files are never split).
 ROWS_PER_PARTITION = 500_000
+
+#: Part files per Spark input partition at most: a log of many small files is read by
+#: several tasks at once.
+FILES_PER_PARTITION = 1_000
 
 #: Rows per Arrow record batch handed to Spark: small enough that the JVM converts one
 #: batch while Python reads the next.
@@ -40,17 +45,21 @@ class ScanPartition(InputPartition):  # type: ignore[misc,valid-type]
         self.scans = scans
 
 
-def partitions(scans: list[Scan], rows_per_partition: int = ROWS_PER_PARTITION) -> list[ScanPartition]:
-    """``scans`` packed, in order, into partitions of about ``rows_per_partition`` rows.
+def partitions(scans: list[Scan], rows_per_partition: int = ROWS_PER_PARTITION,
+               files_per_partition: int = FILES_PER_PARTITION) -> list[ScanPartition]:
+    """``scans`` packed, in order, into partitions of about ``rows_per_partition`` rows
+    and at most ``files_per_partition`` files.
 
     >>> [len(p.scans) for p in partitions([Scan("a", 0, None, 3), Scan("b", 0, None, 3), Scan("c", 1, None, 5)], 6)]
     [2, 1]
+    >>> [len(p.scans) for p in partitions([Scan(str(i), 0, None, 1) for i in range(5)], 100, 2)]
+    [2, 2, 1]
     """
     out: list[ScanPartition] = []
     group: list[Scan] = []
     rows = 0
     for scan in scans:
-        if group and rows + scan.rows > rows_per_partition:
+        if group and (rows + scan.rows > rows_per_partition or len(group) >= files_per_partition):
             out.append(ScanPartition(group))
             group, rows = [], 0
         group.append(scan)
@@ -99,12 +108,11 @@ def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
     import pyarrow.compute as pc
 
     records = [f.name for f in target if f.name not in ("time", "worker")]
+    pending: list = []                   # small files' rows, handed to Spark together
+    rows = 0
     for scan in partition.scans:
         with open_part(scan.path) as part:
-            try:
-                table = part.read(columns=["kind", "time", *records])
-            except Exception as exc:
-                raise EventLogError(f"{scan.path}: cannot be read ({exc})") from exc
+            table = read_columns(scan.path, part, ["kind", "time", *records])
         keep = pc.equal(table["kind"], DATA)
         if scan.times is not None:
             keep = pc.and_(keep, mask_at(table["time"], pa.array(scan.times, table.schema.field("time").type)))
@@ -114,4 +122,20 @@ def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
         columns = [data["time"], pa.array(np.full(data.num_rows, scan.worker, np.int64))]
         columns += [data[name] for name in records if name not in RESERVED]
         _check_kinds(scan.path, columns, target)
-        yield from pa.Table.from_arrays(columns, names=target.names).cast(target).to_batches(BATCH_ROWS)
+        pending.append(pa.Table.from_arrays(columns, names=target.names).cast(target))
+        rows += data.num_rows
+        if rows >= BATCH_ROWS:
+            yield from _batches(pending)
+            pending, rows = [], 0
+    yield from _batches(pending)
+
+
+def _batches(tables: list) -> Iterator[Any]:
+    """The rows of ``tables`` as record batches of about :data:`BATCH_ROWS` rows (many
+    small files' rows in one batch: Spark pays per batch)."""
+    import pyarrow as pa
+
+    if len(tables) > 1:
+        tables = [pa.concat_tables(tables).combine_chunks()]
+    for table in tables:
+        yield from table.to_batches(BATCH_ROWS)
