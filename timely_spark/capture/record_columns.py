@@ -10,8 +10,8 @@ with other column types is an :class:`~timely_spark.errors.EventLogError` naming
 column, the time and the value -- never a converted value, never a dropped field.
 ``None`` fits every column.
 
-Checks are per distinct Python type of a column (``set(map(type, values))``), not per
-value; only the error path looks for the offending value.
+Checks are per distinct Python type of a column (``set(map(type, values))``) and per
+distinct record length, not per value; only the error path looks for the offending value.
 
 >>> columns = RecordColumns("log/worker=0", "dict")
 >>> [name for name, _ in columns.build([{"n": 1}, {"n": None}], [0, 0])]
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import numbers
 import pickle
-from operator import itemgetter
 from typing import Any, Optional
 
 from ..errors import EventLogError
@@ -125,12 +124,13 @@ class RecordColumns:
             return list(zip(names or [f"f{i}" for i in range(width)], map(list, zip(*records))))
         names = names if names is not None else list(records[0])
         expected = set(names)
-        if any(set(shape) != expected for shape in set(map(tuple, records))):
+        try:                             # as many fields as the log's, all of them there: the same fields
+            if set(map(len, records)) != {len(names)}:
+                raise KeyError(names)
+            return [(k, [r[k] for r in records]) for k in names]
+        except KeyError:
             raise self._misfit(records, times, lambda r: set(r) == expected,
-                               lambda r: f"has the fields {list(r)} where the log's records have {names}")
-        if len(names) == 1:
-            return [(names[0], list(map(itemgetter(names[0]), records)))]
-        return list(zip(names, map(list, zip(*map(itemgetter(*names), records)))))
+                               lambda r: f"has the fields {list(r)} where the log's records have {names}") from None
 
     def _column(self, name: str, values: list, times: list) -> Any:
         """One column's values as an Arrow array of its kind and type."""
