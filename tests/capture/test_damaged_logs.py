@@ -136,6 +136,8 @@ def test_a_stream_waits_for_a_worker_that_has_not_started_then_names_it(tmp_path
     assert index.snapshot().frontier == Antichain([1])
     (tmp_path / "worker=1" / "part-000000.parquet").unlink()
     (tmp_path / "worker=1").rmdir()
+    with pytest.raises(EventLogError, match=r"for worker\(s\) \[1\] \(worker=1\): its directory went away"):
+        index.snapshot()                            # seen, then gone: no wait
     with pytest.raises(EventLogError, match=r"no directory for worker\(s\) \[1\] \(worker=1\) after waiting 0 s for "
                                             r"their writers to start \(MISSING_WORKER_WAIT\)"):
         LogIndex(tmp_path, desc="int", missing_worker_wait=0.0).snapshot()

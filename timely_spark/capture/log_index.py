@@ -189,9 +189,9 @@ class LogIndex:
     is an :class:`EventLogError`.  With ``desc``, a capturing worker whose ``worker=<i>``
     directory is not there yet holds the frontier back for up to ``missing_worker_wait``
     seconds (:data:`~timely_spark.runtime.MISSING_WORKER_WAIT`) from when this index
-    first missed it, then is an ``EventLogError`` naming it; without ``desc`` it is one
-    at once.  A file that changes or goes away after it was read (the log was rewritten)
-    starts the index over; a damaged, foreign or missing file raises ``EventLogError``
+    first missed it, then is an ``EventLogError`` naming it; without ``desc``, or once
+    the index saw its directory, it is one at once.  A file that changes or goes away
+    after it was read (the log was rewritten) starts the index over; a damaged, foreign or missing file raises ``EventLogError``
     naming it (see :func:`timely_spark.capture.parquet.log_files` and
     :mod:`timely_spark.capture.part_file`), and so does progress that takes a worker's
     count of a time below zero.  Each part file is opened once per process (its footer
@@ -204,6 +204,7 @@ class LogIndex:
         self.desc = desc
         self.missing_worker_wait = missing_worker_wait
         self._missing_since: dict[int, float] = {}
+        self._seen: set[int] = set()            # workers whose directory this index has seen
         self._stats: dict[str, tuple] = {}      # this snapshot's look at each file
         self._reset()
 
@@ -236,6 +237,7 @@ class LogIndex:
         self._stats = {}
         by_worker, peers, missing = worker_files(self.path, self._meta)
         self._check_missing(peers, missing)
+        self._seen.update(by_worker)
         files = [f for w in sorted(by_worker) for f in by_worker[w]]
         if not files and self.desc is None:
             raise EventLogError(f"{self.path}: the event log has no part files yet")
@@ -289,8 +291,9 @@ class LogIndex:
         if not missing:
             self._missing_since.clear()
             return
-        if self.desc is None:
-            raise missing_workers(self.path, peers, missing)
+        gone = [w for w in missing if w in self._seen]
+        if self.desc is None or gone:
+            raise missing_workers(self.path, peers, gone or missing, ": its directory went away" if gone else "")
         now = _time.monotonic()
         self._missing_since = {w: self._missing_since.get(w, now) for w in missing}
         overdue = [w for w in missing if now - self._missing_since[w] >= self.missing_worker_wait]
