@@ -191,8 +191,8 @@ class LogIndex:
     seconds (:data:`~timely_spark.runtime.MISSING_WORKER_WAIT`) from when this index
     first missed it, then is an ``EventLogError`` naming it; without ``desc``, or once
     the index saw its directory, it is one at once.  A file that changes or goes away
-    after it was read (the log was rewritten) starts the index over; a damaged, foreign or missing file raises ``EventLogError``
-    naming it (see :func:`timely_spark.capture.parquet.log_files` and
+    after it was read (the log was rewritten) starts the index over; a damaged, foreign
+    or missing file raises ``EventLogError`` naming it (see :func:`timely_spark.capture.parquet.log_files` and
     :mod:`timely_spark.capture.part_file`), and so does progress that takes a worker's
     count of a time below zero.  Each part file is opened once per process (its footer
     and its ``kind``, ``time``, ``diff`` columns, in one read), while its size and
