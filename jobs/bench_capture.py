@@ -15,6 +15,13 @@
     median over ``--stream-epochs`` epochs.
 
     python jobs/bench_capture.py [--records N] [--epochs N] [--repeats N] [--stream-epochs N]
+
+``--many-files N`` measures only a log of N tiny part files (one record and one epoch
+each): the index's first scan, then ``ts.spark.read_event_log`` (its load, which checks
+every file) and two ``count()`` actions on it, then a new load and count of the same
+files -- what each action costs in opening files rather than in rows.
+
+    python jobs/bench_capture.py --many-files 5000
 """
 
 from __future__ import annotations
@@ -151,6 +158,37 @@ def stream_delays(spark, path: Path, epochs: int, rows: int, interval: float) ->
     return [arrived[e] - completed[e] for e in range(epochs)]
 
 
+def many_files(n: int) -> None:
+    """Seconds to index, load and count a log of ``n`` one-record part files."""
+    from timely_spark.capture import LogIndex, Messages, Progress
+
+    work_dir = Path(tempfile.mkdtemp(prefix="bench-capture-"))
+    try:
+        path = work_dir / "log"
+        writer = ParquetEventWriter(path, flush_seconds=0.0)
+        for e in range(n):
+            writer.push(Messages(e, [{"k": e}]))
+            writer.push(Progress([(e, -1), (e + 1, 1)]))
+        writer.close()
+        start = time.perf_counter()
+        LogIndex(path).snapshot()
+        print(f"{n:,} part files: the index's first scan {time.perf_counter() - start:.2f} s")
+        conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
+        spark = ts.spark.get_session("bench capture", master="local[2]", conf_dir=conf_dir)
+        for attempt in ("first", "again"):
+            start = time.perf_counter()
+            frame = ts.spark.read_event_log(spark, path)
+            loaded = time.perf_counter()
+            assert frame.count() == n
+            counted = time.perf_counter()
+            frame.count()
+            print(f"  {attempt} read_event_log: load {loaded - start:.2f} s, first count() {counted - loaded:.2f} s, "
+                  f"second count() {time.perf_counter() - counted:.2f} s")
+        spark.stop()
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=2_000_000)
@@ -159,7 +197,12 @@ def main() -> None:
     parser.add_argument("--stream-epochs", type=int, default=20)
     parser.add_argument("--stream-rows", type=int, default=1000, help="records per worker and epoch in (c)")
     parser.add_argument("--stream-interval", type=float, default=1.0, help="seconds between epochs in (c)")
+    parser.add_argument("--many-files", type=int, default=0, metavar="N",
+                        help="only measure a log of N one-record part files (index, load, count)")
     args = parser.parse_args()
+    if args.many_files:
+        many_files(args.many_files)
+        return
     per_epoch = args.records // args.epochs
     n = per_epoch * args.epochs
     batches = [[{"key": i % 1000, "value": float(i)} for i in range(e * per_epoch, (e + 1) * per_epoch)]

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "OperatorError", "WorkerError",
            "WorkerFailure", "RunTimeout", "RemoteError", "ReportedError", "operator_of", "most_telling", "picklable",
-           "describe_error", "rebuild_error", "type_name"]
+           "describe_error", "rebuild_error", "type_name", "EventLogError"]
 
 
 class TimelyError(Exception):
@@ -129,6 +129,12 @@ class ReportedError(TimelyError):
     """What a Spark task raises for an error it has reported to the driver: the text
     leads with the job's marker, by which the driver finds the report and raises the
     error itself; the rest repeats the error for Spark's own logs."""
+
+
+class EventLogError(TimelyError):
+    """A file or directory that is not (a valid part of) the expected event log, or a
+    record an event log cannot keep as it is.  The message names the file (or the
+    writer's directory), and for a record the column, the time and the value."""
 
 
 class WorkerAborted(TimelyError):

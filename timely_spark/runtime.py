@@ -22,6 +22,7 @@ __all__ = ["Config", "DEFAULT_PEER_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HANDSHA
            "CHILD_START_WAIT", "RUN_BACKSTOP_SLACK", "POLL_INTERVAL", "CHILD_EXIT_WAIT", "SECRET_ENV", "DEFAULT_PORT",
            "RENDEZVOUS_AUTH_TIMEOUT", "RENDEZVOUS_PENDING", "RENDEZVOUS_MAX_REQUEST", "TICKET_IDLE_TIMEOUT",
            "OUTPUT_BATCHES_IN_FLIGHT",
+           "MISSING_WORKER_WAIT", "LOG_INDEX_CACHE_FILES",
            "new_secret", "check_timeout", "check_count", "check_port"]
 
 #: Seconds a peer process may stay silent (not even a heartbeat) before the run fails
@@ -109,6 +110,17 @@ before it closed) to arrive, so that the run reports the cause, not the broken p
 
 #: Seconds to wait for a worker process to exit after the run, before killing it.
 CHILD_EXIT_WAIT = 10.0
+
+#: Seconds a stream over an event log (``readStream.format("timely")`` with a schema)
+#: waits for a capturing worker that has not made its ``worker=<i>`` directory yet
+#: (its writer may start after the query; until it does, it holds the frontier back)
+#: before the query fails with an ``EventLogError`` naming the worker.
+MISSING_WORKER_WAIT = 600.0
+
+#: Part files whose footer and summary (times, row counts, progress) one process keeps,
+#: so that later reads of a log open only its new files (the least recently used are
+#: forgotten first).
+LOG_INDEX_CACHE_FILES = 200_000
 
 #: The environment variable holding the shared secret of processes started by hand.
 SECRET_ENV = "TIMELY_SPARK_SECRET"

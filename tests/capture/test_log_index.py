@@ -1,10 +1,9 @@
 """LogIndex: the reader under Spark's batch and streaming reads of an event log."""
 
-import pyarrow.parquet as pq
 import pytest
 
 from timely_spark import Product
-from timely_spark.capture import EventLogError, LogIndex, Messages, ParquetEventWriter, Progress
+from timely_spark.capture import EventLogError, LogIndex, Messages, ParquetEventWriter, Progress, log_index
 from timely_spark.progress import Antichain
 
 
@@ -38,10 +37,12 @@ def test_files_are_summarized_once_and_a_rewritten_log_starts_over(tmp_path, mon
     first = index.snapshot()
     w.push(Progress([(Product(0, 2), -1)]))
     summarized = []
-    original = pq.read_table
-    monkeypatch.setattr(pq, "read_table", lambda f, **kw: summarized.append(f.name) or original(f, **kw))
+    original = log_index.open_part
+    monkeypatch.setattr(log_index, "open_part", lambda f: summarized.append(f.name) or original(f))
     second = index.snapshot()
     assert summarized == ["part-000001.parquet"] and second.frontier == Antichain([Product(1, 0)])
+    again = LogIndex(tmp_path).snapshot()                     # a new index: the process knows every file
+    assert summarized == ["part-000001.parquet"] and again.frontier == second.frontier
     assert len(first.parts) == 1 and len(second.parts) == 2        # the earlier snapshot is unchanged
     victim = tmp_path / "worker=0" / "part-000000.parquet"
     victim.write_bytes(victim.read_bytes()[:100])

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["time_counts", "rows_at", "mask_at"]
+__all__ = ["time_counts", "rows_at", "mask_at", "leaves"]
 
 
-def _leaves(arr: Any, prefix: str = "__t") -> dict:
-    """The scalar columns of a (possibly nested struct) time column."""
+def leaves(arr: Any, prefix: str = "__t") -> dict:
+    """The scalar columns of a (possibly nested struct) time column, by name (``prefix``,
+    then ``_<field index>`` per level)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -27,12 +28,12 @@ def _leaves(arr: Any, prefix: str = "__t") -> dict:
         return {prefix: arr}
     out: dict = {}
     for i in range(arr.type.num_fields):
-        out.update(_leaves(pc.struct_field(arr, [i]), f"{prefix}_{i}"))
+        out.update(leaves(pc.struct_field(arr, [i]), f"{prefix}_{i}"))
     return out
 
 
 def _rebuild(table: Any, type_: Any, prefix: str = "__t") -> Any:
-    """The struct column of ``type_`` from its leaf columns in ``table`` (inverse of :func:`_leaves`)."""
+    """The struct column of ``type_`` from its leaf columns in ``table`` (inverse of :func:`leaves`)."""
     import pyarrow as pa
 
     if not pa.types.is_struct(type_):
@@ -52,8 +53,8 @@ def time_counts(column: Any) -> tuple[list, list]:
     if not pa.types.is_struct(column.type):
         counted = column.value_counts()
         return counted.field(0).to_pylist(), counted.field(1).to_pylist()
-    leaves = _leaves(column)
-    grouped = pa.table(leaves).group_by(list(leaves), use_threads=False).aggregate([([], "count_all")])
+    keys = leaves(column)
+    grouped = pa.table(keys).group_by(list(keys), use_threads=False).aggregate([([], "count_all")])
     return _rebuild(grouped, column.type).to_pylist(), grouped["count_all"].to_pylist()
 
 
@@ -68,9 +69,9 @@ def mask_at(column: Any, times: Any) -> Any:
         column = column.combine_chunks()
     if not pa.types.is_struct(column.type):
         return pc.is_in(column, value_set=times)
-    keys = _leaves(column)
+    keys = leaves(column)
     keyed = pa.table({**keys, "__row": pa.array(np.arange(len(column)))})   # Acero joins no struct payloads
-    hits = keyed.join(pa.table(_leaves(times)), list(keys), join_type="left semi")["__row"]
+    hits = keyed.join(pa.table(leaves(times)), list(keys), join_type="left semi")["__row"]
     mask = np.zeros(len(column), dtype=bool)
     mask[hits.to_numpy()] = True
     return pa.array(mask)

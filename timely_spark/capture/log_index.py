@@ -27,13 +27,18 @@ frontiers ``S`` and ``E`` (``E`` later) are those at times ``t`` with some eleme
 from __future__ import annotations
 
 import os
+import threading
+import time as _time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from ..progress import Antichain, MutableAntichain, timestamp
+from ..runtime import LOG_INDEX_CACHE_FILES, MISSING_WORKER_WAIT
 from .arrow_times import time_counts
-from .parquet import EventLogError, log_files, read_meta
+from .parquet import EventLogError, missing_workers, worker_files
+from .part_file import DATA, THREADED_READ_ROWS, check_meta, check_rows, open_part, read_columns
 
 __all__ = ["LogIndex", "LogSnapshot", "PartSummary", "Scan", "local_path"]
 
@@ -56,7 +61,7 @@ class PartSummary:
     path: str
     worker: int
     stream: str
-    stat: tuple[int, int]
+    stat: tuple[int, ...]
     times: list
     plain: list
     counts: list
@@ -80,11 +85,13 @@ class LogSnapshot:
 
     ``desc`` is the time type's description, ``peers`` the number of capturing
     workers, ``streams`` each worker's writer identity, ``frontier`` the times that may
-    still appear (empty once every writer's stream ended)."""
+    still appear (empty once every writer's stream ended), ``schema`` the files' Arrow
+    schema."""
 
     def __init__(self, path: str, desc: Any, peers: int, parts: list, frontier: Antichain,
-                 streams: dict) -> None:
+                 streams: dict, schema: Any = None) -> None:
         self.path, self.desc, self.peers = path, desc, peers
+        self.schema = schema          # the Arrow schema of every part file (None: no file yet)
         self.parts: list[PartSummary] = parts
         self.frontier = frontier
         self.streams: dict[int, str] = streams
@@ -110,49 +117,130 @@ class LogSnapshot:
         return self.scans(upto=self.frontier)
 
 
+class _FileCache:
+    """What reading a part file taught, per file and (size, modification time, inode):
+    its metadata, schema and summary -- shared by every index of the process (a Spark
+    planner makes a new one per action), at most :data:`LOG_INDEX_CACHE_FILES` files."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._entries: OrderedDict[str, tuple] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str, stat: tuple) -> Optional[tuple]:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0] != stat:
+                return None
+            self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key: str, entry: tuple) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.limit:
+                self._entries.popitem(last=False)
+
+
+_FILES = _FileCache(LOG_INDEX_CACHE_FILES)
+
+
+def _read(file: Path, stat: tuple) -> tuple:
+    """``(stat, metadata, schema, summary)`` of a part file, from one open of it."""
+    with open_part(file) as part:
+        schema = part.schema_arrow
+        meta = check_meta(file, schema)
+        table = read_columns(file, part, ["kind", "time", "diff"])
+    check_rows(file, table)
+    return stat, meta, schema.remove_metadata(), _summarize(file, stat, meta, table)
+
+
+def _summarize(file: Path, stat: tuple, meta: dict, table: Any) -> PartSummary:
+    """A checked part file's summary from its ``kind``, ``time`` and ``diff`` columns
+    (numpy for a small file of int times: Arrow's per-call cost would dominate)."""
+    import numpy as np
+    import pyarrow as pa
+
+    desc = meta["time"]
+    kinds = table["kind"].to_numpy()
+    is_data = kinds == DATA
+    on_progress = np.flatnonzero(~is_data)
+    if pa.types.is_integer(table["time"].type) and table.num_rows < THREADED_READ_ROWS:
+        times = table["time"].to_numpy()
+        distinct, how_many = np.unique(times[is_data], return_counts=True)
+        plain, counts = distinct.tolist(), how_many.tolist()
+        progress_times = times[on_progress].tolist()
+    else:
+        plain, counts = time_counts(table["time"].filter(pa.array(is_data)))
+        progress_times = table["time"].take(pa.array(on_progress)).to_pylist()
+    diffs = table["diff"].to_pylist()
+    updates = [(timestamp.from_plain(t, desc), int(diffs[i])) for t, i in zip(progress_times, on_progress)]
+    return PartSummary(str(file), int(meta["worker"]), str(meta["stream"]), stat,
+                       [timestamp.from_plain(t, desc) for t in plain], plain, counts, updates)
+
+
 class LogIndex:
     """An event log directory, scanned incrementally (see the module's docstring).
 
     ``desc`` (the time type, as :func:`timely_spark.progress.timestamp.describe` gives it)
     lets a snapshot of a log with no part files yet -- or no directory yet: a stream may
     start before the job -- say its frontier (the minimum time); without it such a log
-    is an :class:`EventLogError`.  A file that changes or goes
-    away after it was read (the log was rewritten) starts the index over; a damaged,
-    foreign or missing file raises ``EventLogError`` naming it (see
-    :func:`timely_spark.capture.parquet.log_files`).
+    is an :class:`EventLogError`.  With ``desc``, a capturing worker whose ``worker=<i>``
+    directory is not there yet holds the frontier back for up to ``missing_worker_wait``
+    seconds (:data:`~timely_spark.runtime.MISSING_WORKER_WAIT`) from when this index
+    first missed it, then is an ``EventLogError`` naming it; without ``desc``, or once
+    the index saw its directory, it is one at once.  A file that changes or goes away
+    after it was read (the log was rewritten) starts the index over; a damaged, foreign
+    or missing file raises ``EventLogError`` naming it (see :func:`timely_spark.capture.parquet.log_files` and
+    :mod:`timely_spark.capture.part_file`), and so does progress that takes a worker's
+    count of a time below zero.  Each part file is opened once per process (its footer
+    and its ``kind``, ``time``, ``diff`` columns, in one read), while its size and
+    modification time stay the same.
     """
 
-    def __init__(self, path: Any, desc: Any = None) -> None:
+    def __init__(self, path: Any, desc: Any = None, missing_worker_wait: float = MISSING_WORKER_WAIT) -> None:
         self.path = local_path(path)
         self.desc = desc
-        self._metas: dict[str, tuple[tuple[int, int], dict]] = {}
+        self.missing_worker_wait = missing_worker_wait
+        self._missing_since: dict[int, float] = {}
+        self._seen: set[int] = set()            # workers whose directory this index has seen
+        self._stats: dict[str, tuple] = {}      # this snapshot's look at each file
         self._reset()
 
     def _reset(self) -> None:
         self._parts: dict[int, list[PartSummary]] = {}
         self._frontiers: dict[int, MutableAntichain] = {}
+        self._schema: Any = None
+
+    def _entry(self, file: Path) -> tuple:
+        """``(stat, metadata, schema, summary)`` of a part file: from the process's cache
+        while the file is unchanged, else read."""
+        key = str(file)
+        stat = self._stats.get(key)
+        if stat is None:
+            stat = self._stats[key] = _stat(file)
+        entry = _FILES.get(key, stat)
+        if entry is None:
+            entry = _read(file, stat)
+            _FILES.put(key, entry)
+        return entry
 
     def _meta(self, file: Path) -> dict:
-        """A part file's metadata, read once per (size, modification time)."""
-        key = str(file)
-        stat = _stat(file)
-        cached = self._metas.get(key)
-        if cached is None or cached[0] != stat:
-            cached = (stat, read_meta(file))
-            self._metas[key] = cached
-        return cached[1]
+        return self._entry(file)[1]
 
     def snapshot(self) -> LogSnapshot:
         """The log as it is now: its checked part files, summarized, and their frontier."""
         if self.desc is not None and not _started(Path(self.path)):
             start = timestamp.minimum_described(self.desc)
             return LogSnapshot(self.path, self.desc, 0, [], Antichain([start]), {})
-        files = log_files(self.path, self._meta)
+        self._stats = {}
+        by_worker, peers, missing = worker_files(self.path, self._meta)
+        self._check_missing(peers, missing)
+        self._seen.update(by_worker)
+        files = [f for w in sorted(by_worker) for f in by_worker[w]]
         if not files and self.desc is None:
             raise EventLogError(f"{self.path}: the event log has no part files yet")
-        by_worker: dict[int, list[Path]] = {}
-        for f in files:
-            by_worker.setdefault(int(self._meta(f)["worker"]), []).append(f)
         if not self._still_valid(by_worker):
             self._reset()
         first = self._meta(files[0]) if files else None
@@ -163,12 +251,10 @@ class LogIndex:
         start = timestamp.minimum_described(desc)
         for w in range(peers):
             self._frontiers.setdefault(w, MutableAntichain([(start, 1)]))
-        for w, worker_files in sorted(by_worker.items()):
+        for w, worker_files_ in sorted(by_worker.items()):
             known = self._parts.setdefault(w, [])
-            for f in worker_files[len(known):]:
-                part = self._summarize(f, desc, peers)
-                known.append(part)
-                self._frontiers.setdefault(w, MutableAntichain([(start, 1)])).update_iter(part.progress)
+            for f in worker_files_[len(known):]:
+                known.append(self._add(f, w, desc, peers, start))
         frontier = Antichain()
         for w in sorted(self._frontiers):
             for t in self._frontiers[w].elements():
@@ -177,7 +263,44 @@ class LogIndex:
             frontier.insert(start)
         parts = [p for w in sorted(self._parts) for p in self._parts[w]]
         streams = {w: ps[0].stream for w, ps in self._parts.items() if ps}
-        return LogSnapshot(self.path, desc, peers, parts, frontier, streams)
+        return LogSnapshot(self.path, desc, peers, parts, frontier, streams, self._schema)
+
+    def _add(self, file: Path, worker: int, desc: Any, peers: int, start: Any) -> PartSummary:
+        """A new part file's summary, checked against the log, its progress applied."""
+        _, meta, schema, part = self._entry(file)
+        if meta["time"] != desc or int(meta["peers"]) != peers:
+            raise EventLogError(f"{file}: times {meta['time']} of {meta['peers']} workers, where the log has "
+                                f"times {desc} of {peers} workers")
+        if self._schema is None:
+            self._schema = schema
+        elif not schema.equals(self._schema):
+            raise EventLogError(f"{file}: its columns differ from the rest of the log ({schema} after "
+                                f"{self._schema})")
+        counts = self._frontiers.setdefault(worker, MutableAntichain([(start, 1)]))
+        counts.update_iter(part.progress)
+        below = [(t, c) for t, c in counts.counts().items() if c < 0]
+        if below:
+            raise EventLogError(f"{file}: its progress takes worker {worker}'s count of time {below[0][0]!r} to "
+                                f"{below[0][1]}, below zero: the file's progress is damaged")
+        return part
+
+    def _check_missing(self, peers: int, missing: list) -> None:
+        """EventLogError naming workers with no directory: at once without ``desc``, else
+        once they were missing for ``missing_worker_wait`` seconds (they hold the frontier
+        back until then)."""
+        if not missing:
+            self._missing_since.clear()
+            return
+        gone = [w for w in missing if w in self._seen]
+        if self.desc is None or gone:
+            raise missing_workers(self.path, peers, gone or missing, ": its directory went away" if gone else "")
+        now = _time.monotonic()
+        self._missing_since = {w: self._missing_since.get(w, now) for w in missing}
+        overdue = [w for w in missing if now - self._missing_since[w] >= self.missing_worker_wait]
+        if overdue:
+            raise missing_workers(self.path, peers, overdue,
+                                  f" after waiting {self.missing_worker_wait:g} s for their writers to start "
+                                  "(MISSING_WORKER_WAIT)")
 
     def _still_valid(self, by_worker: dict) -> bool:
         """Whether every file read before is still there, unchanged, at its place."""
@@ -186,29 +309,9 @@ class LogIndex:
             if len(files) < len(known):
                 return False
             for part, f in zip(known, files):
-                if part.path != str(f) or part.stat != _stat(f):
+                if part.path != str(f) or part.stat != self._stats.get(str(f)):
                     return False
         return True
-
-    def _summarize(self, file: Path, desc: Any, peers: int) -> PartSummary:
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-
-        meta = self._meta(file)
-        if meta["time"] != desc or int(meta["peers"]) != peers:
-            raise EventLogError(f"{file}: times {meta['time']} of {meta['peers']} workers, where the log has "
-                                f"times {desc} of {peers} workers")
-        try:
-            table = pq.read_table(file, columns=["kind", "time", "diff"])
-        except Exception as exc:
-            raise EventLogError(f"{file}: cannot be read ({exc})") from exc
-        is_data = pc.equal(table["kind"], 0)
-        plain, counts = time_counts(table["time"].filter(is_data))
-        progress = table.filter(pc.invert(is_data))
-        updates = [(timestamp.from_plain(t, desc), int(d))
-                   for t, d in zip(progress["time"].to_pylist(), progress["diff"].to_pylist())]
-        return PartSummary(str(file), int(meta["worker"]), str(meta.get("stream")), _stat(file),
-                           [timestamp.from_plain(t, desc) for t in plain], plain, counts, updates)
 
 
 def _started(root: Path) -> bool:
@@ -216,9 +319,9 @@ def _started(root: Path) -> bool:
     return root.is_dir() and any(p.name.startswith("worker=") for p in root.iterdir())
 
 
-def _stat(file: Path) -> tuple[int, int]:
+def _stat(file: Path) -> tuple[int, ...]:
     try:
         st = os.stat(file)
     except OSError as exc:
         raise EventLogError(f"{file}: went away while the log was read ({exc})") from exc
-    return st.st_size, st.st_mtime_ns
+    return st.st_size, st.st_mtime_ns, st.st_ino

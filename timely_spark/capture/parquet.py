@@ -33,20 +33,19 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..errors import TimelyError
+from ..errors import EventLogError
 from ..progress import timestamp
+from ..runtime import check_count
 from .event import Messages, Progress
+from .part_file import FORMAT, PROGRESS, check_meta, check_rows, open_part, read_columns
+from .record_columns import RecordColumns, layout_of
 
 __all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_dirs", "time_type", "part_files",
-           "log_files"]
+           "log_files", "worker_files", "missing_workers", "not_started", "read_footer", "read_meta", "FORMAT"]
 
-FORMAT = "timely_spark.event_log.v1"
 RESERVED = ("seq", "kind", "time", "diff", "worker")
 _PART = re.compile(r"^part-(\d{6,})\.parquet$")
-
-
-class EventLogError(TimelyError):
-    """A file or directory that is not (a valid part of) the expected event log."""
+_WORKER = re.compile(r"^worker=(\d+)$")
 
 
 # ---- times ---------------------------------------------------------------------------------
@@ -58,21 +57,9 @@ def time_type(t: Any) -> Any:
         raise EventLogError(f"{t!r} is not a timestamp an event log can hold") from None
 
 
-# ---- records -----------------------------------------------------------------------------
-_SCALARS = (bool, int, float, str, bytes, type(None))
-
-
-def _layout(record: Any) -> str:
-    if type(record).__name__ == "RecordBatch" and type(record).__module__.startswith("pyarrow"):
-        return "arrow"
-    if isinstance(record, dict) and record and all(isinstance(k, str) for k in record) \
-            and all(isinstance(v, _SCALARS) for v in record.values()):
-        return "dict"
-    if isinstance(record, tuple) and record and all(isinstance(v, _SCALARS) for v in record):
-        return "tuple"
-    if isinstance(record, _SCALARS):
-        return "value"
-    return "pickle"
+def _batch_rows(batches: list) -> int:
+    """Rows of a list of record batches (anything else counts as one: it is refused when written)."""
+    return sum(getattr(b, "num_rows", 1) for b in batches)
 
 
 class ParquetEventWriter:
@@ -93,6 +80,14 @@ class ParquetEventWriter:
 
     def __init__(self, path: Any, worker: int = 0, peers: int = 1, flush_seconds: float = 1.0,
                  max_rows: int = 1_000_000) -> None:
+        check_count("peers", peers)
+        if isinstance(worker, bool) or not isinstance(worker, int) or not 0 <= worker < peers:
+            raise ValueError(f"worker must be this writer's worker index, 0 <= worker < peers ({peers}), got "
+                             f"{worker!r}")
+        if isinstance(flush_seconds, bool) or not isinstance(flush_seconds, (int, float)) \
+                or not 0 <= flush_seconds < float("inf"):
+            raise ValueError(f"flush_seconds must be a finite number of seconds >= 0, got {flush_seconds!r}")
+        check_count("max_rows", max_rows)
         self.root = Path(path)
         self.dir = self.root / f"worker={worker}"
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -107,10 +102,14 @@ class ParquetEventWriter:
         self._part = 0
         self._last_flush = _time.monotonic()
         self._time_desc: Any = None
-        self._layout: Optional[str] = None
+        self._columns: Optional[RecordColumns] = None    # the records' layout and column types, once seen
         self._schema: Any = None
         self.stream_id = uuid.uuid4().hex        # every file of this writer says it is this stream's
         self.closed = False
+
+    @property
+    def _layout(self) -> Optional[str]:
+        return self._columns.layout if self._columns is not None else None
 
     def push(self, event: Any) -> None:
         """Buffer one event; flush when a progress event comes ``flush_seconds`` after the last file, or ``max_rows``
@@ -121,7 +120,7 @@ class ParquetEventWriter:
         self._events.append((self._seq, event))
         self._seq += 1
         if type(event) is Messages:
-            self._rows += len(event.data) if self._layout != "arrow" else sum(rb.num_rows for rb in event.data)
+            self._rows += len(event.data) if self._layout != "arrow" else _batch_rows(event.data)
         else:
             self._rows += len(event.updates)
             if _time.monotonic() - self._last_flush >= self.flush_seconds:
@@ -129,24 +128,6 @@ class ParquetEventWriter:
                 return
         if self._rows >= self.max_rows:
             self.flush()
-
-    def _record_columns(self, records: list) -> dict[str, Any]:
-        """The record columns of the data rows."""
-        import pyarrow as pa
-
-        layout = self._layout
-        if layout == "arrow":
-            table = pa.Table.from_batches(records)
-            cols = {name: table.column(name) for name in table.column_names}
-        elif layout == "dict":
-            cols = {k: pa.array([r[k] for r in records]) for k in records[0]} if records else {}
-        elif layout == "tuple":
-            cols = {f"f{i}": pa.array(list(c)) for i, c in enumerate(zip(*records))} if records else {}
-        elif layout == "value":
-            cols = {"value": pa.array(records)} if records else {}
-        else:
-            cols = {"payload": pa.array([pickle.dumps(r, protocol=5) for r in records], pa.binary())}
-        return cols
 
     def poll(self) -> Optional[float]:
         """Flush if buffered events have waited ``flush_seconds``; return the seconds
@@ -164,7 +145,8 @@ class ParquetEventWriter:
     def flush(self, closing: bool = False) -> None:
         """Write what is buffered as one new file (atomically).  Until the first data
         record shows the records' columns, progress waits in the buffer (every file of
-        a log has the same columns), except when closing."""
+        a log has the same columns), except when closing.  A record that does not fit
+        the log (see :mod:`.record_columns`) raises EventLogError naming it."""
         if not self._events:
             return
         if self._layout is None and not closing and not any(
@@ -173,33 +155,42 @@ class ParquetEventWriter:
         events, self._events, self._rows = self._events, [], 0
         self._write_atomically(self._table(*self._rows_of(events)))
 
-    def _rows_of(self, events: list) -> tuple[dict[str, list], list, dict[str, list]]:
-        """The events as rows: data rows (seq, time), their records, and progress rows
-        (seq, time, diff).  Fixes the log's time type and record layout on first sight."""
+    def _time(self, t: Any) -> Any:
+        """``t`` as a plain value, checked to be of the log's time type (fixed by the first time)."""
+        desc = time_type(t)
+        if self._time_desc is None:
+            self._time_desc = desc
+        elif desc != self._time_desc:
+            raise EventLogError(f"{self.dir}: time {t!r} is of type {desc}, but this log's times are "
+                                f"{self._time_desc} (fixed by its first time)")
+        return timestamp.to_plain(t)
+
+    def _rows_of(self, events: list) -> tuple[dict[str, list], list, list, dict[str, list]]:
+        """The events as rows: data rows (seq, time), their records with each record's
+        time, and progress rows (seq, time, diff).  Fixes the log's time type and record
+        layout on first sight."""
         data: dict[str, list] = {"seq": [], "time": []}
         progress: dict[str, list] = {"seq": [], "time": [], "diff": []}
         records: list[Any] = []
+        record_times: list[Any] = []
         for seq, event in events:
             if type(event) is Messages:
-                t = event.time
-                if self._time_desc is None:
-                    self._time_desc = time_type(t)
-                if event.data and self._layout is None:
-                    self._layout = _layout(event.data[0])
-                n = sum(rb.num_rows for rb in event.data) if self._layout == "arrow" else len(event.data)
+                plain = self._time(event.time)
+                if event.data and self._columns is None:
+                    self._columns = RecordColumns(self.dir, layout_of(event.data[0]))
+                n = _batch_rows(event.data) if self._layout == "arrow" else len(event.data)
                 records.extend(event.data)
+                record_times.extend([event.time] * len(event.data))
                 data["seq"].extend([seq] * n)
-                data["time"].extend([timestamp.to_plain(t)] * n)
+                data["time"].extend([plain] * n)
             else:
                 for t, d in event.updates:
-                    if self._time_desc is None:
-                        self._time_desc = time_type(t)
                     progress["seq"].append(seq)
-                    progress["time"].append(timestamp.to_plain(t))
+                    progress["time"].append(self._time(t))
                     progress["diff"].append(d)
-        return data, records, progress
+        return data, records, record_times, progress
 
-    def _table(self, data: dict[str, list], records: list, progress: dict[str, list]) -> Any:
+    def _table(self, data: dict[str, list], records: list, record_times: list, progress: dict[str, list]) -> Any:
         """One table of data rows then progress rows, in event order, with the log's
         columns and metadata (record columns null on progress rows)."""
         import pyarrow as pa
@@ -208,31 +199,24 @@ class ParquetEventWriter:
         n_data, n_progress = len(data["seq"]), len(progress["seq"])
         columns: dict[str, Any] = {
             "seq": pa.array(data["seq"] + progress["seq"], pa.int64()),
-            "kind": pa.array([0] * n_data + [1] * n_progress, pa.int8()),
+            "kind": pa.array([0] * n_data + [PROGRESS] * n_progress, pa.int8()),
             "time": pa.array(data["time"] + progress["time"], timestamp.arrow_type(self._time_desc or "int")),
             "diff": pa.array([None] * n_data + progress["diff"], pa.int64()),
         }
-        if self._layout is not None and not records and self._schema is not None:
-            for field in self._schema:   # a file of progress only: the record columns are null
-                if field.name not in columns:
-                    columns[field.name] = pa.nulls(n_progress, field.type)
-        elif self._layout is not None:
-            for name, col in self._record_columns(records).items():
+        if self._columns is not None:
+            built = self._columns.build(records, record_times) if records else self._columns.nulls(0)
+            for name, col in built:
                 if name in RESERVED:
                     raise EventLogError(f"{self.dir}: record field {name!r} clashes with the event log's columns "
                                         f"{RESERVED}")
-                col = col.combine_chunks() if hasattr(col, "combine_chunks") else col
                 columns[name] = pa.concat_arrays([col, pa.nulls(n_progress, col.type)]) if n_progress else col
         table = pa.table(columns)
         if n_progress and n_data:   # interleave data and progress rows in event order (stable)
             table = table.take(pc.sort_indices(table, [("seq", "ascending")]))
         if self._schema is None:
             self._schema = table.schema
-        elif not table.schema.equals(self._schema):
-            if set(table.schema.names) == set(self._schema.names):
-                table = table.select(self._schema.names).cast(self._schema)
-            else:
-                raise EventLogError(f"{self.dir}: records changed shape: {table.schema} after {self._schema}")
+        elif not table.schema.equals(self._schema):     # RecordColumns keeps every file's columns the same
+            raise EventLogError(f"{self.dir}: records changed shape: {table.schema} after {self._schema}")
         meta = {"format": FORMAT, "time": self._time_desc or "int", "records": self._layout or "none",
                 "worker": self.worker, "peers": self.peers, "stream": self.stream_id, "part": self._part}
         return table.replace_schema_metadata({b"timely": json.dumps(meta).encode()})
@@ -258,37 +242,46 @@ class ParquetEventWriter:
 
 
 def worker_dirs(path: Any) -> list[Path]:
-    """The ``worker=<i>`` directories of an event log, by worker index."""
+    """The ``worker=<i>`` directories of an event log, by worker index; EventLogError if
+    there is no directory, an empty one (the log has not started) or one that is not a log."""
     root = Path(path)
     if not root.is_dir():
         raise EventLogError(f"{root}: no such directory")
     found = []
-    for p in root.iterdir():
-        m = re.match(r"^worker=(\d+)$", p.name)
+    entries = list(root.iterdir())
+    for p in entries:
+        m = _WORKER.match(p.name)
         if m and p.is_dir():
             found.append((int(m.group(1)), p))
+    if not entries:
+        raise EventLogError(f"{root}: an empty directory: the event log has not started yet (no worker=<i> "
+                            "directory)")
     if not found:
         raise EventLogError(f"{root}: not a timely_spark event log (not an event log: no worker=<i> directories)")
     return [p for _, p in sorted(found)]
 
 
-def read_meta(file: Path) -> dict:
-    """The timely metadata of one part file (format, time type, record layout, worker, peers); EventLogError naming the
-    file if it has none.
-    """
-    import pyarrow.parquet as pq
+def not_started(path: Any) -> bool:
+    """Whether ``path`` is an event log that has not started: no directory yet, an empty
+    one, or ``worker=<i>`` directories without a part file yet."""
+    root = Path(path)
+    entries = list(root.iterdir()) if root.is_dir() else []
+    dirs = [p for p in entries if _WORKER.match(p.name) and p.is_dir()]
+    return not entries or bool(dirs) and not any(_PART.match(f.name) for d in dirs for f in d.iterdir())
 
-    try:
-        schema = pq.read_schema(file)
-    except Exception as exc:
-        raise EventLogError(f"{file}: not a readable Parquet file ({exc})") from exc
-    raw = (schema.metadata or {}).get(b"timely")
-    if raw is None:
-        raise EventLogError(f"{file}: not part of a timely_spark event log (no timely metadata)")
-    meta = json.loads(raw)
-    if meta.get("format") != FORMAT:
-        raise EventLogError(f"{file}: unknown event log format {meta.get('format')!r}")
-    return meta
+
+def read_footer(file: Any) -> tuple[dict, Any]:
+    """The checked timely metadata of one part file (format, time type, record layout,
+    worker, peers: see :func:`.part_file.check_meta`) and its Arrow schema (without
+    metadata); EventLogError naming the file and what is wrong."""
+    with open_part(file) as part:
+        schema = part.schema_arrow
+    return check_meta(file, schema), schema.remove_metadata()
+
+
+def read_meta(file: Any) -> dict:
+    """The checked timely metadata of one part file (see :func:`read_footer`)."""
+    return read_footer(file)[0]
 
 
 def part_files(worker_dir: Path, meta: Callable[[Path], dict] = read_meta) -> list[Path]:
@@ -321,18 +314,30 @@ def part_files(worker_dir: Path, meta: Callable[[Path], dict] = read_meta) -> li
     return [p for _, p in numbered]
 
 
+def worker_files(path: Any, meta: Callable[[Path], dict] = read_meta) -> tuple[dict[int, list[Path]], int, list]:
+    """The checked part files of a log by worker (see :func:`part_files`), its number of
+    workers (from its first file; without files, the number of ``worker=<i>``
+    directories) and the workers with no directory yet."""
+    dirs = worker_dirs(path)
+    by_worker = {int(d.name.split("=", 1)[1]): part_files(d, meta) for d in dirs}
+    first = next((fs[0] for fs in by_worker.values() if fs), None)
+    peers = int(meta(first)["peers"]) if first is not None else len(dirs)
+    return by_worker, peers, [w for w in range(peers) if w not in by_worker]
+
+
+def missing_workers(path: Any, peers: int, missing: list, why: str = "") -> EventLogError:
+    """The error naming the workers of a log with no ``worker=<i>`` directory."""
+    return EventLogError(f"{Path(path)}: the log has {peers} workers but no directory for worker(s) {missing} "
+                         f"({', '.join(f'worker={w}' for w in missing)}){why}")
+
+
 def log_files(path: Any, meta: Callable[[Path], dict] = read_meta) -> list[Path]:
     """Every part file of a log, checked (see :func:`part_files`), for all the workers
     that captured it; EventLogError naming a worker whose directory is missing."""
-    dirs = worker_dirs(path)
-    files = [f for d in dirs for f in part_files(d, meta)]
-    peers = max((meta(f)["peers"] for f in files[:1]), default=len(dirs))
-    present = {int(d.name.split("=", 1)[1]) for d in dirs}
-    missing = [w for w in range(peers) if w not in present]
+    by_worker, peers, missing = worker_files(path, meta)
     if missing:
-        raise EventLogError(f"{Path(path)}: the log has {peers} workers but no directory for worker(s) {missing} "
-                            f"({', '.join(f'worker={w}' for w in missing)})")
-    return files
+        raise missing_workers(path, peers, missing)
+    return [f for w in sorted(by_worker) for f in by_worker[w]]
 
 
 class ParquetEventReader:
@@ -354,28 +359,33 @@ class ParquetEventReader:
             raise EventLogError(f"{self.dir}: no such event log directory")
         self._expected_time = time_type(time) if time is not None else None
         self._meta: Optional[dict] = None
+        self._metas: dict[str, dict] = {}
         self._schema: Any = None
         self._next_part = 0
         self._pending: list[Any] = []
 
     def _part_files(self) -> list[Path]:
-        return part_files(self.dir)
+        return part_files(self.dir, self._file_meta)
+
+    def _file_meta(self, file: Path) -> dict:
+        """A part file's metadata, read once (part files never change)."""
+        key = str(file)
+        if key not in self._metas:
+            self._metas[key] = read_meta(file)
+        return self._metas[key]
 
     def _load(self, file: Path) -> None:
-        import pyarrow.parquet as pq
-
-        meta = read_meta(file)
-        if self._meta is None:
-            if self._expected_time is not None and meta["time"] != self._expected_time:
-                raise EventLogError(f"{file}: times are {meta['time']}, expected {self._expected_time}")
-            self._meta = meta
-        elif (meta["time"], meta["worker"], meta["peers"]) != (self._meta["time"], self._meta["worker"],
-                                                                self._meta["peers"]):
-            raise EventLogError(f"{file}: belongs to another stream ({meta} after {self._meta})")
-        try:
-            table = pq.read_table(file)
-        except Exception as exc:
-            raise EventLogError(f"{file}: cannot be read ({exc})") from exc
+        with open_part(file) as part:
+            meta = check_meta(file, part.schema_arrow)
+            if self._meta is None:
+                if self._expected_time is not None and meta["time"] != self._expected_time:
+                    raise EventLogError(f"{file}: times are {meta['time']}, expected {self._expected_time}")
+                self._meta = meta
+            elif (meta["time"], meta["worker"], meta["peers"]) != (self._meta["time"], self._meta["worker"],
+                                                                    self._meta["peers"]):
+                raise EventLogError(f"{file}: belongs to another stream ({meta} after {self._meta})")
+            table = read_columns(file, part)
+        check_rows(file, table)
         schema = table.schema.remove_metadata()
         if self._schema is None:
             self._schema = schema
@@ -403,7 +413,7 @@ class ParquetEventReader:
             j = i
             while j < n and seqs[j] == seqs[i] and kinds[j] == kinds[i]:
                 j += 1
-            if kinds[i] == 1:
+            if kinds[i] == PROGRESS:
                 events.append(Progress([(timestamp.from_plain(times[k], desc), diffs[k]) for k in range(i, j)]))
             else:
                 t = timestamp.from_plain(times[i], desc)

@@ -12,8 +12,10 @@ Only the log's own, checked part files are read
 ``EventLogError`` naming it.  The frontier is computed once per read (per micro-batch),
 on the driver, from the same files the executors read, so a result is a consistent cut
 of a running log (a batch DataFrame keeps the snapshot it was first planned with: load
-again to see newer epochs).  The schema comes from the log's first part file; a stream over a log
-with no files yet needs ``.schema(...)`` (the ``time`` column says the time type).
+again to see newer epochs).  The schema comes from the log's part files: ``load()``
+takes the snapshot (one open of each file, checked) and the DataFrame's plans reuse it,
+so no action reads a footer again.  A stream over a log with no files yet needs
+``.schema(...)`` (the ``time`` column says the time type).
 
 Register it with :func:`register` (``ts.spark.get_session`` does).  Built on PySpark's
 Python Data Source API; executors read whole files into Arrow record batches, several
@@ -22,12 +24,12 @@ files per input partition (:mod:`.log_scan`).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
-from ..capture.log_index import LogIndex, local_path
-from ..capture.parquet import RESERVED, EventLogError, log_files
+from ..capture.log_index import LogIndex, LogSnapshot, local_path
+from ..capture.parquet import RESERVED, EventLogError, not_started
 from .job_errors import install as install_error_translation
 from .log_scan import arrow_schema, partitions, read_partition
 from .stream_reader import TimelyStreamReader
@@ -81,16 +83,24 @@ class TimelyDataSource(DataSource):
         return "timely"
 
     def schema(self) -> Any:
-        """``time``, ``worker`` and the records' columns, from the log's first part file."""
+        """``time``, ``worker`` and the records' columns, from the log's part files (all
+        of them checked: the snapshot is kept for :meth:`reader`)."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
         from pyspark.sql.pandas.types import from_arrow_schema
 
         path = _path(self.options)
-        files = log_files(path)
-        if not files:
-            raise EventLogError(f"{path}: the event log has no part files yet (give a stream over it .schema(...))")
-        arrow = pq.read_schema(files[0])
+        try:
+            snap = LogIndex(path).snapshot()
+        except EventLogError as exc:
+            if not not_started(path):
+                raise
+            raise EventLogError(f"{path}: the event log has not started yet (no part files to take its columns "
+                                "from); a stream over it can start now if given its schema: "
+                                "spark.readStream.format(\"timely\").schema(\"time long, worker long, <the "
+                                "records' columns>\").load(path) (time is a struct for Product and tuple "
+                                "times)") from exc
+        self._snapshot: LogSnapshot = snap
+        arrow = snap.schema
         fields = [arrow.field("time"), pa.field("worker", pa.int64())]
         fields += [f for f in arrow if f.name not in RESERVED]
         return from_arrow_schema(pa.schema(fields))
@@ -100,7 +110,7 @@ class TimelyDataSource(DataSource):
         flag = str(self.options.get("complete_only", str(COMPLETE_ONLY))).lower()
         if flag not in ("true", "false"):
             raise EventLogError(f"option complete_only must be true or false, got {flag!r}")
-        return TimelyBatchReader(_path(self.options), schema, flag == "true")
+        return TimelyBatchReader(_path(self.options), schema, flag == "true", getattr(self, "_snapshot", None))
 
     def streamReader(self, schema: Any) -> TimelyStreamReader:
         """A stream reader: each micro-batch, the rows of the times completed since the last."""
@@ -110,12 +120,18 @@ class TimelyDataSource(DataSource):
 class TimelyBatchReader(DataSourceReader):
     """Reads one snapshot of the log: the rows at its complete times (or all rows)."""
 
-    def __init__(self, path: str, schema: Any, complete_only: bool) -> None:
+    def __init__(self, path: str, schema: Any, complete_only: bool, snapshot: Optional[LogSnapshot] = None) -> None:
         self.path, self.schema, self.complete_only = path, schema, complete_only
+        self._snapshot = snapshot          # the one load() took; None with a user's schema
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_snapshot"] = None          # executors get their partitions, not the log's summary
+        return state
 
     def partitions(self) -> list:
         """The snapshot's rows, planned on the driver, in partitions of whole files."""
-        snap = LogIndex(self.path).snapshot()
+        snap = self._snapshot if self._snapshot is not None else LogIndex(self.path).snapshot()
         return partitions(snap.complete() if self.complete_only else snap.scans())
 
     def read(self, partition: Any) -> Iterator[Any]:

@@ -1,8 +1,8 @@
 """Reading a Parquet event log with Spark: data rows, and only complete times.
 
 Both functions are the ``"timely"`` data source's reader (:mod:`.datasource`) seen from
-Python: ``read_event_log`` is ``spark.read.format("timely").load(path)`` with the log
-checked first, on the driver, so a damaged, foreign or missing file is raised here as
+Python: ``read_event_log`` is ``spark.read.format("timely").load(path)``, whose ``load``
+checks every file (once), so a damaged, foreign or missing file is raised here as
 ``EventLogError`` naming it; ``event_log_frontier`` is the frontier a read would use.
 
 A time is complete when no capturing worker's stream can still show data at it:
@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..capture.log_index import LogIndex, local_path
-from ..capture.parquet import EventLogError, log_files
 from ..progress import Antichain
 from .datasource import register
 
@@ -41,8 +40,6 @@ def read_event_log(spark: Any, path: Any, complete_only: bool = True) -> Any:
         df = ts.spark.read_event_log(spark, "/data/clicks-log")
         df.groupBy("time").count().show()        # complete epochs only
     """
-    path = local_path(path)
-    if not log_files(path):
-        raise EventLogError(f"{path}: the event log has no part files yet")
     register(spark)
-    return spark.read.format("timely").option("complete_only", str(bool(complete_only)).lower()).load(path)
+    return spark.read.format("timely").option("complete_only", str(bool(complete_only)).lower()) \
+        .load(local_path(path))

@@ -3,7 +3,8 @@
 The driver plans :class:`~timely_spark.capture.log_index.Scan`\\ s (a file and the times
 to keep); :func:`partitions` packs them into Spark input partitions of about
 :data:`ROWS_PER_PARTITION` rows (whole files, in order), and :func:`read_partition`
-reads one on an executor: per file one Parquet read, one vectorized filter (data rows
+reads one on an executor: per file one Parquet read (of a regular file only, opened
+without blocking), one vectorized filter (data rows
 at the planned times), and Arrow record batches in the data source's schema -- no
 Python call per row.
 """
@@ -17,11 +18,17 @@ from pyspark.sql.datasource import InputPartition
 from ..capture.arrow_times import mask_at
 from ..capture.log_index import Scan
 from ..capture.parquet import RESERVED, EventLogError
+from ..capture.part_file import DATA, open_part, read_columns
 
-__all__ = ["ROWS_PER_PARTITION", "BATCH_ROWS", "ScanPartition", "partitions", "read_partition", "arrow_schema"]
+__all__ = ["ROWS_PER_PARTITION", "FILES_PER_PARTITION", "BATCH_ROWS", "ScanPartition", "partitions", "read_partition",
+           "arrow_schema"]
 
 #: Rows per Spark input partition of an event-log read (whole files are never split).
 ROWS_PER_PARTITION = 500_000
+
+#: Part files per Spark input partition at most: a log of many small files is read by
+#: several tasks at once.
+FILES_PER_PARTITION = 1_000
 
 #: Rows per Arrow record batch handed to Spark: small enough that the JVM converts one
 #: batch while Python reads the next.
@@ -35,17 +42,21 @@ class ScanPartition(InputPartition):
         self.scans = scans
 
 
-def partitions(scans: list[Scan], rows_per_partition: int = ROWS_PER_PARTITION) -> list[ScanPartition]:
-    """``scans`` packed, in order, into partitions of about ``rows_per_partition`` rows.
+def partitions(scans: list[Scan], rows_per_partition: int = ROWS_PER_PARTITION,
+               files_per_partition: int = FILES_PER_PARTITION) -> list[ScanPartition]:
+    """``scans`` packed, in order, into partitions of about ``rows_per_partition`` rows
+    and at most ``files_per_partition`` files.
 
     >>> [len(p.scans) for p in partitions([Scan("a", 0, None, 3), Scan("b", 0, None, 3), Scan("c", 1, None, 5)], 6)]
     [2, 1]
+    >>> [len(p.scans) for p in partitions([Scan(str(i), 0, None, 1) for i in range(5)], 100, 2)]
+    [2, 2, 1]
     """
     out: list[ScanPartition] = []
     group: list[Scan] = []
     rows = 0
     for scan in scans:
-        if group and rows + scan.rows > rows_per_partition:
+        if group and (rows + scan.rows > rows_per_partition or len(group) >= files_per_partition):
             out.append(ScanPartition(group))
             group, rows = [], 0
         group.append(scan)
@@ -62,6 +73,29 @@ def arrow_schema(schema: Any) -> Any:
     return to_arrow_schema(schema, timezone="UTC")
 
 
+def _family(type_: Any) -> str:
+    import pyarrow as pa
+
+    for name, test in (("text", pa.types.is_string), ("text", pa.types.is_large_string), ("bytes", pa.types.is_binary),
+                       ("bytes", pa.types.is_large_binary), ("boolean", pa.types.is_boolean),
+                       ("integer", pa.types.is_integer), ("floating", pa.types.is_floating)):
+        if test(type_):
+            return name
+    return str(type_)
+
+
+def _check_kinds(path: str, columns: list, target: Any) -> None:
+    """EventLogError unless each column of a file keeps its kind of value in the schema
+    ``target`` (a stream's given schema may widen ``int`` to ``long``, never turn text into
+    numbers, numbers into text, or integers into floats)."""
+    for column, field in zip(columns, target):
+        have = _family(column.type)
+        if have != _family(field.type) and have in ("text", "bytes", "boolean", "integer", "floating"):
+            raise EventLogError(f"{path}: column {field.name!r} holds {column.type}, but the read's schema says "
+                                f"{field.type}: an event log's values are read as they are (give the schema the "
+                                "log's own types)")
+
+
 def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
     """The rows of ``partition`` as record batches of the Arrow schema ``target``
     (``time``, ``worker``, the records' columns); EventLogError naming a file that
@@ -69,15 +103,14 @@ def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     records = [f.name for f in target if f.name not in ("time", "worker")]
+    pending: list = []                   # small files' rows, handed to Spark together
+    rows = 0
     for scan in partition.scans:
-        try:
-            table = pq.read_table(scan.path, columns=["kind", "time", *records])
-        except Exception as exc:
-            raise EventLogError(f"{scan.path}: cannot be read ({exc})") from exc
-        keep = pc.equal(table["kind"], 0)
+        with open_part(scan.path) as part:
+            table = read_columns(scan.path, part, ["kind", "time", *records])
+        keep = pc.equal(table["kind"], DATA)
         if scan.times is not None:
             keep = pc.and_(keep, mask_at(table["time"], pa.array(scan.times, table.schema.field("time").type)))
         data = table.filter(keep)
@@ -85,4 +118,21 @@ def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
             continue
         columns = [data["time"], pa.array(np.full(data.num_rows, scan.worker, np.int64))]
         columns += [data[name] for name in records if name not in RESERVED]
-        yield from pa.Table.from_arrays(columns, names=target.names).cast(target).to_batches(BATCH_ROWS)
+        _check_kinds(scan.path, columns, target)
+        pending.append(pa.Table.from_arrays(columns, names=target.names).cast(target))
+        rows += data.num_rows
+        if rows >= BATCH_ROWS:
+            yield from _batches(pending)
+            pending, rows = [], 0
+    yield from _batches(pending)
+
+
+def _batches(tables: list) -> Iterator[Any]:
+    """The rows of ``tables`` as record batches of about :data:`BATCH_ROWS` rows (many
+    small files' rows in one batch: Spark pays per batch)."""
+    import pyarrow as pa
+
+    if len(tables) > 1:
+        tables = [pa.concat_tables(tables).combine_chunks()]
+    for table in tables:
+        yield from table.to_batches(BATCH_ROWS)
