@@ -9,7 +9,8 @@ from typing import Any, Optional
 
 __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "OperatorError", "WorkerError",
            "WorkerFailure", "RunTimeout", "RemoteError", "ReportedError", "operator_of", "most_telling", "picklable",
-           "describe_error", "rebuild_error", "type_name", "EventLogError"]
+           "describe_error", "rebuild_error", "type_name", "EventLogError",
+           "EventStreamError", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError"]
 
 
 class TimelyError(Exception):
@@ -135,6 +136,29 @@ class EventLogError(TimelyError):
     """A file or directory that is not (a valid part of) the expected event log, or a
     record an event log cannot keep as it is.  The message names the file (or the
     writer's directory), and for a record the column, the time and the value."""
+
+
+class SchemaMismatch(TimelyError, ValueError):
+    """The output of ``transform`` does not fit its schema (a column or a nested field
+    missing or extra, or a value of a type that cannot be cast without changing it);
+    the message names the worker and the column's path."""
+
+
+class RendezvousError(TimelyError):
+    """Tasks could not meet through the driver (unreachable, refused, or not all
+    tasks registered in time)."""
+
+
+class SparkJobError(TimelyError):
+    """The barrier job itself failed (a task or executor died, Spark gave up)."""
+
+
+class SparkSetupError(TimelyError):
+    """The Spark session cannot run timely workers as asked (and why)."""
+
+
+class EventStreamError(TimelyError):
+    """A frame that fails its HMAC, or a stream that is not an event stream."""
 
 
 class WorkerAborted(TimelyError):

@@ -29,7 +29,7 @@ import struct
 from pathlib import Path
 from typing import Any, Optional
 
-from ..errors import TimelyError
+from ..errors import EventStreamError
 from ..runtime import SECRET_ENV
 
 __all__ = ["EventWriter", "EventReader", "EventStreamError", "shared_secret"]
@@ -37,10 +37,6 @@ __all__ = ["EventWriter", "EventReader", "EventStreamError", "shared_secret"]
 _HEAD = struct.Struct("<QB")          # payload length, kind
 _DATA, _END = 1, 2
 _MAC = 32
-
-
-class EventStreamError(TimelyError):
-    """A frame that fails its HMAC, or a stream that is not an event stream."""
 
 
 def shared_secret(what: str) -> bytes:

@@ -20,15 +20,9 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
-from ..errors import TimelyError
+from ..errors import SchemaMismatch
 
 __all__ = ["SchemaMismatch", "arrow_schema", "conform", "rows_batch"]
-
-
-class SchemaMismatch(TimelyError, ValueError):
-    """The output of ``transform`` does not fit its schema (a column or a nested field
-    missing or extra, or a value of a type that cannot be cast without changing it);
-    the message names the worker and the column's path."""
 
 
 class _Misfit(Exception):

@@ -10,13 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..errors import TimelyError
+from ..errors import SparkSetupError
 
 __all__ = ["SparkSetupError", "check_session", "task_slots"]
-
-
-class SparkSetupError(TimelyError):
-    """The Spark session cannot run timely workers as asked (and why)."""
 
 
 def _spark_context(spark: Any) -> Any:

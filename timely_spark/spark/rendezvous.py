@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ..communication.tcp import bind_listener, handshake_mac, recv_exact
-from ..errors import TimelyError, WorkerFailure, describe_error, most_telling, rebuild_error
+from ..errors import RendezvousError, WorkerFailure, describe_error, most_telling, rebuild_error
 from ..runtime import (
     DEFAULT_CONNECT_TIMEOUT,
     HANDSHAKE_TIMEOUT,
@@ -83,11 +83,6 @@ NONCE = 32
 KNOWN, UNKNOWN = b"+", b"?"
 _LEN = struct.Struct("<I")
 _MARKER = re.compile(r"timely_spark job ([0-9a-f]{16}), stage (\d+), task (\d+)")
-
-
-class RendezvousError(TimelyError):
-    """Tasks could not meet through the driver (unreachable, refused, or not all
-    tasks registered in time)."""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any, Callable, Optional
 
 import cloudpickle
 
-from ..errors import RunTimeout, TimelyError, most_telling, picklable
+from ..errors import RunTimeout, SparkJobError, TimelyError, most_telling, picklable
 from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, check_timeout, new_secret
 from .barrier import run_in_barrier_task
 from .cancel import cancelled_on_interrupt_or_deadline
@@ -19,10 +19,6 @@ from .rendezvous import Ticket, session_rendezvous
 __all__ = ["run", "SparkJobError"]
 
 log = logging.getLogger(__name__)
-
-
-class SparkJobError(TimelyError):
-    """The barrier job itself failed (a task or executor died, Spark gave up)."""
 
 
 def _partition_fn(fn_bytes: bytes, secret: bytes, peer_timeout: float, timeout: Optional[float],
