@@ -1,0 +1,236 @@
+"""Vertex ids of any Arrow scalar type as dense int64 ids inside the workers, and back.
+
+The graph algorithms run on int64 ids.  For ids of another type (strings, binaries,
+uint64, dates, timestamps...), :func:`encode_ids` gives every distinct id a dense int64
+id, distributed and vectorized, in two exchanges:
+
+1. each worker dictionary-encodes the ids of its edges (pyarrow, hashing) and sends
+   each distinct id to its *owner*, the worker the id hashes to;
+2. each owner dictionary-encodes what it received: the id at position ``i`` of its
+   dictionary is ``i * peers + owner``.  It keeps the dictionary and replies to each
+   sender with the dense ids of what it sent, by position;
+3. each worker rewrites its edges with the dense ids.
+
+The owner of a dense id ``d`` is ``d % peers``, so :func:`decode_owned` sends result
+rows to it, which takes the original id back from its dictionary.  Dense ids do not
+keep the ids' order: :func:`min_labels` gives each component the smallest original id
+among its vertices (in Arrow's order of the type: byte order for strings).  Nothing
+goes through the driver; per-row work is pyarrow and numpy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..dataflow import OperatorBuilder
+from ..dataflow.operators.exchange_by import ExchangeBy, check_batch
+from .components_columnar import GraphInputError
+from .pagerank import broadcast_keys
+
+if TYPE_CHECKING:
+    from ..dataflow import Stream
+
+__all__ = ["Codes", "encode_ids", "decode_owned", "min_labels", "id_array"]
+
+
+class Codes:
+    """What one worker's encoding left for decoding, per time: the dictionary of the
+    ids it owns (``owned``) and the dense ids of the extra values (``extras``)."""
+
+    def __init__(self) -> None:
+        self.owned: dict = {}
+        self.extras: dict = {}
+
+
+class _Held:
+    """Input batches held per time, with a retained capability, until complete."""
+
+    def __init__(self, operator: str) -> None:
+        self.operator = operator
+        self.pending: dict = {}
+
+    def read(self, inp: Any) -> None:
+        for cap, data in inp:
+            entry = self.pending.get(cap.time)
+            if entry is None:
+                entry = self.pending[cap.time] = (cap.retain(), [])
+            entry[1].extend(b for b in (check_batch(r, self.operator) for r in data) if b.num_rows)
+
+    def complete(self, frontier: Any) -> list:
+        done = [t for t in self.pending if not frontier.less_equal(t)]
+        return [(t, *self.pending.pop(t)) for t in done]
+
+
+def id_array(table: Any, name: str, operator: str) -> pa.Array:
+    """Column ``name`` of ``table`` as one array; GraphInputError naming it if it has nulls."""
+    column = table.column(name)
+    if column.null_count:
+        raise GraphInputError(f"{operator}: column {name!r} has {column.null_count} null vertex ids", name)
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def _route_key(values: pa.Array) -> pa.Array:
+    """A column :class:`ExchangeBy` can hash, equal for equal ids."""
+    if pa.types.is_uint64(values.type):
+        return values.view(pa.int64())
+    if pa.types.is_fixed_size_binary(values.type):
+        return values.cast(pa.binary())
+    return values
+
+
+def encode_ids(edges: "Stream", src: str, dst: str, extras: Optional[pa.Array] = None) -> tuple["Stream", Codes]:
+    """Edge record batches with ``src``/``dst`` of any hashable Arrow type in; the same
+    edges with both columns as dense int64 ids out (other columns kept), per completed
+    time, and the :class:`Codes` that decode them.  ``extras`` (of the ids' type) get
+    dense ids too, on every worker that has edges: ``codes.extras[time]``.
+
+    >>> import pyarrow as pa, timely_spark as ts
+    >>> table = pa.table({"src": ["b", "a"], "dst": ["a", "c"]})
+    >>> _ = ts.example(lambda s: encode_ids(s.to_stream(table), "src", "dst")[0]
+    ...                .inspect(lambda rb: print(rb.to_pydict())))
+    {'src': [0, 1], 'dst': [1, 2]}
+    """
+    scope = edges.scope
+    peers, me = scope.peers, scope.index
+    keys = broadcast_keys(peers)
+    codes = Codes()
+    local: dict = {}                                     # time -> (edges, positions, distinct count)
+
+    ask = OperatorBuilder(scope, "IdRequests")
+    edge_in = ask.new_input(edges)
+    ask_out, requests = ask.new_output("requests")
+    edge_held = _Held("IdRequests")
+
+    def ask_logic() -> None:
+        edge_held.read(edge_in)
+        for t, cap, batches in edge_held.complete(edge_in.frontier):
+            if batches:
+                table = pa.Table.from_batches(batches)
+                a, c = id_array(table, src, "IdRequests"), id_array(table, dst, "IdRequests")
+                parts = [a, c] + ([extras] if extras is not None and len(extras) else [])
+                encoded = pc.dictionary_encode(pa.concat_arrays(parts))
+                values = encoded.dictionary
+                local[t] = (table, encoded.indices.to_numpy().astype(np.int64), len(values))
+                ask_out.session(cap).give_batch([pa.record_batch({
+                    "key": _route_key(values), "value": values, "pos": np.arange(len(values), dtype=np.int64),
+                    "from": np.full(len(values), me, np.int64)})])
+            cap.drop()
+
+    ask.build(ask_logic, notify=True, initial_capabilities=False)
+
+    own = OperatorBuilder(scope, "IdOwners")
+    request_in = own.new_input(requests, ExchangeBy(["key"], "IdOwners"))
+    own_out, replies = own.new_output("replies")
+    request_held = _Held("IdOwners")
+
+    def own_logic() -> None:
+        request_held.read(request_in)
+        for t, cap, batches in request_held.complete(request_in.frontier):
+            if batches:
+                table = pa.Table.from_batches(batches)
+                encoded = pc.dictionary_encode(table["value"].combine_chunks())
+                codes.owned[t] = encoded.dictionary
+                dense = encoded.indices.to_numpy().astype(np.int64) * peers + me
+                own_out.session(cap).give_batch([pa.record_batch({
+                    "to": keys[table["from"].to_numpy()], "pos": table["pos"].combine_chunks(), "dense": dense})])
+            cap.drop()
+
+    own.build(own_logic, notify=True, initial_capabilities=False)
+
+    rewrite = OperatorBuilder(scope, "IdEncode")
+    reply_in = rewrite.new_input(replies, ExchangeBy(["to"], "IdEncode"))
+    rewrite_out, encoded_edges = rewrite.new_output("edges")
+    reply_held = _Held("IdEncode")
+
+    def rewrite_logic() -> None:
+        reply_held.read(reply_in)
+        for t, cap, batches in reply_held.complete(reply_in.frontier):
+            if batches and t in local:
+                table, positions, distinct = local.pop(t)
+                answers = pa.Table.from_batches(batches)
+                dense = np.empty(distinct, np.int64)
+                dense[answers["pos"].to_numpy()] = answers["dense"].to_numpy()
+                ids = dense[positions]
+                m = table.num_rows
+                codes.extras[t] = ids[2 * m:]
+                table = table.set_column(table.schema.get_field_index(src), src, pa.array(ids[:m]))
+                table = table.set_column(table.schema.get_field_index(dst), dst, pa.array(ids[m:2 * m]))
+                rewrite_out.session(cap).give_batch(table.combine_chunks().to_batches())
+            cap.drop()
+
+    rewrite.build(rewrite_logic, notify=True, initial_capabilities=False)
+    return encoded_edges, codes
+
+
+def decode_owned(stream: "Stream", column: str, codes: Codes) -> "Stream":
+    """Record batches whose ``column`` holds dense ids in; the same rows with the
+    original ids out, each row decoded on (and moved to) the owner of its id.
+
+    >>> import pyarrow as pa, timely_spark as ts
+    >>> table = pa.table({"src": ["b", "a"], "dst": ["a", "c"]})
+    >>> def build(s):
+    ...     edges, codes = encode_ids(s.to_stream(table), "src", "dst")
+    ...     vertices = edges.map(lambda rb: pa.record_batch({"vertex": rb["dst"]}))
+    ...     return decode_owned(vertices, "vertex", codes).inspect(lambda rb: print(rb.to_pydict()))
+    >>> _ = ts.example(build)
+    {'vertex': ['a', 'c']}
+    """
+    scope = stream.scope
+    peers = scope.peers
+    keys = broadcast_keys(peers)
+    routed = stream.map(lambda rb: rb.append_column("_owner", pa.array(keys[rb.column(column).to_numpy() % peers])))
+    name = "IdDecode"
+    b = OperatorBuilder(scope, name)
+    inp = b.new_input(routed, ExchangeBy(["_owner"], name))
+    out, result = b.new_output("decoded")
+
+    def logic() -> None:
+        for cap, data in inp:
+            owned = codes.owned[cap.time]
+            batches = []
+            for rb in data:
+                rb = check_batch(rb, name)
+                at = rb.schema.get_field_index(column)
+                values = owned.take(pa.array(rb.column(at).to_numpy() // peers))
+                batches.append(rb.set_column(at, column, values).drop_columns(["_owner"]))
+            out.session(cap).give_batch(batches)
+        for t in [t for t in codes.owned if not inp.frontier.less_equal(t)]:
+            del codes.owned[t]
+
+    b.build(logic, notify=True, initial_capabilities=False)
+    return result
+
+
+def min_labels(stream: "Stream", vertex: str = "vertex", component: str = "component") -> "Stream":
+    """``(vertex, component)`` batches with original vertex ids and any int64 component
+    labels in; per completed time, the same rows with each component labelled by the
+    smallest vertex id in it (Arrow's order of the id type).
+
+    >>> import pyarrow as pa, timely_spark as ts
+    >>> rows = pa.table({"vertex": ["b", "a", "c"], "component": [7, 7, 9]})
+    >>> _ = ts.example(lambda s: min_labels(s.to_stream(rows)).inspect(lambda rb: print(rb.to_pydict())))
+    {'vertex': ['b', 'a', 'c'], 'component': ['a', 'a', 'c']}
+    """
+    name = "MinLabel"
+    b = OperatorBuilder(stream.scope, name)
+    inp = b.new_input(stream, ExchangeBy([component], name))
+    out, result = b.new_output("labelled")
+    held = _Held(name)
+
+    def logic() -> None:
+        held.read(inp)
+        for _, cap, batches in held.complete(inp.frontier):
+            if batches:
+                table = pa.Table.from_batches(batches)
+                smallest = table.group_by(component).aggregate([(vertex, "min")])
+                at = pc.index_in(table[component], value_set=smallest[component])
+                labels = smallest[f"{vertex}_min"].take(at)
+                out.session(cap).give_batch(pa.table({vertex: table[vertex], component: labels}).to_batches())
+            cap.drop()
+
+    b.build(logic, notify=True, initial_capabilities=False)
+    return result
