@@ -255,7 +255,10 @@ def _on_spark(edges: Any, algorithm: Algorithm, src: str, dst: str, workers: int
     schema = StructType([StructField(name, id_type if isinstance(typ, str) else spark_types[typ])
                          for name, typ in algorithm.columns])
 
+    names = [src, dst] + ([weight] if weight else [])
+
     def build(scope: Any, batches: Any) -> Any:
-        return _dataflow(batches, src, dst, algorithm, encode, source_array, True)
+        named = batches.map(lambda rb: rb.rename_columns(names))          # the user's names, for errors
+        return _dataflow(named, src, dst, algorithm, encode, source_array, True)
 
     return transform(frame, build, schema, workers=workers, timeout=timeout)

@@ -31,12 +31,13 @@ def quoted(name: str) -> str:
 
 def spark_edges(edges: Any, src: str, dst: str, weight: Optional[str] = None) -> tuple[Any, Any]:
     """``(DataFrame, id type)``: ``edges`` with just the ``src``, ``dst`` and (if given)
-    ``weight`` columns, under their own names -- integer ids as long, other ids
-    (strings, binaries, dates) as they are, the weight as double -- and the Spark type
-    of the ids.  GraphInputError naming a missing column, ids of another type or of two
+    ``weight`` columns, renamed ``src``, ``dst``, ``weight`` (PySpark's ``mapInArrow``
+    cannot take dotted names; the workers give the user's names back) -- integer ids as
+    long, other ids (strings, binaries, dates) as they are, the weight as double -- and
+    the Spark type of the ids.  GraphInputError naming a missing column, ids of another type or of two
     types, or weights that are not numbers.  Runs no Spark job.
 
-        spark_edges(spark.createDataFrame([(1, 2)], "a int, b int"), "a", "b")[0].columns   # ['a', 'b']
+        spark_edges(spark.createDataFrame([(1, 2)], "a int, b int"), "a", "b")[0].columns   # ['src', 'dst']
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, DateType, IntegralType, LongType, NumericType, StringType
@@ -54,10 +55,10 @@ def spark_edges(edges: Any, src: str, dst: str, weight: Optional[str] = None) ->
         raise GraphInputError(f"columns {src!r} and {dst!r} hold ids of two types ({types[src].simpleString()}, "
                               f"{types[dst].simpleString()}): give both one type", dst)
     id_type = LongType() if integral else types[src]
-    columns = [F.col(quoted(n)).cast(id_type).alias(n) for n in (src, dst)]
+    columns = [F.col(quoted(n)).cast(id_type).alias(a) for n, a in ((src, "src"), (dst, "dst"))]
     if weight:
         if not isinstance(types[weight], NumericType):
             raise GraphInputError(f"weights must be numbers, but column {weight!r} is "
                                   f"{types[weight].simpleString()}", weight)
-        columns.append(F.col(quoted(weight)).cast("double").alias(weight))
+        columns.append(F.col(quoted(weight)).cast("double").alias("weight"))
     return edges.select(*columns), id_type
