@@ -60,8 +60,8 @@ from .runtime import Config
 __all__ = [
     "BranchOut", "BuildError", "Capability", "CapabilityError", "CapabilitySet", "Config", "CycleError",
     "Exchange", "InputCapability", "InputHandle", "InputPort", "LoopHandle", "Notificator", "OkErrOut",
-    "OperatorBuilder", "OperatorError", "OutputHandle", "ParameterError", "Pipeline", "ProbeHandle", "Product", "RunTimeout", "Scope",
-    "Stream",
+    "OperatorBuilder", "OperatorError", "OutputHandle", "ParameterError", "Pipeline", "ProbeHandle", "Product",
+    "RunTimeout", "Scope", "Stream",
     "TimelyError", "Vertex", "Worker", "WorkerError", "WorkerFailure", "__version__", "capture", "example",
     "execute", "execute_from_args", "graph", "logging", "progress", "source", "spark", "stable_hash", "sync",
 ]

@@ -9,8 +9,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from timely_spark.graph import (GraphInputError, connected_components, dijkstra_reference, pagerank,
-                                pagerank_reference, shortest_paths, union_find)
+from timely_spark.graph import (
+    GraphInputError,
+    connected_components,
+    dijkstra_reference,
+    pagerank,
+    pagerank_reference,
+    shortest_paths,
+    union_find,
+)
 
 from .graphs import awkward_graph
 

@@ -44,10 +44,11 @@ class Algorithm:
     """A graph function for :func:`run_graph`: ``run(edges, src, dst, seeds)`` builds it
     over a stream of int64 edge batches (``seeds(time)`` -> ``(vertices, labels)`` of
     the sources, for shortest paths); ``columns`` are its result's names and types
-    (:data:`ID` for vertex ids)."""
+    (:data:`ID` for vertex ids), the first ``keys`` of them identifying a row."""
 
     run: Callable[..., "Stream"]
     columns: list
+    keys: int = 1
 
 
 def _kind(edges: Any) -> str:
@@ -236,7 +237,7 @@ def run_graph(edges: Any, algorithm: Algorithm, src: str, dst: str, workers: Opt
     schema = pa.schema([(name, id_type if isinstance(typ, str) else typ) for name, typ in algorithm.columns])
     from .local import run_local
 
-    result = run_local(table, build, schema, workers, processes, timeout)
+    result = run_local(table, build, schema, workers, processes, timeout, algorithm.keys)
     return result.to_pandas() if kind == "pandas" else result
 
 

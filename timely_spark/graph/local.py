@@ -10,10 +10,10 @@ __all__ = ["run_local"]
 
 
 def run_local(table: pa.Table, build: Callable[[Any, Any], Any], schema: pa.Schema, workers: int, processes: int,
-              timeout: Optional[float]) -> pa.Table:
+              timeout: Optional[float], keys: int = 1) -> pa.Table:
     """``build(scope, stream_of_edge_batches)`` on ``workers`` threads x ``processes``
     processes, each worker fed an even slice of ``table``; the result's batches as a
-    table of ``schema`` sorted by its first two columns.
+    table of ``schema`` sorted by its first ``keys`` columns (which identify a row).
 
     >>> from timely_spark.graph import components
     >>> run_local(pa.table({"src": [1], "dst": [2]}), lambda s, e: components(e),
@@ -36,4 +36,4 @@ def run_local(table: pa.Table, build: Callable[[Any, Any], Any], schema: pa.Sche
 
     parts = [rb for part in execute(work, threads=workers, processes=processes, timeout=timeout) for rb in part]
     result = pa.Table.from_batches([rb.select(schema.names).cast(schema) for rb in parts], schema)
-    return result.sort_by([(name, "ascending") for name in schema.names[:2]])
+    return result.sort_by([(name, "ascending") for name in schema.names[:keys]])

@@ -261,7 +261,7 @@ def shortest_paths(edges: Any, sources: Sequence[Any], weight: Optional[str] = N
         raise GraphInputError(f"the weight column cannot be an id column ({weight!r})", weight)
     kind = pa.int64() if weight is None else pa.float64()
     algorithm = Algorithm(lambda batches, a, b, seeds: paths_from_seeds(batches, seeds, weight, a, b),
-                          [("vertex", ID), ("source", ID), ("distance", kind)])
+                          [("vertex", ID), ("source", ID), ("distance", kind)], keys=2)
     return run_graph(edges, algorithm, src, dst, workers, processes, timeout, weight, sources)
 
 
