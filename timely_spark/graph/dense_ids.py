@@ -20,7 +20,7 @@ goes through the driver; per-row work is pyarrow and numpy.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -34,7 +34,7 @@ from .pagerank import broadcast_keys
 if TYPE_CHECKING:
     from ..dataflow import Stream
 
-__all__ = ["Codes", "encode_ids", "decode_owned", "min_labels", "id_array"]
+__all__ = ["Codes", "encode_ids", "decode_owned", "min_labels", "id_array", "per_time"]
 
 
 class Codes:
@@ -46,23 +46,29 @@ class Codes:
         self.extras: dict = {}
 
 
-class _Held:
-    """Input batches held per time, with a retained capability, until complete."""
+def per_time(stream: "Stream", pact: Any, name: str, fn: Callable[[Any, pa.Table], list]) -> "Stream":
+    """An operator that holds the record batches of each time until the time is complete
+    on its input, then gives ``fn(time, table of them)`` (a list of record batches) at
+    that time.  Times without rows are not passed to ``fn``."""
+    b = OperatorBuilder(stream.scope, name)
+    inp = b.new_input(stream, pact)
+    out, result = b.new_output(name)
+    pending: dict = {}
 
-    def __init__(self, operator: str) -> None:
-        self.operator = operator
-        self.pending: dict = {}
-
-    def read(self, inp: Any) -> None:
+    def logic() -> None:
         for cap, data in inp:
-            entry = self.pending.get(cap.time)
+            entry = pending.get(cap.time)
             if entry is None:
-                entry = self.pending[cap.time] = (cap.retain(), [])
-            entry[1].extend(b for b in (check_batch(r, self.operator) for r in data) if b.num_rows)
+                entry = pending[cap.time] = (cap.retain(), [])
+            entry[1].extend(rb for rb in (check_batch(r, name) for r in data) if rb.num_rows)
+        for t in [t for t in pending if not inp.frontier.less_equal(t)]:
+            cap, batches = pending.pop(t)
+            if batches:
+                out.session(cap).give_batch(fn(t, pa.Table.from_batches(batches)))
+            cap.drop()
 
-    def complete(self, frontier: Any) -> list:
-        done = [t for t in self.pending if not frontier.less_equal(t)]
-        return [(t, *self.pending.pop(t)) for t in done]
+    b.build(logic, notify=True, initial_capabilities=False)
+    return result
 
 
 def id_array(table: Any, name: str, operator: str) -> pa.Array:
@@ -128,70 +134,37 @@ def encode_ids(edges: "Stream", src: str, dst: str, extras: Optional[pa.Array] =
     codes = Codes()
     local: dict = {}                                     # time -> (edges, positions, distinct count)
 
-    ask = OperatorBuilder(scope, "IdRequests")
-    edge_in = ask.new_input(edges)
-    ask_out, requests = ask.new_output("requests")
-    edge_held = _Held("IdRequests")
+    def ask(t: Any, table: pa.Table) -> list:
+        a, c = id_array(table, src, "IdRequests"), id_array(table, dst, "IdRequests")
+        parts = [a, c] + ([extras.cast(a.type)] if extras is not None and len(extras) else [])
+        encoded = pc.dictionary_encode(pa.concat_arrays(parts))
+        values = encoded.dictionary
+        local[t] = (table, encoded.indices.to_numpy().astype(np.int64), len(values))
+        return [pa.record_batch({"key": _route_key(values), "value": values,
+                                 "pos": np.arange(len(values), dtype=np.int64),
+                                 "from": np.full(len(values), me, np.int64)})]
 
-    def ask_logic() -> None:
-        edge_held.read(edge_in)
-        for t, cap, batches in edge_held.complete(edge_in.frontier):
-            if batches:
-                table = pa.Table.from_batches(batches)
-                a, c = id_array(table, src, "IdRequests"), id_array(table, dst, "IdRequests")
-                parts = [a, c] + ([extras] if extras is not None and len(extras) else [])
-                encoded = pc.dictionary_encode(pa.concat_arrays(parts))
-                values = encoded.dictionary
-                local[t] = (table, encoded.indices.to_numpy().astype(np.int64), len(values))
-                ask_out.session(cap).give_batch([pa.record_batch({
-                    "key": _route_key(values), "value": values, "pos": np.arange(len(values), dtype=np.int64),
-                    "from": np.full(len(values), me, np.int64)})])
-            cap.drop()
+    def own(t: Any, table: pa.Table) -> list:
+        encoded = pc.dictionary_encode(table["value"].combine_chunks())
+        codes.owned[t] = encoded.dictionary
+        dense = encoded.indices.to_numpy().astype(np.int64) * peers + me
+        return [pa.record_batch({"to": keys[table["from"].to_numpy()], "pos": table["pos"].combine_chunks(),
+                                 "dense": dense})]
 
-    ask.build(ask_logic, notify=True, initial_capabilities=False)
+    def rewrite(t: Any, answers: pa.Table) -> list:
+        table, positions, distinct = local.pop(t)
+        dense = np.empty(distinct, np.int64)
+        dense[answers["pos"].to_numpy()] = answers["dense"].to_numpy()
+        ids = dense[positions]
+        m = table.num_rows
+        codes.extras[t] = ids[2 * m:]
+        table = table.set_column(table.schema.get_field_index(src), src, pa.array(ids[:m]))
+        table = table.set_column(table.schema.get_field_index(dst), dst, pa.array(ids[m:2 * m]))
+        return table.combine_chunks().to_batches()
 
-    own = OperatorBuilder(scope, "IdOwners")
-    request_in = own.new_input(requests, ExchangeBy(["key"], "IdOwners"))
-    own_out, replies = own.new_output("replies")
-    request_held = _Held("IdOwners")
-
-    def own_logic() -> None:
-        request_held.read(request_in)
-        for t, cap, batches in request_held.complete(request_in.frontier):
-            if batches:
-                table = pa.Table.from_batches(batches)
-                encoded = pc.dictionary_encode(table["value"].combine_chunks())
-                codes.owned[t] = encoded.dictionary
-                dense = encoded.indices.to_numpy().astype(np.int64) * peers + me
-                own_out.session(cap).give_batch([pa.record_batch({
-                    "to": keys[table["from"].to_numpy()], "pos": table["pos"].combine_chunks(), "dense": dense})])
-            cap.drop()
-
-    own.build(own_logic, notify=True, initial_capabilities=False)
-
-    rewrite = OperatorBuilder(scope, "IdEncode")
-    reply_in = rewrite.new_input(replies, ExchangeBy(["to"], "IdEncode"))
-    rewrite_out, encoded_edges = rewrite.new_output("edges")
-    reply_held = _Held("IdEncode")
-
-    def rewrite_logic() -> None:
-        reply_held.read(reply_in)
-        for t, cap, batches in reply_held.complete(reply_in.frontier):
-            if batches and t in local:
-                table, positions, distinct = local.pop(t)
-                answers = pa.Table.from_batches(batches)
-                dense = np.empty(distinct, np.int64)
-                dense[answers["pos"].to_numpy()] = answers["dense"].to_numpy()
-                ids = dense[positions]
-                m = table.num_rows
-                codes.extras[t] = ids[2 * m:]
-                table = table.set_column(table.schema.get_field_index(src), src, pa.array(ids[:m]))
-                table = table.set_column(table.schema.get_field_index(dst), dst, pa.array(ids[m:2 * m]))
-                rewrite_out.session(cap).give_batch(table.combine_chunks().to_batches())
-            cap.drop()
-
-    rewrite.build(rewrite_logic, notify=True, initial_capabilities=False)
-    return encoded_edges, codes
+    requests = per_time(edges, None, "IdRequests", ask)
+    replies = per_time(requests, ExchangeBy(["key"], "IdOwners"), "IdOwners", own)
+    return per_time(replies, ExchangeBy(["to"], "IdEncode"), "IdEncode", rewrite), codes
 
 
 def decode_owned(stream: "Stream", column: str, codes: Codes) -> "Stream":
@@ -243,22 +216,9 @@ def min_labels(stream: "Stream", vertex: str = "vertex", component: str = "compo
     >>> _ = ts.example(lambda s: min_labels(s.to_stream(rows)).inspect(lambda rb: print(rb.to_pydict())))
     {'vertex': ['b', 'a', 'c'], 'component': ['a', 'a', 'c']}
     """
-    name = "MinLabel"
-    b = OperatorBuilder(stream.scope, name)
-    inp = b.new_input(stream, ExchangeBy([component], name))
-    out, result = b.new_output("labelled")
-    held = _Held(name)
+    def label(t: Any, table: pa.Table) -> list:
+        smallest = table.group_by(component).aggregate([(vertex, "min")])
+        labels = smallest[f"{vertex}_min"].take(pc.index_in(table[component], value_set=smallest[component]))
+        return pa.table({vertex: table[vertex], component: labels}).to_batches()
 
-    def logic() -> None:
-        held.read(inp)
-        for _, cap, batches in held.complete(inp.frontier):
-            if batches:
-                table = pa.Table.from_batches(batches)
-                smallest = table.group_by(component).aggregate([(vertex, "min")])
-                at = pc.index_in(table[component], value_set=smallest[component])
-                labels = smallest[f"{vertex}_min"].take(at)
-                out.session(cap).give_batch(pa.table({vertex: table[vertex], component: labels}).to_batches())
-            cap.drop()
-
-    b.build(logic, notify=True, initial_capabilities=False)
-    return result
+    return per_time(stream, ExchangeBy([component], "MinLabel"), "MinLabel", label)
