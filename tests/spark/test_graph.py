@@ -52,7 +52,7 @@ def test_null_ids_on_spark_raise_the_workers_error_naming_the_column(spark):
     ("src long, dst array<long>", pagerank,
      r"vertex ids must be integers, strings, binaries or dates, but column 'dst' is array<bigint>"),
 ])
-def test_ids_that_are_not_integers_on_spark_are_refused_before_any_job(spark, schema, call, match):
+def test_ids_of_a_type_not_taken_on_spark_are_refused_before_any_job(spark, schema, call, match):
     df = spark.createDataFrame([], schema)
     jobs_before = len(spark.sparkContext.statusTracker().getJobIdsForGroup())
     with pytest.raises(GraphInputError, match=match):
