@@ -7,6 +7,9 @@ Python union-find) and PageRank, 20 iterations (ts.graph on Spark, a DataFrame
 join/groupBy loop, a numpy mat-vec loop of the definition, scipy if importable).
 Shortest paths (hop counts) from one source: ts.graph (Spark and local), a DataFrame relaxation loop,
 scipy ``dijkstra`` if importable, Python heapq Dijkstra.
+Each ts.graph method runs twice: on integer ids and on the same graph with string ids
+(``"user<id>@example.com"``, mapped to dense ids inside the workers), ``string ids /
+integer ids`` printed per algorithm.
 Every method's result is checked equal (PageRank within 1e-9); prints times and ratios.
 Every Spark method is timed up to its whole result on the driver as Arrow
 (``DataFrame.toArrow()``), the same way for each.
@@ -153,6 +156,35 @@ def paths(table) -> dict:
     return {(v, s): d for v, s, d in zip(*columns)}
 
 
+def as_strings(ids):
+    """The string id of each integer id: ``17`` -> ``"user17@example.com"``."""
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise("user", pc.cast(ids, pa.string()), "@example.com", "")
+
+
+def as_ints(strings):
+    """The integer ids back from :func:`as_strings` (untimed checks)."""
+    import pyarrow.compute as pc
+
+    return pc.cast(pc.utf8_slice_codeunits(strings, 4, -12), pa.int64())
+
+
+def check_string_components(rows, ref: dict) -> None:
+    """``rows`` (string ids) has the components of ``ref`` (integer ids), each labelled by
+    the smallest string id in it."""
+    import pyarrow.compute as pc
+
+    vertex = as_ints(rows.column("vertex"))
+    label = as_ints(rows.column("component"))
+    assert sorted(vertex.to_pylist()) == sorted(ref), "string-id components: other vertices"
+    roots = pa.array([ref[v] for v in vertex.to_pylist()])
+    assert pc.all(pc.equal(roots, pa.array([ref[v] for v in label.to_pylist()]))).as_py(), "wrong components"
+    smallest = pa.table({"root": roots, "s": rows.column("vertex")}).group_by("root").aggregate([("s", "min")])
+    want = dict(zip(smallest["root"].to_pylist(), smallest["s_min"].to_pylist()))
+    assert [want[r] for r in roots.to_pylist()] == rows.column("component").to_pylist(), "not the smallest string"
+
+
 def arrow_result(result):
     """Time a Spark method up to its result on the driver as Arrow (``toArrow``), the
     same way for every method: ``(DataFrame, rounds)`` or a DataFrame."""
@@ -166,6 +198,9 @@ def bench(spark, m: int, seed: int, slow: bool, report) -> None:
     table = pa.table({"src": src, "dst": dst})
     df = spark.createDataFrame(table.to_pandas()).repartition(2).localCheckpoint()
     df.count()
+    text = pa.table({"src": as_strings(table["src"]), "dst": as_strings(table["dst"])})
+    text_df = spark.createDataFrame(text.to_pandas()).repartition(2).localCheckpoint()
+    text_df.count()
     print(f"\n== {m:,} edges, {len(ts.graph.sorted_unique(np.concatenate([src, dst]))):,} vertices ==")
 
     ref, t_uf = timed(lambda: ts.graph.union_find(zip(src.tolist(), dst.tolist())))
@@ -175,8 +210,14 @@ def bench(spark, m: int, seed: int, slow: bool, report) -> None:
     assert dict(zip(v.tolist(), c.tolist())) == ref
     local_cc, t_local = timed(lambda: ts.graph.connected_components(table, workers=2))
     assert to_dict(local_cc, "vertex", "component") == ref, "ts.graph CC (local) disagrees"
+    text_cc, t_ts_text = timed(lambda: arrow_result(ts.graph.connected_components(text_df, workers=2)))
+    check_string_components(text_cc, ref)
+    text_local, t_local_text = timed(lambda: ts.graph.connected_components(text, workers=2))
+    check_string_components(text_local, ref)
     rows = [("connected components", "ts.graph (Spark, 2 workers)", t_ts),
+            ("connected components", "ts.graph (Spark, 2 workers), string ids", t_ts_text),
             ("connected components", "ts.graph (pyarrow.Table, 2 threads)", t_local),
+            ("connected components", "ts.graph (pyarrow.Table, 2 threads), string ids", t_local_text),
             ("connected components", "numpy forest, 1 core", t_np),
             ("connected components", "Python union-find", t_uf)]
     try:
@@ -204,8 +245,16 @@ def bench(spark, m: int, seed: int, slow: bool, report) -> None:
     local_pr, t_pr_local = timed(lambda: ts.graph.pagerank(table, iterations=20, workers=2))
     got = to_dict(local_pr, "vertex", "rank")
     assert max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9, "ts.graph PageRank (local) disagrees"
+    text_pr, t_pr_text = timed(lambda: arrow_result(ts.graph.pagerank(text_df, iterations=20, workers=2)))
+    got = dict(zip(as_ints(text_pr["vertex"]).to_pylist(), text_pr["rank"].to_pylist()))
+    assert got.keys() == pr_ref.keys() and max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9, "string ids"
+    text_pr_local, t_pr_local_text = timed(lambda: ts.graph.pagerank(text, iterations=20, workers=2))
+    got = dict(zip(as_ints(text_pr_local["vertex"]).to_pylist(), text_pr_local["rank"].to_pylist()))
+    assert max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9, "ts.graph PageRank (local, string ids) disagrees"
     rows += [("PageRank x20", "ts.graph (Spark, 2 workers)", t_pr_ts),
+             ("PageRank x20", "ts.graph (Spark, 2 workers), string ids", t_pr_text),
              ("PageRank x20", "ts.graph (pyarrow.Table, 2 threads)", t_pr_local),
+             ("PageRank x20", "ts.graph (pyarrow.Table, 2 threads), string ids", t_pr_local_text),
              ("PageRank x20", "numpy mat-vec, 1 core", t_pr_np)]
     try:
         (vs, ranks), t_pr_sc = timed(lambda: scipy_pagerank(src, dst, 20))
@@ -224,8 +273,17 @@ def bench(spark, m: int, seed: int, slow: bool, report) -> None:
     assert paths(sp_rows) == sp_ref, "ts.graph shortest paths disagree"
     local_sp, t_sp_local = timed(lambda: ts.graph.shortest_paths(table, [source], workers=2))
     assert paths(local_sp) == sp_ref, "ts.graph shortest paths (local) disagree"
+    name = as_strings(pa.array([source])).to_pylist()
+    text_sp, t_sp_text = timed(lambda: arrow_result(ts.graph.shortest_paths(text_df, name, workers=2)))
+    assert paths(text_sp.set_column(0, "vertex", as_ints(text_sp["vertex"])).set_column(
+        1, "source", as_ints(text_sp["source"]))) == sp_ref, "ts.graph shortest paths (string ids) disagree"
+    text_sp_local, t_sp_local_text = timed(lambda: ts.graph.shortest_paths(text, name, workers=2))
+    assert paths(text_sp_local.set_column(0, "vertex", as_ints(text_sp_local["vertex"])).set_column(
+        1, "source", as_ints(text_sp_local["source"]))) == sp_ref, "shortest paths (local, string ids) disagree"
     rows += [("shortest paths, 1 src", "ts.graph (Spark, 2 workers)", t_sp),
+             ("shortest paths, 1 src", "ts.graph (Spark, 2 workers), string ids", t_sp_text),
              ("shortest paths, 1 src", "ts.graph (pyarrow.Table, 2 threads)", t_sp_local),
+             ("shortest paths, 1 src", "ts.graph (pyarrow.Table, 2 threads), string ids", t_sp_local_text),
              ("shortest paths, 1 src", "Python heapq Dijkstra", t_dj)]
     try:
         from scipy.sparse.csgraph import dijkstra
@@ -246,7 +304,15 @@ def bench(spark, m: int, seed: int, slow: bool, report) -> None:
         rows.append(("shortest paths, 1 src", f"DataFrame relaxation loop ({rounds} rounds)", t_bfs))
     for algo, method, t in rows:
         base = next(x for a, mm, x in rows if a == algo and mm.startswith("ts.graph"))
-        line = f"{algo:22} {method:44} {t:9.2f} s   this / ts.graph = {t / base:7.2f}"
+        line = f"{algo:22} {method:50} {t:9.2f} s   this / ts.graph = {t / base:7.2f}"
+        print(line)
+        report.append((m, line))
+    times = {(a, mm): t for a, mm, t in rows}
+    for algo in dict.fromkeys(a for a, _, _ in rows):
+        ratios = [f"{where} {times[(algo, method + ', string ids')] / times[(algo, method)]:.2f}"
+                  for where, method in (("Spark", "ts.graph (Spark, 2 workers)"),
+                                        ("pyarrow.Table", "ts.graph (pyarrow.Table, 2 threads)"))]
+        line = f"{algo:22} string ids / integer ids: {', '.join(ratios)}"
         print(line)
         report.append((m, line))
 

@@ -19,12 +19,18 @@ from pathlib import Path
 import timely_spark as ts
 
 
-def random_edges(spark, vertices: int, edges: int, seed: int):
+def random_edges(spark, vertices: int, edges: int, seed: int, src: str = "src", dst: str = "dst",
+                 partitions=None):
+    """``edges`` random edges over ids ``0..vertices-1``: edge ``i`` is the row id ``i``
+    hashed with two seeds (Spark's xxhash64), so the graph is the same however the rows
+    are partitioned (``F.rand`` is seeded per partition: the graph would change with
+    the master's parallelism)."""
     from pyspark.sql import functions as F
 
-    return spark.range(edges).select(
-        (F.rand(seed) * vertices).cast("long").alias("src"),
-        (F.rand(seed + 1) * vertices).cast("long").alias("dst"))
+    def pick(salt):
+        return F.pmod(F.xxhash64(F.lit(seed), F.lit(salt), F.col("id")), F.lit(vertices))
+
+    return spark.range(0, edges, 1, partitions).select(pick(0).alias(src), pick(1).alias(dst))
 
 
 def read_edges(spark, path: str):

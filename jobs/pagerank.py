@@ -14,6 +14,8 @@ import os
 import time
 from pathlib import Path
 
+from connected_components import random_edges  # beside this script
+
 import timely_spark as ts
 
 
@@ -40,9 +42,7 @@ def main() -> None:
         csv = path.endswith(".csv")
         edges = spark.read.csv(path, header=True, inferSchema=True) if csv else spark.read.parquet(path)
     else:
-        from pyspark.sql import functions as F
-        edges = spark.range(args.edges).select((F.rand(args.seed) * args.vertices).cast("long").alias(args.src),
-                                               (F.rand(args.seed + 1) * args.vertices).cast("long").alias(args.dst))
+        edges = random_edges(spark, args.vertices, args.edges, args.seed, args.src, args.dst)
     start = time.perf_counter()
     ranks = ts.graph.pagerank(edges, iterations=args.iterations, damping=args.damping, tolerance=args.tolerance,
                               src=args.src, dst=args.dst, workers=args.workers)

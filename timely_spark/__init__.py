@@ -49,6 +49,7 @@ from .errors import (
     CapabilityError,
     CycleError,
     OperatorError,
+    ParameterError,
     RemoteError,
     RunTimeout,
     TimelyError,
@@ -75,7 +76,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BranchOut", "BuildError", "Capability", "CapabilityError", "CapabilitySet", "Config", "CycleError",
     "Exchange", "InputCapability", "InputHandle", "InputPort", "LoopHandle", "Notificator", "OkErrOut",
-    "OperatorBuilder", "OperatorError", "OutputHandle", "Pipeline", "ProbeHandle", "Product", "RemoteError",
+    "OperatorBuilder", "OperatorError", "OutputHandle", "ParameterError", "Pipeline", "ProbeHandle", "Product",
+    "RemoteError",
     "RunTimeout", "Scope", "Stream",
     "TimelyError", "Vertex", "Worker", "WorkerError", "WorkerFailure", "__version__", "capture", "example",
     "execute", "execute_from_args", "graph", "logging", "progress", "source", "spark", "stable_hash", "sync",

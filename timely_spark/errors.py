@@ -8,7 +8,8 @@ import traceback
 from typing import Any, Optional
 
 __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "OperatorError", "WorkerError",
-           "WorkerFailure", "RunTimeout", "RemoteError", "ReportedError", "operator_of", "most_telling", "picklable",
+           "WorkerFailure", "RunTimeout", "ParameterError", "RemoteError", "ReportedError",
+           "operator_of", "most_telling", "picklable",
            "describe_error", "rebuild_error", "type_name", "EventLogError",
            "EventStreamError", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError"]
 
@@ -21,6 +22,18 @@ class BuildError(TimelyError, ValueError):
     """A mistake while building a dataflow: a stream from another scope, a feedback
     handle never connected, a summary that does not advance, an operator added to a
     scope that is already built.  The message names the scope or operator."""
+
+
+class ParameterError(TimelyError, ValueError):
+    """A parameter of a public function has a value it does not take; ``parameter``
+    names it as the caller wrote it, and the message says what is accepted."""
+
+    def __init__(self, message: str, parameter: str = "") -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+    def __reduce__(self):
+        return (ParameterError, (str(self), self.parameter))
 
 
 class CycleError(BuildError):

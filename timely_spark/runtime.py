@@ -16,6 +16,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .errors import ParameterError
+
 __all__ = ["Config", "DEFAULT_PEER_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HANDSHAKE_TIMEOUT", "MAX_HANDSHAKES",
            "MAX_FRAME", "STOP_GRACE", "HEARTBEATS_PER_PEER_TIMEOUT", "MIN_HEARTBEAT_INTERVAL",
            "RETRY_BACKOFF", "MAX_RETRY_BACKOFF", "LISTEN_BACKLOG", "THREAD_JOIN_WAIT", "CHILD_MESSAGE_WAIT",
@@ -23,7 +25,8 @@ __all__ = ["Config", "DEFAULT_PEER_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HANDSHA
            "RENDEZVOUS_AUTH_TIMEOUT", "RENDEZVOUS_PENDING", "RENDEZVOUS_MAX_REQUEST", "TICKET_IDLE_TIMEOUT",
            "OUTPUT_BATCHES_IN_FLIGHT",
            "MISSING_WORKER_WAIT", "LOG_INDEX_CACHE_FILES",
-           "new_secret", "check_timeout", "check_count", "check_port"]
+           "new_secret", "check_timeout", "check_count", "check_port", "check_positive",
+           "check_fraction"]
 
 #: Seconds a peer process may stay silent (not even a heartbeat) before the run fails
 #: with :class:`~timely_spark.errors.WorkerFailure` naming it (``peer_timeout=``).
@@ -142,36 +145,66 @@ def new_secret() -> bytes:
     return secrets.token_bytes(32)
 
 
+def check_positive(name: str, value: Any, allow_none: bool = True, unit: str = "") -> Optional[float]:
+    """``value`` as a float if it is a positive, finite number (or None when allowed); a
+    :class:`~timely_spark.errors.ParameterError` naming the parameter otherwise.
+
+    >>> check_positive("tolerance", 1e-9), check_positive("tolerance", None)
+    (1e-09, None)
+    >>> check_positive("tolerance", "0.1")
+    Traceback (most recent call last):
+    ...
+    timely_spark.errors.ParameterError: tolerance must be a positive, finite number or None, got '0.1'
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise ParameterError(f"{name} must be a positive, finite number{unit}{' or None' if allow_none else ''}, "
+                             f"got {value!r}", name)
+    return float(value)
+
+
 def check_timeout(name: str, value: Any, allow_none: bool = True) -> Optional[float]:
-    """``value`` as a float if it is a positive number (or None when allowed); a
-    ValueError naming the parameter otherwise.
+    """``value`` as a float if it is a positive number of seconds (or None when allowed);
+    a :class:`~timely_spark.errors.ParameterError` naming the parameter otherwise.
 
     >>> check_timeout("timeout", 5), check_timeout("timeout", None)
     (5.0, None)
     >>> check_timeout("peer_timeout", -1)
     Traceback (most recent call last):
     ...
-    ValueError: peer_timeout must be a positive, finite number of seconds or None, got -1
+    timely_spark.errors.ParameterError: peer_timeout must be a positive, finite number of seconds or None, got -1
     """
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-        raise ValueError(f"{name} must be a positive, finite number of seconds{' or None' if allow_none else ''}, "
-                         f"got {value!r}")
-    return float(value)
+    return check_positive(name, value, allow_none, " of seconds")
 
 
 def check_count(name: str, value: Any) -> int:
-    """``value`` if it is an int >= 1; a ValueError naming the parameter otherwise.
+    """``value`` if it is an int >= 1 (not a bool, not a string); a
+    :class:`~timely_spark.errors.ParameterError` naming the parameter otherwise.
 
     >>> check_count("processes", "2")
     Traceback (most recent call last):
     ...
-    ValueError: processes must be a whole number >= 1, got '2'
+    timely_spark.errors.ParameterError: processes must be a whole number >= 1, got '2'
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        raise ParameterError(f"{name} must be a whole number >= 1, got {value!r}", name)
     return value
+
+
+def check_fraction(name: str, value: Any) -> float:
+    """``value`` as a float if it is a number in [0, 1]; a ParameterError naming the parameter otherwise.
+
+    >>> check_fraction("damping", 0.85)
+    0.85
+    >>> check_fraction("damping", "0.5")
+    Traceback (most recent call last):
+    ...
+    timely_spark.errors.ParameterError: damping must be a number in [0, 1], got '0.5'
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ParameterError(f"{name} must be a number in [0, 1], got {value!r}", name)
+    return float(value)
 
 
 def check_port(where: str, port: Any) -> int:
@@ -196,7 +229,7 @@ class Config:
     >>> Config(threads=0).check()
     Traceback (most recent call last):
     ...
-    ValueError: threads must be a whole number >= 1, got 0
+    timely_spark.errors.ParameterError: threads must be a whole number >= 1, got 0
     """
 
     threads: int = 1

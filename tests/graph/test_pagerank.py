@@ -40,7 +40,7 @@ def test_empty_and_bad_input():
     assert pagerank(empty, workers=2, timeout=30).num_rows == 0
     with pytest.raises(GraphInputError, match="'dst'"):
         pagerank(pa.table({"src": [1]}), timeout=30)
-    with pytest.raises(GraphInputError, match="iterations"):
+    with pytest.raises(ts.ParameterError, match="iterations must be a whole number >= 1, got 0"):
         pagerank(empty, iterations=0)
 
 

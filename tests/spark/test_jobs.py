@@ -103,3 +103,19 @@ def test_shortest_paths_job_reads_csv_with_weights_and_writes_exact_distances(tm
     src, dst, w = zip(*edges)
     assert got == ts.graph.dijkstra_reference(src, dst, [0, 5], w)
     assert got[(1, 0)] == 3.0 and (6, 0) not in got           # through 2, and 6 is unreachable from 0
+
+
+@pytest.mark.timeout(180)
+def test_the_jobs_random_graph_does_not_depend_on_the_partitioning(spark):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cc_job", ROOT / "jobs" / "connected_components.py")
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    graphs = [[(r.src, r.dst) for r in job.random_edges(spark, 1000, 4000, 7, partitions=p).collect()]
+              for p in (1, 2, 3)]
+    assert graphs[0] == graphs[1] == graphs[2]                # local[1], local[2], ... give the same edges
+    src, dst = zip(*graphs[0])
+    assert src[1:] != dst[:-1] and len(set(src)) > 950 and max(src + dst) < 1000 and min(src + dst) >= 0
+    other = [(r.a, r.b) for r in job.random_edges(spark, 1000, 4000, 8, "a", "b").collect()]
+    assert other != graphs[0]                                  # the seed chooses the graph

@@ -75,7 +75,7 @@ def test_preflight_refuses_more_workers_than_slots_at_once(spark):
     with pytest.raises(ts.spark.SparkSetupError, match="3 task slots.*has 2"):
         ts.spark.run(spark, lambda w: None, workers=3, timeout=5)   # without the check: cancelled in ~20 s
     assert time.monotonic() - start < 10    # not Spark's minutes-long slot check
-    with pytest.raises(ts.spark.SparkSetupError, match="at least one worker"):
+    with pytest.raises(ts.ParameterError, match="^workers must be a whole number >= 1, got 0$"):
         ts.spark.run(spark, lambda w: None, workers=0)
 
 

@@ -36,16 +36,32 @@ class GraphInputError(TimelyError, ValueError):
 
 
 def edge_arrays(batch: pa.RecordBatch, src: str, dst: str, operator: str) -> tuple[np.ndarray, np.ndarray]:
-    """The ``src`` and ``dst`` columns as int64 numpy arrays; GraphInputError if null or not integer."""
+    """The ``src`` and ``dst`` columns as int64 numpy arrays; GraphInputError naming the
+    column if it has nulls, is not of an integer type, or holds uint64 ids >= 2**63
+    (the stream forms run on int64 ids; the front doors take ids of any type).
+
+    >>> edge_arrays(pa.record_batch({"a": pa.array([2**63], pa.uint64()), "b": [1]}), "a", "b", "Op")
+    Traceback (most recent call last):
+    ...
+    timely_spark.graph.components_columnar.GraphInputError: Op: column 'a' holds uint64 ids >= 2**63, which \
+do not fit int64: pass ids of any type to ts.graph.connected_components, pagerank or shortest_paths
+    """
     check_columns(batch, [src, dst], operator)
     out = []
     for name in (src, dst):
         column = batch.column(name)
-        if not pa.types.is_integer(column.type):
-            raise GraphInputError(f"{operator}: column {name!r} must hold integer vertex ids, got {column.type}", name)
         if column.null_count:
             raise GraphInputError(f"{operator}: column {name!r} has {column.null_count} null vertex ids", name)
-        out.append(column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
+        if not pa.types.is_integer(column.type):
+            raise GraphInputError(f"{operator}: column {name!r} must hold integer vertex ids here, got "
+                                  f"{column.type} (ts.graph.connected_components, pagerank and shortest_paths "
+                                  f"take ids of any type)", name)
+        values = column.to_numpy(zero_copy_only=False)
+        if pa.types.is_uint64(column.type) and len(values) and values.max() >= 2**63:
+            raise GraphInputError(f"{operator}: column {name!r} holds uint64 ids >= 2**63, which do not fit int64: "
+                                  f"pass ids of any type to ts.graph.connected_components, pagerank or "
+                                  f"shortest_paths", name)
+        out.append(values.astype(np.int64, copy=False))
     return out[0], out[1]
 
 
@@ -146,15 +162,3 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
 
     merge.build(merge_logic, notify=True)
     return result
-
-
-def check_table(table: pa.Table, src: str, dst: str) -> None:
-    """GraphInputError naming the column if ``table`` lacks it, or it has nulls or non-integers."""
-    for name in (src, dst):
-        if name not in table.column_names:
-            raise GraphInputError(f"no column {name!r} in the edges (columns: {', '.join(table.column_names)})", name)
-        column = table.column(name)
-        if not pa.types.is_integer(column.type):
-            raise GraphInputError(f"column {name!r} must hold integer vertex ids, got {column.type}", name)
-        if column.null_count:
-            raise GraphInputError(f"column {name!r} has {column.null_count} null vertex ids", name)

@@ -107,28 +107,22 @@ def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers
     ``edges`` is a Spark DataFrame (run on ``workers`` barrier workers, default 2;
     returns a DataFrame lazily), or a ``pyarrow.Table`` / pandas DataFrame (run on
     ``workers`` local worker threads, default 1, in each of ``processes`` processes;
-    returns the same kind, sorted by vertex).  Missing columns, null or non-integer
-    ids raise :class:`~.components_columnar.GraphInputError` (on Spark, null ids come from
-    the workers as ``WorkerError`` with it as ``cause``); no edges give an empty result.
-    ``timeout`` bounds the run (:class:`~timely_spark.errors.RunTimeout`).
+    returns the same kind, sorted by vertex).  Ids may be integers of any width,
+    strings, binaries, dates (see :mod:`.front`): the result holds the caller's ids,
+    and "smallest" is the order of their type (byte order for strings).  Missing
+    columns, null ids or ids of a type not taken raise
+    :class:`~.components_columnar.GraphInputError`, a bad ``workers``/``processes``/``timeout``
+    :class:`~timely_spark.errors.ParameterError` (on Spark, null ids come from the
+    workers as ``WorkerError`` with the GraphInputError as ``cause``); no edges give an
+    empty result.  ``timeout`` bounds the run (:class:`~timely_spark.errors.RunTimeout`).
 
     >>> import pyarrow as pa
     >>> connected_components(pa.table({"src": [1, 3, 5], "dst": [2, 2, 6]})).to_pydict()
     {'vertex': [1, 2, 3, 5, 6], 'component': [1, 1, 1, 5, 5]}
+    >>> connected_components(pa.table({"src": ["bo", "cy"], "dst": ["al", "di"]})).to_pydict()
+    {'vertex': ['al', 'bo', 'cy', 'di'], 'component': ['al', 'al', 'cy', 'cy']}
     """
-    if type(edges).__module__.startswith("pyspark"):
-        from ..spark import transform
-        from .spark_edges import spark_edges
+    from .front import ID, Algorithm, run_graph
 
-        return transform(spark_edges(edges, src, dst), lambda scope, batches: components(batches),
-                         "vertex long, component long", workers=workers or 2, timeout=timeout)
-    return _local(edges, src, dst, workers or 1, processes, timeout)
-
-
-def _local(edges: Any, src: str, dst: str, workers: int, processes: int, timeout: Optional[float]) -> Any:
-    import pyarrow as pa
-
-    from .local import run_local
-
-    return run_local(edges, src, dst, lambda scope, batches: components(batches),
-                     pa.schema([("vertex", pa.int64()), ("component", pa.int64())]), workers, processes, timeout)
+    algorithm = Algorithm(lambda batches, a, b, seeds: components(batches, a, b), [("vertex", ID), ("component", ID)])
+    return run_graph(edges, algorithm, src, dst, workers, processes, timeout)

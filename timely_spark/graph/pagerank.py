@@ -24,7 +24,8 @@ from ..dataflow import OperatorBuilder
 from ..dataflow.operators.exchange_by import ExchangeBy, check_batch
 from ..dataflow.operators.key_hash import destinations
 from ..progress import Product, less_equal, sort_key
-from .components_columnar import GraphInputError, edge_arrays
+from ..runtime import check_count, check_fraction, check_positive
+from .components_columnar import edge_arrays
 from .unique import sorted_unique
 
 if TYPE_CHECKING:
@@ -88,13 +89,10 @@ class _State:
         return pos
 
 
-def _check_parameters(iterations: int, damping: float, tolerance: Optional[float]) -> None:
-    if not isinstance(iterations, int) or iterations < 1:
-        raise GraphInputError(f"iterations must be an int >= 1, got {iterations!r}", "iterations")
-    if not 0 <= damping <= 1:
-        raise GraphInputError(f"damping must be in [0, 1], got {damping!r}", "damping")
-    if tolerance is not None and not tolerance > 0:
-        raise GraphInputError(f"tolerance must be > 0, got {tolerance!r}", "tolerance")
+def _check_parameters(iterations: Any, damping: Any, tolerance: Any) -> None:
+    check_count("iterations", iterations)
+    check_fraction("damping", damping)
+    check_positive("tolerance", tolerance)
 
 
 def pagerank_stream(edges: "Stream", iterations: int = 20, damping: float = 0.85,
@@ -228,30 +226,24 @@ def pagerank(edges: Any, iterations: int = 20, damping: float = 0.85, tolerance:
     A Spark DataFrame runs on ``workers`` barrier workers (default 2) and returns a
     DataFrame lazily; a ``pyarrow.Table`` / pandas DataFrame runs on ``workers`` local
     threads in each of ``processes`` processes and returns the same kind, sorted by vertex.
-    Missing columns, null or non-integer ids, ``iterations`` < 1, ``damping`` outside
-    [0, 1] raise :class:`~.components_columnar.GraphInputError` (on Spark, null ids come
-    from the workers as ``WorkerError`` with it as ``cause``).
+    Ids of any type :mod:`.front` takes (strings...) come back as they were given.
+    Missing columns, null ids or ids of a type not taken raise
+    :class:`~.components_columnar.GraphInputError` (on Spark, null ids come from the
+    workers as ``WorkerError`` with it as ``cause``); ``iterations`` that is not a
+    whole number >= 1, ``damping`` outside [0, 1], a ``tolerance`` that is not positive
+    raise :class:`~timely_spark.errors.ParameterError` naming the parameter.
 
     >>> import pyarrow as pa
     >>> r = pagerank(pa.table({"src": [1, 1, 2], "dst": [2, 3, 3]}))
     >>> r["vertex"].to_pylist(), round(sum(r["rank"].to_pylist()), 12)
     ([1, 2, 3], 1.0)
     """
+    from .front import ID, Algorithm, run_graph
+
     _check_parameters(iterations, damping, tolerance)
-
-    def build(scope: Any, batches: Any) -> Any:
-        return pagerank_stream(batches, iterations, damping, tolerance)
-
-    if type(edges).__module__.startswith("pyspark"):
-        from ..spark import transform
-        from .spark_edges import spark_edges
-
-        return transform(spark_edges(edges, src, dst), build, "vertex long, rank double", workers=workers or 2,
-                         timeout=timeout)
-    from .local import run_local
-
-    return run_local(edges, src, dst, build, pa.schema([("vertex", pa.int64()), ("rank", pa.float64())]),
-                     workers or 1, processes, timeout)
+    algorithm = Algorithm(lambda batches, a, b, seeds: pagerank_stream(batches, iterations, damping, tolerance, a, b),
+                          [("vertex", ID), ("rank", pa.float64())])
+    return run_graph(edges, algorithm, src, dst, workers, processes, timeout)
 
 
 def pagerank_reference(src: np.ndarray, dst: np.ndarray, iterations: int = 20, damping: float = 0.85) -> dict:

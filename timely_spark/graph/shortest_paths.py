@@ -12,7 +12,7 @@ Loop rounds of an outer time ``T``: 0 new edges in (a restart is broadcast);
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -93,6 +93,14 @@ def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optio
     {'vertex': [2, 3, 4], 'source': [2, 2, 2], 'distance': [0, 1, 2]}
     """
     wanted = _sources(sources)
+    return paths_from_seeds(edges, lambda outer: (wanted, wanted), weight, src, dst)
+
+
+def paths_from_seeds(edges: "Stream", seeds: Callable[[Any], tuple], weight: Optional[str] = None,
+                     src: str = "src", dst: str = "dst") -> "Stream":
+    """:func:`shortest_paths_stream` with the sources given per outer time by
+    ``seeds(time)`` -> ``(vertices, labels)``: each source vertex and the int64 label
+    its paths carry in the ``source`` column."""
     scope = edges.scope
     name = "ShortestPaths"
 
@@ -124,9 +132,11 @@ def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optio
                 c = np.concatenate([empty] + [p[2] for p in mine])
                 w = np.concatenate([np.zeros(0)] + [p[3] for p in mine])
                 rounds[outer] = _Round(a, c, w)
-                seeds = wanted[np.isin(wanted, np.concatenate([a, c]))]
-                if len(seeds):
-                    out_msgs.session(cap).give_batch([_msgs(seeds, seeds, np.zeros(len(seeds)), PROPOSAL)])
+                vertices, labels = seeds(outer)
+                present = np.isin(vertices, np.concatenate([a, c]))
+                if present.any():
+                    out_msgs.session(cap).give_batch([_msgs(vertices[present], labels[present],
+                                                            np.zeros(int(present.sum())), PROPOSAL)])
                 return
             state = rounds.get(outer)
             if state is None or not msg_parts:
@@ -206,77 +216,53 @@ def _weighted(batch: pa.RecordBatch, src: str, dst: str, weight: Optional[str], 
     if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)) or column.null_count:
         raise GraphInputError(f"{operator}: weight column {weight!r} must be numeric without nulls", weight)
     w = column.to_numpy(zero_copy_only=False).astype(np.float64)
-    if len(w) and (np.isnan(w).any() or w.min() < 0):
-        raise GraphInputError(f"{operator}: weight column {weight!r} has negative or NaN weights", weight)
+    check_weights(w, weight, f"{operator}: ")
     return a, c, w
 
 
-def shortest_paths(edges: Any, sources: Sequence[int], weight: Optional[str] = None, src: str = "src",
+def check_weights(w: np.ndarray, weight: str, where: str = "") -> None:
+    """GraphInputError naming the ``weight`` column if a weight is negative, NaN or infinite.
+
+    >>> check_weights(np.array([1.0, np.inf]), "w")
+    Traceback (most recent call last):
+    ...
+    timely_spark.graph.components_columnar.GraphInputError: weight column 'w' has 1 negative, NaN or infinite \
+weights (weights must be finite and >= 0)
+    """
+    bad = int(np.count_nonzero(~(np.isfinite(w) & (w >= 0))))
+    if bad:
+        raise GraphInputError(f"{where}weight column {weight!r} has {bad} negative, NaN or infinite weights "
+                              f"(weights must be finite and >= 0)", weight)
+
+
+def shortest_paths(edges: Any, sources: Sequence[Any], weight: Optional[str] = None, src: str = "src",
                    dst: str = "dst", workers: Optional[int] = None, processes: int = 1,
                    timeout: Optional[float] = None) -> Any:
     """``(vertex, source, distance)`` for each source and each vertex it reaches along
     directed edges: hop counts when ``weight`` is None, else minimum sums of the
-    non-negative ``weight`` column.  A source that is not a vertex of the graph, a
-    negative weight, a missing column raise :class:`~.components_columnar.GraphInputError`
-    (on Spark, what only the data shows -- null ids, negative weights -- comes from the
-    workers as ``WorkerError`` with the GraphInputError as ``cause``; see :mod:`.spark_edges`).
+    non-negative, finite ``weight`` column.  Ids of any type :mod:`.front` takes
+    (strings...; ``sources`` of the same type) come back as given.  A source that is
+    not a vertex of the graph, a negative or infinite weight, a missing column raise
+    :class:`~.components_columnar.GraphInputError` (on Spark, what only the data shows --
+    null ids, bad weights, missing sources -- comes from the workers when the result
+    runs, as ``WorkerError`` with the GraphInputError as ``cause``).
 
-    Spark DataFrame in: ``workers`` barrier workers (default 2), a DataFrame out
-    (checking the sources runs one small Spark job first); ``pyarrow.Table`` / pandas in:
-    local threads x ``processes``, the same kind out, sorted by vertex, source.
+    Spark DataFrame in: ``workers`` barrier workers (default 2), a DataFrame out, lazily
+    (calling this runs no Spark job); ``pyarrow.Table`` / pandas in: local threads x
+    ``processes``, the same kind out, sorted by vertex, source.
 
     >>> import pyarrow as pa
     >>> shortest_paths(pa.table({"src": [1, 2, 1], "dst": [2, 3, 3], "w": [1.0, 1.0, 5.0]}), [1], "w").to_pydict()
     {'vertex': [1, 2, 3], 'source': [1, 1, 1], 'distance': [0.0, 1.0, 2.0]}
     """
-    wanted = _sources(sources)
-    if weight in ("src", "dst") and weight not in (src, dst):
-        raise GraphInputError(f"the weight column cannot be named {weight!r}, the name the graph gives its "
-                              f"{weight} ids: rename it", weight)
+    from .front import ID, Algorithm, run_graph
 
-    def build(scope: Any, batches: Any) -> Any:
-        return shortest_paths_stream(batches, wanted.tolist(), weight)
-
+    if weight is not None and weight in (src, dst):
+        raise GraphInputError(f"the weight column cannot be an id column ({weight!r})", weight)
     kind = pa.int64() if weight is None else pa.float64()
-    if type(edges).__module__.startswith("pyspark"):
-        from pyspark.sql import functions as F
-
-        from ..spark import transform
-        from .spark_edges import spark_edges
-
-        edges = spark_edges(edges, src, dst, weight)
-        present = edges.select(F.col("src").alias("v")).union(edges.select("dst")).where(
-            F.col("v").isin(wanted.tolist())).distinct().collect()
-        _check_present(wanted, np.array([r.v for r in present], np.int64))
-        schema = f"vertex long, source long, distance {'long' if weight is None else 'double'}"
-        return transform(edges, build, schema, workers=workers or 2, timeout=timeout)
-
-    from .components_columnar import check_table
-    from .local import run_local
-
-    table = edges if isinstance(edges, pa.Table) else pa.Table.from_pandas(edges, preserve_index=False)
-    check_table(table, src, dst)
-    if weight is not None:
-        if weight not in table.column_names:
-            raise GraphInputError(f"no weight column {weight!r} (columns: {', '.join(table.column_names)})", weight)
-        column = table[weight]
-        if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)) or column.null_count:
-            raise GraphInputError(f"weight column {weight!r} must be numeric without nulls", weight)
-        w = column.to_numpy().astype(np.float64)
-        if len(w) and (np.isnan(w).any() or w.min() < 0):
-            raise GraphInputError(f"weight column {weight!r} has negative or NaN weights", weight)
-    ids = np.concatenate([table[src].to_numpy(), table[dst].to_numpy()]) if table.num_rows else np.zeros(0, np.int64)
-    _check_present(wanted, ids)
-    schema = pa.schema([("vertex", pa.int64()), ("source", pa.int64()), ("distance", kind)])
-    result = run_local(table, src, dst, build, schema, workers or 1, processes, timeout,
-                       extra=() if weight is None else (weight,))
-    return result if isinstance(edges, pa.Table) else result.to_pandas()
-
-
-def _check_present(wanted: np.ndarray, ids: np.ndarray) -> None:
-    missing = wanted[~np.isin(wanted, ids)]
-    if len(missing):
-        raise GraphInputError(f"sources not in the graph: {missing[:10].tolist()}", "sources")
+    algorithm = Algorithm(lambda batches, a, b, seeds: paths_from_seeds(batches, seeds, weight, a, b),
+                          [("vertex", ID), ("source", ID), ("distance", kind)], keys=2)
+    return run_graph(edges, algorithm, src, dst, workers, processes, timeout, weight, sources)
 
 
 def dijkstra_reference(src: Sequence[int], dst: Sequence[int], sources: Sequence[int],

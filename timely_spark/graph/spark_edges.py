@@ -1,10 +1,11 @@
 """An edge list given as a Spark DataFrame, checked on the driver and shaped for the workers.
 
 What the schema can tell is checked here, before any Spark job: a missing column, ids
-that are not whole numbers, weights that are not numbers -- each a
+of a type the graph functions do not take, weights that are not numbers -- each a
 :class:`~.components_columnar.GraphInputError` naming the column.  What only the data
-can tell (null ids, negative weights) is checked by the workers and reaches the
-driver as ``WorkerError`` whose ``cause`` is the ``GraphInputError``.
+can tell (null ids, negative or infinite weights, sources not in the graph) is checked
+by the workers and reaches the driver as ``WorkerError`` whose ``cause`` is the
+``GraphInputError``.
 """
 
 from __future__ import annotations
@@ -13,32 +14,51 @@ from typing import Any, Optional
 
 from .components_columnar import GraphInputError
 
-__all__ = ["spark_edges"]
+__all__ = ["spark_edges", "quoted"]
+
+SPARK_IDS = "integers, strings, binaries or dates"
 
 
-def spark_edges(edges: Any, src: str, dst: str, weight: Optional[str] = None) -> Any:
-    """``edges`` as a DataFrame of ``src``, ``dst`` (long) and, if given, the ``weight``
-    column under its own name (double); GraphInputError naming a missing column, an id
-    column that is not of an integer type, or a weight column that is not numeric.
-    Runs no Spark job.
+def quoted(name: str) -> str:
+    """``name`` as a Spark column reference that means exactly that column (dots and
+    backticks included).
 
-        spark_edges(spark.createDataFrame([(1, 2)], "a int, b int"), "a", "b").columns   # ['src', 'dst']
+    >>> quoted("a.b"), quoted("x`y")
+    ('`a.b`', '`x``y`')
+    """
+    return "`" + name.replace("`", "``") + "`"
+
+
+def spark_edges(edges: Any, src: str, dst: str, weight: Optional[str] = None) -> tuple[Any, Any]:
+    """``(DataFrame, id type)``: ``edges`` with just the ``src``, ``dst`` and (if given)
+    ``weight`` columns, renamed ``src``, ``dst``, ``weight`` (PySpark's ``mapInArrow``
+    cannot take dotted names; the workers give the user's names back) -- integer ids as
+    long, other ids (strings, binaries, dates) as they are, the weight as double -- and
+    the Spark type of the ids.  GraphInputError naming a missing column, ids of another type or of two
+    types, or weights that are not numbers.  Runs no Spark job.
+
+        spark_edges(spark.createDataFrame([(1, 2)], "a int, b int"), "a", "b")[0].columns   # ['src', 'dst']
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import ByteType, IntegerType, LongType, NumericType, ShortType
+    from pyspark.sql.types import BinaryType, DateType, IntegralType, LongType, NumericType, StringType
 
     types = {f.name: f.dataType for f in edges.schema.fields}
     for name in [src, dst] + ([weight] if weight else []):
         if name not in types:
             raise GraphInputError(f"no column {name!r} in the edges (columns: {', '.join(edges.columns)})", name)
     for name in (src, dst):
-        if not isinstance(types[name], (ByteType, ShortType, IntegerType, LongType)):
-            raise GraphInputError(f"vertex ids must be integers, but column {name!r} is "
+        if not isinstance(types[name], (IntegralType, StringType, BinaryType, DateType)):
+            raise GraphInputError(f"vertex ids must be {SPARK_IDS}, but column {name!r} is "
                                   f"{types[name].simpleString()}", name)
-    columns = [F.col(src).cast("long").alias("src"), F.col(dst).cast("long").alias("dst")]
+    integral = all(isinstance(types[n], IntegralType) for n in (src, dst))
+    if not integral and types[src] != types[dst]:
+        raise GraphInputError(f"columns {src!r} and {dst!r} hold ids of two types ({types[src].simpleString()}, "
+                              f"{types[dst].simpleString()}): give both one type", dst)
+    id_type = LongType() if integral else types[src]
+    columns = [F.col(quoted(n)).cast(id_type).alias(a) for n, a in ((src, "src"), (dst, "dst"))]
     if weight:
         if not isinstance(types[weight], NumericType):
             raise GraphInputError(f"weights must be numbers, but column {weight!r} is "
                                   f"{types[weight].simpleString()}", weight)
-        columns.append(F.col(weight).cast("double").alias(weight))
-    return edges.select(*columns)
+        columns.append(F.col(quoted(weight)).cast("double").alias("weight"))
+    return edges.select(*columns), id_type

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from ..errors import SparkSetupError
+from ..runtime import check_count
 
 __all__ = ["SparkSetupError", "check_session", "task_slots"]
 
@@ -48,8 +49,7 @@ def check_session(spark: Any, workers: int, wait: float = 60.0) -> Any:
     starting).  Returns the SparkContext.  (Over Spark Connect there is none:
     ``transform`` then leaves the slot check to Spark.)
     """
-    if workers < 1:
-        raise SparkSetupError(f"need at least one worker, not {workers}")
+    check_count("workers", workers)
     sc = _spark_context(spark)
     try:
         stopped = sc._jsc is None or sc._jsc.sc().isStopped()

@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional
 import cloudpickle
 
 from ..errors import RunTimeout, SparkJobError, TimelyError, most_telling, picklable
-from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, check_timeout, new_secret
+from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, check_count, check_timeout, new_secret
 from .barrier import run_in_barrier_task
 from .cancel import cancelled_on_interrupt_or_deadline
 from .job_errors import chained, spark_summary, timely_cause
@@ -65,8 +65,7 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
 
         results = ts.spark.run(spark, lambda worker: worker.index, workers=2)   # [0, 1]
     """
-    if max_attempts < 1:
-        raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+    check_count("max_attempts", max_attempts)
     timeout = check_timeout("timeout", timeout)
     peer_timeout = check_timeout("peer_timeout", peer_timeout, allow_none=False)  # type: ignore[assignment]
     sc = check_session(spark, 1 if workers is None else workers)
