@@ -11,7 +11,8 @@ __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "Operat
            "WorkerFailure", "RunTimeout", "ParameterError", "RemoteError", "ReportedError",
            "operator_of", "most_telling", "picklable",
            "describe_error", "rebuild_error", "type_name", "EventLogError",
-           "EventStreamError", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError"]
+           "EventStreamError", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError",
+           "GraphInputError"]
 
 
 class TimelyError(Exception):
@@ -172,6 +173,14 @@ class SparkSetupError(TimelyError):
 
 class EventStreamError(TimelyError):
     """A frame that fails its HMAC, or a stream that is not an event stream."""
+
+
+class GraphInputError(TimelyError, ValueError):
+    """Bad graph input; ``what`` names the column or value at fault."""
+
+    def __init__(self, message: str, what: str = "") -> None:
+        super().__init__(message)
+        self.what = what
 
 
 class WorkerAborted(TimelyError):

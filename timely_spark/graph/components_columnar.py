@@ -18,21 +18,13 @@ import pyarrow as pa
 
 from ..dataflow import OperatorBuilder
 from ..dataflow.operators.exchange_by import ExchangeBy, check_batch, check_columns
-from ..errors import TimelyError
+from ..errors import GraphInputError
 from ..progress import sort_key
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
 
 __all__ = ["GraphInputError", "forest", "components", "edge_arrays"]
-
-
-class GraphInputError(TimelyError, ValueError):
-    """Bad graph input; ``what`` names the column or value at fault."""
-
-    def __init__(self, message: str, what: str = "") -> None:
-        super().__init__(message)
-        self.what = what
 
 
 def edge_arrays(batch: pa.RecordBatch, src: str, dst: str, operator: str) -> tuple[np.ndarray, np.ndarray]:
