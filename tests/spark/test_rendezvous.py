@@ -223,16 +223,19 @@ class IdleConnections:
         self.thread = threading.Thread(target=self._hold, daemon=True)
 
     def _hold(self):
-        import select
+        import selectors
 
-        while not self.stop.is_set():
-            while len(self.socks) < self.count:
-                self.socks.append(socket.create_connection(self.address, timeout=10))
-                self.opened += 1
-            readable, _, _ = select.select(self.socks, [], [], 0.05)
-            for sock in readable:               # dropped by the driver: hold another one
-                sock.close()
-                self.socks.remove(sock)
+        with selectors.DefaultSelector() as held:      # not select(): descriptors here may pass 1024
+            while not self.stop.is_set():
+                while len(self.socks) < self.count:
+                    sock = socket.create_connection(self.address, timeout=10)
+                    self.socks.append(sock)
+                    held.register(sock, selectors.EVENT_READ)
+                    self.opened += 1
+                for key, _ in held.select(0.05):        # dropped by the driver: hold another one
+                    held.unregister(key.fileobj)
+                    key.fileobj.close()
+                    self.socks.remove(key.fileobj)
 
     def __enter__(self):
         self.thread.start()
