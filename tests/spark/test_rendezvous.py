@@ -212,6 +212,27 @@ def test_a_retried_stage_meets_only_its_own_attempt():
     service.close(ticket)
 
 
+def test_tasks_spark_could_not_place_meet_with_those_it_could():
+    service = DriverRendezvous("127.0.0.1")              # the scheduler places only task 1 (attempt 0)
+    service.attempt_of = lambda stage, task: 0 if task == 1 else None
+    ticket = service.open(b"s" * 32, wait=20)
+    results, errors = meet_all(ticket, 3)
+    assert not errors, errors
+    assert results == {i: [("127.0.0.1", 5000 + j) for j in range(3)] for i in range(3)}
+    service.close(ticket)
+
+
+def test_a_task_whose_answer_was_lost_gets_it_again():
+    service = DriverRendezvous("127.0.0.1")
+    ticket = service.open(b"s" * 32, wait=5)
+    first, errors = meet_all(ticket, 2)
+    assert not errors
+    # task 1's answer never reached it: it registers again, as meet() does after a lost connection
+    again = meet(ticket, 1, 1, 1, 2, "127.0.0.1", 5001)[0]
+    assert again == first[1] == [("127.0.0.1", 5000), ("127.0.0.1", 5001)]
+    service.close(ticket)
+
+
 class IdleConnections:
     """A loopback client holding ``count`` connections to the rendezvous that never say
     a word, opening a new one whenever the driver drops one."""

@@ -35,7 +35,7 @@ def edge_arrays(batch: pa.RecordBatch, src: str, dst: str, operator: str) -> tup
     >>> edge_arrays(pa.record_batch({"a": pa.array([2**63], pa.uint64()), "b": [1]}), "a", "b", "Op")
     Traceback (most recent call last):
     ...
-    timely_spark.graph.components_columnar.GraphInputError: Op: column 'a' holds uint64 ids >= 2**63, which \
+    timely_spark.errors.GraphInputError: Op: column 'a' holds uint64 ids >= 2**63, which \
 do not fit int64: pass ids of any type to ts.graph.connected_components, pagerank or shortest_paths
     """
     check_columns(batch, [src, dst], operator)

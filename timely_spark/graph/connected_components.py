@@ -111,7 +111,7 @@ def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers
     strings, binaries, dates (see :mod:`.front`): the result holds the caller's ids,
     and "smallest" is the order of their type (byte order for strings).  Missing
     columns, null ids or ids of a type not taken raise
-    :class:`~.components_columnar.GraphInputError`, a bad ``workers``/``processes``/``timeout``
+    :class:`~timely_spark.errors.GraphInputError`, a bad ``workers``/``processes``/``timeout``
     :class:`~timely_spark.errors.ParameterError` (on Spark, null ids come from the
     workers as ``WorkerError`` with the GraphInputError as ``cause``); no edges give an
     empty result.  ``timeout`` bounds the run (:class:`~timely_spark.errors.RunTimeout`).

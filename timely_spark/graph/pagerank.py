@@ -228,7 +228,7 @@ def pagerank(edges: Any, iterations: int = 20, damping: float = 0.85, tolerance:
     threads in each of ``processes`` processes and returns the same kind, sorted by vertex.
     Ids of any type :mod:`.front` takes (strings...) come back as they were given.
     Missing columns, null ids or ids of a type not taken raise
-    :class:`~.components_columnar.GraphInputError` (on Spark, null ids come from the
+    :class:`~timely_spark.errors.GraphInputError` (on Spark, null ids come from the
     workers as ``WorkerError`` with it as ``cause``); ``iterations`` that is not a
     whole number >= 1, ``damping`` outside [0, 1], a ``tolerance`` that is not positive
     raise :class:`~timely_spark.errors.ParameterError` naming the parameter.

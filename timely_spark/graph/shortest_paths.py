@@ -226,7 +226,7 @@ def check_weights(w: np.ndarray, weight: str, where: str = "") -> None:
     >>> check_weights(np.array([1.0, np.inf]), "w")
     Traceback (most recent call last):
     ...
-    timely_spark.graph.components_columnar.GraphInputError: weight column 'w' has 1 negative, NaN or infinite \
+    timely_spark.errors.GraphInputError: weight column 'w' has 1 negative, NaN or infinite \
 weights (weights must be finite and >= 0)
     """
     bad = int(np.count_nonzero(~(np.isfinite(w) & (w >= 0))))
@@ -243,7 +243,7 @@ def shortest_paths(edges: Any, sources: Sequence[Any], weight: Optional[str] = N
     non-negative, finite ``weight`` column.  Ids of any type :mod:`.front` takes
     (strings...; ``sources`` of the same type) come back as given.  A source that is
     not a vertex of the graph, a negative or infinite weight, a missing column raise
-    :class:`~.components_columnar.GraphInputError` (on Spark, what only the data shows --
+    :class:`~timely_spark.errors.GraphInputError` (on Spark, what only the data shows --
     null ids, bad weights, missing sources -- comes from the workers when the result
     runs, as ``WorkerError`` with the GraphInputError as ``cause``).
 

@@ -2,7 +2,7 @@
 
 What the schema can tell is checked here, before any Spark job: a missing column, ids
 of a type the graph functions do not take, weights that are not numbers -- each a
-:class:`~.components_columnar.GraphInputError` naming the column.  What only the data
+:class:`~timely_spark.errors.GraphInputError` naming the column.  What only the data
 can tell (null ids, negative or infinite weights, sources not in the graph) is checked
 by the workers and reaches the driver as ``WorkerError`` whose ``cause`` is the
 ``GraphInputError``.

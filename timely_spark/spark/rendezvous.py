@@ -154,6 +154,10 @@ def scheduler_attempts(sc: Any) -> Callable[[int, int], Optional[int]]:
     return attempt_of
 
 
+#: The stage attempt of a task Spark's scheduler could not place (before any task it could).
+_UNKNOWN = -1
+
+
 class _Group:
     """The tasks of one attempt of one stage of one job that have registered so far."""
 
@@ -162,7 +166,6 @@ class _Group:
         self.deadline = deadline
         self.entries: dict[int, tuple[object, list]] = {}    # index -> (registration, [host, port])
         self.answer: Optional[list] = None
-        self.taken = 0
         self.superseded: Optional[int] = None      # the stage attempt that replaced this one
 
 
@@ -309,9 +312,9 @@ class DriverRendezvous:
 
     def _answer(self, token: bytes, job: _Job, request: dict) -> dict:
         stage, task = int(request["stage"]), int(request["task"])
-        attempt = self.attempt_of(stage, task)
-        if attempt is None:          # Spark did not say: every such task counts as one attempt
-            attempt = -1
+        known = self.attempt_of(stage, task)
+        with self._cond:             # Spark did not say: the stage's newest attempt (-1 if none is known yet)
+            attempt = known if known is not None else self._attempts.get((token, stage), _UNKNOWN)
         if request["kind"] == "failed":
             failure = rebuild_error(request["error"])        # plain data: nothing is unpickled
             with self._cond:
@@ -329,6 +332,11 @@ class DriverRendezvous:
         key = (token, stage, attempt)
         with self._cond:
             newest = self._attempts.get((token, stage), attempt)
+            if newest == _UNKNOWN and attempt != _UNKNOWN:   # tasks Spark could not place join this attempt
+                unknown = self._groups.pop((token, stage, _UNKNOWN), None)
+                if unknown is not None and key not in self._groups:
+                    self._groups[key] = unknown
+                newest = attempt
             if attempt < newest:
                 return {"error": f"stage {stage} attempt {attempt} was superseded by attempt {newest}"}
             if attempt > newest:       # Spark retried the stage: no task may meet an earlier attempt's
@@ -337,6 +345,9 @@ class DriverRendezvous:
                 self._cond.notify_all()
             self._attempts[(token, stage)] = attempt
             group = self._groups.get(key)
+            if (group is not None and group.answer is not None and index in group.entries
+                    and group.entries[index][1] == address):
+                return {"addresses": group.answer, "attempt": attempt}     # its answer was lost: again
             if group is None or group.answer is not None or group.workers != workers:
                 group = self._groups[key] = _Group(workers, time.monotonic() + wait)
             group.entries[index] = (me, address)     # a retried task replaces its earlier registration
@@ -357,10 +368,7 @@ class DriverRendezvous:
                     return {"error": f"only {len(group.entries)} of {workers} tasks reached the driver's "
                                      f"rendezvous within {wait:g} s (missing: {missing})"}
                 self._cond.wait(min(left, POLL_INTERVAL))
-            group.taken += 1
-            if group.taken == workers and self._groups.get(key) is group:
-                del self._groups[key]
-            return {"addresses": group.answer, "attempt": attempt}
+            return {"addresses": group.answer, "attempt": attempt}     # kept (to answer again) until closed
 
 
 _services: dict[tuple[str, Optional[str]], DriverRendezvous] = {}
