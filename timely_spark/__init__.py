@@ -61,7 +61,7 @@ from .progress import Product
 from .runtime import Config
 
 if TYPE_CHECKING:
-    from . import spark
+    from . import spark as spark
 
 
 def __getattr__(name: str) -> Any:
@@ -73,6 +73,8 @@ def __getattr__(name: str) -> Any:
         return importlib.import_module(".spark", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
+# ``spark`` is left out: ``from timely_spark import *`` must work without PySpark
 __all__ = [
     "BranchOut", "BuildError", "Capability", "CapabilityError", "CapabilitySet", "Config", "CycleError",
     "Exchange", "InputCapability", "InputHandle", "InputPort", "LoopHandle", "Notificator", "OkErrOut",
@@ -80,5 +82,5 @@ __all__ = [
     "RemoteError",
     "RunTimeout", "Scope", "Stream",
     "TimelyError", "Vertex", "Worker", "WorkerError", "WorkerFailure", "__version__", "capture", "example",
-    "execute", "execute_from_args", "graph", "logging", "progress", "source", "spark", "stable_hash", "sync",
+    "execute", "execute_from_args", "graph", "logging", "progress", "source", "stable_hash", "sync",
 ]

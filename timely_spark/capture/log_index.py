@@ -174,8 +174,8 @@ def _summarize(file: Path, stat: tuple, meta: dict, table: Any) -> PartSummary:
     else:
         plain, counts = time_counts(table["time"].filter(pa.array(is_data)))
         progress_times = table["time"].take(pa.array(on_progress)).to_pylist()
-    diffs = table["diff"].to_pylist()
-    updates = [(timestamp.from_plain(t, desc), int(diffs[i])) for t, i in zip(progress_times, on_progress)]
+    diffs = table["diff"].take(pa.array(on_progress)).to_pylist()        # the progress rows' only
+    updates = [(timestamp.from_plain(t, desc), int(d)) for t, d in zip(progress_times, diffs)]
     return PartSummary(str(file), int(meta["worker"]), str(meta["stream"]), stat,
                        [timestamp.from_plain(t, desc) for t in plain], plain, counts, updates)
 

@@ -28,12 +28,14 @@ import numbers
 import pickle
 from typing import Any, Optional
 
+import numpy as np
+
 from ..errors import EventLogError
 
 __all__ = ["RecordColumns", "layout_of"]
 
 _SCALARS = (bool, int, float, str, bytes, type(None))
-_KINDS = (("bool", bool), ("int", int), ("float", float), ("str", str), ("bytes", bytes),
+_KINDS = (("bool", bool), ("bool", np.bool_), ("int", int), ("float", float), ("str", str), ("bytes", bytes),
           ("int", numbers.Integral), ("float", numbers.Real))
 _SCALAR_KINDS = {"bool", "int", "float", "str", "bytes"}
 _SHAPES = {"dict": "dicts of scalars", "tuple": "tuples of scalars", "value": "scalars",

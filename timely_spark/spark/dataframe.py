@@ -95,8 +95,8 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
 
     Lazy, like any DataFrame transformation: calling it runs no Spark job.  With
     ``workers=N`` the input is repartitioned to N partitions (N workers); by default
-    the input's partitions are kept when they fit in the task slots, and coalesced to
-    the slots otherwise.  ``timeout`` bounds each worker's run; ``peer_timeout`` is how
+    the input's partitions are kept when they fit in the task slots, and repartitioned
+    to the slots otherwise.  ``timeout`` bounds each worker's run; ``peer_timeout`` is how
     long a worker may stay silent.  Runs as ``mapInArrow(..., barrier=True)``, so it
     also works over Spark Connect.  Before planning, ``SparkSetupError`` if the session
     cannot run ``workers`` barrier tasks at once.
@@ -105,7 +105,8 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     a worker's error as ``WorkerError`` (worker, operator, original traceback), an
     output that does not fit ``schema`` as ``SchemaMismatch``, executors that cannot
     import the package as ``SparkSetupError`` -- each with Spark's error as its
-    ``__cause__`` (over Spark Connect, Spark's error, whose text holds the cause).
+    ``__cause__`` (``__context__`` for ``SparkSetupError``; over Spark Connect, Spark's
+    error, whose text holds the cause).  A bad ``workers`` is a ``ParameterError``.
 
         counts = ts.spark.transform(
             words_df,

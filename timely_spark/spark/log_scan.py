@@ -119,7 +119,11 @@ def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
         columns = [data["time"], pa.array(np.full(data.num_rows, scan.worker, np.int64))]
         columns += [data[name] for name in records if name not in RESERVED]
         _check_kinds(scan.path, columns, target)
-        pending.append(pa.Table.from_arrays(columns, names=target.names).cast(target))
+        try:
+            pending.append(pa.Table.from_arrays(columns, names=target.names).cast(target))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise EventLogError(f"{scan.path}: its values do not fit the read schema ({exc}); an event log's "
+                                "values are read as they are (give the schema the log's own types)") from exc
         rows += data.num_rows
         if rows >= BATCH_ROWS:
             yield from _batches(pending)

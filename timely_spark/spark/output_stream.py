@@ -15,7 +15,7 @@ from collections import deque
 from typing import Callable, Iterator, Optional
 
 from ..errors import WorkerFailure
-from ..runtime import OUTPUT_BATCHES_IN_FLIGHT
+from ..runtime import OUTPUT_BATCHES_IN_FLIGHT, POLL_INTERVAL
 
 __all__ = ["OutputStream"]
 
@@ -62,14 +62,14 @@ class OutputStream:
         thread.start()
         while True:
             with self._cond:
-                while not self._waiting and not self._ended:
-                    self._cond.wait()
+                while not self._waiting and not self._ended and thread.is_alive():
+                    self._cond.wait(POLL_INTERVAL)
                 taken, ended = list(self._waiting), self._ended
                 self._waiting.clear()
                 self._cond.notify_all()
             if taken:
                 yield taken
-            elif ended:
+            elif ended or not thread.is_alive():
                 break
         if self._error is not None:
             raise self._error

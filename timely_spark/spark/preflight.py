@@ -43,7 +43,8 @@ def task_slots(sc: Any) -> int:
 
 
 def check_session(spark: Any, workers: int, wait: float = 60.0) -> Any:
-    """Raise SparkSetupError unless ``workers`` barrier tasks can run on ``spark`` now.
+    """Raise SparkSetupError unless ``workers`` barrier tasks can run on ``spark`` now
+    (ParameterError if ``workers`` is not a whole number >= 1).
 
     Waits up to ``wait`` seconds for executors to register (a cluster that is still
     starting).  Returns the SparkContext.  (Over Spark Connect there is none:

@@ -34,7 +34,8 @@ def after_barrier(df: Any, partitions: Optional[int]) -> Any:
         return df.repartition(F.spark_partition_id())
     partitions = max(partitions, 1)
     keys = F.array(*[F.lit(k) for k in keys_to_own_partitions(partitions)])
-    return df.repartition(partitions, keys[F.spark_partition_id()])
+    worker = F.spark_partition_id()          # more partitions than planned (never expected): any partition
+    return df.repartition(partitions, F.when(worker < partitions, keys[worker]).otherwise(worker))
 
 
 def keys_to_own_partitions(n: int) -> list[int]:
