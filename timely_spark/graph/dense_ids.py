@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 
 from ..dataflow import OperatorBuilder
 from ..dataflow.operators.exchange_by import ExchangeBy, check_batch
+from .broadcast import broadcast_keys
 from .components_columnar import GraphInputError
-from .pagerank import broadcast_keys
 
 if TYPE_CHECKING:
     from ..dataflow import Stream

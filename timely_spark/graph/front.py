@@ -22,11 +22,11 @@ from ..dataflow import OperatorBuilder
 from ..dataflow.operators.exchange_by import ExchangeBy, check_batch
 from ..errors import ParameterError
 from ..runtime import check_count, check_timeout
+from .broadcast import broadcast_keys
 from .components_columnar import GraphInputError
 from .dense_ids import decode_owned, encode_ids, id_array, min_labels
-from .pagerank import broadcast_keys
-from .shortest_paths import check_weights
 from .unique import sorted_unique
+from .weights import check_weights
 
 if TYPE_CHECKING:
     from ..dataflow import Stream

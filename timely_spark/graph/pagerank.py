@@ -22,9 +22,9 @@ import pyarrow as pa
 
 from ..dataflow import OperatorBuilder
 from ..dataflow.operators.exchange_by import ExchangeBy, check_batch
-from ..dataflow.operators.key_hash import destinations
 from ..progress import Product, less_equal, sort_key
 from ..runtime import check_count, check_fraction, check_positive
+from .broadcast import broadcast_keys
 from .components_columnar import edge_arrays
 from .unique import sorted_unique
 
@@ -34,21 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["pagerank", "pagerank_stream", "pagerank_reference"]
 
 CONTRIB, EXISTS, COUNT, DANGLING, DELTA = 0, 1, 2, 3, 4
-
-
-def broadcast_keys(peers: int) -> np.ndarray:
-    """One int64 key per worker that ``ExchangeBy(["vertex"])`` sends to that worker."""
-    candidates = np.arange(-1, -64 * peers - 64, -1, dtype=np.int64)
-    dest = destinations(pa.record_batch({"vertex": candidates}), ["vertex"], peers)
-    keys = np.full(peers, 0, np.int64)
-    found = np.zeros(peers, bool)
-    for w in range(peers):
-        hit = np.flatnonzero(dest == w)
-        if len(hit):
-            keys[w], found[w] = candidates[hit[0]], True
-    if not found.all():
-        raise RuntimeError(f"no broadcast key found for {peers} workers")
-    return keys
 
 
 def _msgs(vertex: np.ndarray, value: np.ndarray, kind: int) -> pa.RecordBatch:

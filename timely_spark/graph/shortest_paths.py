@@ -20,9 +20,10 @@ import pyarrow as pa
 from ..dataflow import OperatorBuilder
 from ..dataflow.operators.exchange_by import ExchangeBy, check_batch
 from ..progress import Product, less_equal, sort_key
+from .broadcast import broadcast_keys
 from .components_columnar import GraphInputError, edge_arrays
-from .pagerank import broadcast_keys
 from .unique import sorted_unique
+from .weights import check_weights
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
@@ -218,21 +219,6 @@ def _weighted(batch: pa.RecordBatch, src: str, dst: str, weight: Optional[str], 
     w = column.to_numpy(zero_copy_only=False).astype(np.float64)
     check_weights(w, weight, f"{operator}: ")
     return a, c, w
-
-
-def check_weights(w: np.ndarray, weight: str, where: str = "") -> None:
-    """GraphInputError naming the ``weight`` column if a weight is negative, NaN or infinite.
-
-    >>> check_weights(np.array([1.0, np.inf]), "w")
-    Traceback (most recent call last):
-    ...
-    timely_spark.errors.GraphInputError: weight column 'w' has 1 negative, NaN or infinite \
-weights (weights must be finite and >= 0)
-    """
-    bad = int(np.count_nonzero(~(np.isfinite(w) & (w >= 0))))
-    if bad:
-        raise GraphInputError(f"{where}weight column {weight!r} has {bad} negative, NaN or infinite weights "
-                              f"(weights must be finite and >= 0)", weight)
 
 
 def shortest_paths(edges: Any, sources: Sequence[Any], weight: Optional[str] = None, src: str = "src",
