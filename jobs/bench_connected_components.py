@@ -18,8 +18,6 @@ import os
 import time
 from pathlib import Path
 
-from connected_components import random_edges  # beside this script
-
 import timely_spark as ts
 from timely_spark.graph import connected_components, union_find
 
@@ -53,7 +51,7 @@ def main() -> None:
 
     conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
     spark = ts.spark.get_session("bench connected components", master="local[2]", conf_dir=conf_dir)
-    edges_df = random_edges(spark, args.vertices, args.edges, args.seed).localCheckpoint()
+    edges_df = ts.graph.random_edges(spark, args.vertices, args.edges, args.seed).localCheckpoint()
     edges = [(r["src"], r["dst"]) for r in edges_df.collect()]
     def identity(df):
         return ts.spark.transform(df, lambda scope, batches: batches, "src long, dst long").count()

@@ -23,7 +23,6 @@ With ``--cold`` it skips steps 3 to 5, as the quick start does.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,8 +31,7 @@ START = time.perf_counter()
 import timely_spark as ts  # noqa: E402  (timed: the driver's import)
 
 IMPORTED = time.perf_counter()
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connected_components import random_edges  # noqa: E402
+from timely_spark.graph import random_edges  # noqa: E402
 
 
 def step(name: str, fn) -> None:

@@ -19,20 +19,6 @@ from pathlib import Path
 import timely_spark as ts
 
 
-def random_edges(spark, vertices: int, edges: int, seed: int, src: str = "src", dst: str = "dst",
-                 partitions=None):
-    """``edges`` random edges over ids ``0..vertices-1``: edge ``i`` is the row id ``i``
-    hashed with two seeds (Spark's xxhash64), so the graph is the same however the rows
-    are partitioned (``F.rand`` is seeded per partition: the graph would change with
-    the master's parallelism)."""
-    from pyspark.sql import functions as F
-
-    def pick(salt):
-        return F.pmod(F.xxhash64(F.lit(seed), F.lit(salt), F.col("id")), F.lit(vertices))
-
-    return spark.range(0, edges, 1, partitions).select(pick(0).alias(src), pick(1).alias(dst))
-
-
 def read_edges(spark, path: str):
     if path.endswith(".csv") or os.path.isfile(path) and not path.endswith(".parquet"):
         return spark.read.csv(path, header=True, inferSchema=True)
@@ -52,7 +38,7 @@ def main() -> None:
 
     conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
     spark = ts.spark.get_session("timely connected components", master=args.master, conf_dir=conf_dir)
-    edges = read_edges(spark, args.edges_path) if args.edges_path else random_edges(
+    edges = read_edges(spark, args.edges_path) if args.edges_path else ts.graph.random_edges(
         spark, args.vertices, args.edges, args.seed)
     start = time.perf_counter()
     labels = ts.graph.connected_components(edges, workers=args.workers)

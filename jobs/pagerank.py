@@ -14,8 +14,6 @@ import os
 import time
 from pathlib import Path
 
-from connected_components import random_edges  # beside this script
-
 import timely_spark as ts
 
 
@@ -42,7 +40,7 @@ def main() -> None:
         csv = path.endswith(".csv")
         edges = spark.read.csv(path, header=True, inferSchema=True) if csv else spark.read.parquet(path)
     else:
-        edges = random_edges(spark, args.vertices, args.edges, args.seed, args.src, args.dst)
+        edges = ts.graph.random_edges(spark, args.vertices, args.edges, args.seed, args.src, args.dst)
     start = time.perf_counter()
     ranks = ts.graph.pagerank(edges, iterations=args.iterations, damping=args.damping, tolerance=args.tolerance,
                               src=args.src, dst=args.dst, workers=args.workers)

@@ -15,8 +15,6 @@ import os
 import time
 from pathlib import Path
 
-from connected_components import random_edges  # beside this script
-
 import timely_spark as ts
 
 
@@ -42,7 +40,7 @@ def main() -> None:
         csv = path.endswith(".csv")
         edges = spark.read.csv(path, header=True, inferSchema=True) if csv else spark.read.parquet(path)
     else:
-        edges = random_edges(spark, args.vertices, args.edges, args.seed, args.src, args.dst)
+        edges = ts.graph.random_edges(spark, args.vertices, args.edges, args.seed, args.src, args.dst)
     sources = [int(s) for s in args.sources.split(",") if s.strip()]
     start = time.perf_counter()
     paths = ts.graph.shortest_paths(edges, sources, weight=args.weight, src=args.src, dst=args.dst,

@@ -107,11 +107,7 @@ def test_shortest_paths_job_reads_csv_with_weights_and_writes_exact_distances(tm
 
 @pytest.mark.timeout(180)
 def test_the_jobs_random_graph_does_not_depend_on_the_partitioning(spark):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("cc_job", ROOT / "jobs" / "connected_components.py")
-    job = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(job)
+    job = ts.graph
     graphs = [[(r.src, r.dst) for r in job.random_edges(spark, 1000, 4000, 7, partitions=p).collect()]
               for p in (1, 2, 3)]
     assert graphs[0] == graphs[1] == graphs[2]                # local[1], local[2], ... give the same edges

@@ -8,12 +8,14 @@
 * :func:`label_propagation` -- the same as a building block inside your own dataflow;
 * :func:`pagerank` / :func:`pagerank_stream` -- PageRank (``pagerank_reference``: numpy);
 * :func:`shortest_paths` / :func:`shortest_paths_stream` -- hop counts or weighted distances;
-* :func:`union_find` -- the plain single-threaded reference.
+* :func:`union_find` -- the plain single-threaded reference;
+* :func:`random_edges` -- a random edge list on Spark, the same on any partitioning.
 """
 
 from .components_columnar import GraphInputError, components, forest
 from .connected_components import connected_components, label_propagation
 from .pagerank import pagerank, pagerank_reference, pagerank_stream
+from .random_graph import random_edges
 from .shortest_paths import dijkstra_reference, shortest_paths, shortest_paths_stream
 from .union_find import find_root, union_find
 from .unique import sorted_unique
@@ -21,4 +23,4 @@ from .unique import sorted_unique
 __all__ = ["shortest_paths", "shortest_paths_stream", "dijkstra_reference",
            "pagerank", "pagerank_stream", "pagerank_reference",
            "components", "forest", "GraphInputError", "connected_components", "label_propagation",
-           "find_root", "union_find", "sorted_unique"]
+           "find_root", "union_find", "sorted_unique", "random_edges"]
