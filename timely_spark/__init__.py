@@ -27,6 +27,7 @@ from .dataflow import (
     Capability,
     CapabilitySet,
     Exchange,
+    ExchangeBy,
     InputCapability,
     InputHandle,
     InputPort,
@@ -77,7 +78,7 @@ def __getattr__(name: str) -> Any:
 # ``spark`` is left out: ``from timely_spark import *`` must work without PySpark
 __all__ = [
     "BranchOut", "BuildError", "Capability", "CapabilityError", "CapabilitySet", "Config", "CycleError",
-    "Exchange", "InputCapability", "InputHandle", "InputPort", "LoopHandle", "Notificator", "OkErrOut",
+    "Exchange", "ExchangeBy", "InputCapability", "InputHandle", "InputPort", "LoopHandle", "Notificator", "OkErrOut",
     "OperatorBuilder", "OperatorError", "OutputHandle", "ParameterError", "Pipeline", "ProbeHandle", "Product",
     "RemoteError",
     "RunTimeout", "Scope", "Stream",

@@ -1,12 +1,19 @@
-"""Workers, scopes, streams, channels, capabilities and operators."""
+"""Workers, scopes, streams, channels, capabilities and operators.
+
+For operators written on record batches (as ``ts.graph``'s are): ``ExchangeBy(keys)``,
+the pact routing rows by the hash of key columns; ``destinations(batch, keys, peers)``,
+the worker each row goes to; ``check_batch`` / ``check_columns``, the errors naming
+the operator that columnar operators raise for a row record or a missing column."""
 
 from .capability import Capability, CapabilitySet, InputCapability
 from .channels import Exchange, Pipeline, stable_hash
 from .input import InputHandle
 from .notificator import Notificator
 from .operator import OperatorBuilder, OperatorInfo
+from .operators.exchange_by import ExchangeBy, check_batch, check_columns
 from .operators.feedback import LoopHandle
 from .operators.generic import source
+from .operators.key_hash import destinations
 from .operators.split import BranchOut, OkErrOut
 from .ports import InputPort, OutputHandle
 from .probe import ProbeHandle
@@ -16,7 +23,8 @@ from .vertex import Vertex
 from .worker import Worker
 
 __all__ = [
-    "BranchOut", "Capability", "CapabilitySet", "Exchange", "InputCapability", "InputHandle", "InputPort",
+    "BranchOut", "Capability", "CapabilitySet", "Exchange", "ExchangeBy", "InputCapability", "InputHandle", "InputPort",
     "LoopHandle", "Notificator", "OkErrOut", "OperatorBuilder", "OperatorInfo", "OutputHandle", "Pipeline",
-    "ProbeHandle", "Scope", "Stream", "Vertex", "Worker", "source", "stable_hash",
+    "ProbeHandle", "Scope", "Stream", "Vertex", "Worker", "check_batch", "check_columns", "destinations",
+    "source", "stable_hash",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow.operators.key_hash import destinations
+from ..dataflow import destinations
 
 __all__ = ["broadcast_keys"]
 

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import OperatorBuilder
-from ..dataflow.operators.exchange_by import ExchangeBy, check_batch, check_columns
+from ..dataflow import ExchangeBy, OperatorBuilder, check_batch, check_columns
 from ..errors import GraphInputError
 from ..progress import sort_key
 

@@ -18,8 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..dataflow import OperatorBuilder
-from ..dataflow.operators.exchange_by import ExchangeBy, check_batch
+from ..dataflow import ExchangeBy, OperatorBuilder, check_batch
 from ..errors import ParameterError
 from ..runtime import check_count, check_timeout
 from .broadcast import broadcast_keys

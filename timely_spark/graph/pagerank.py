@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import OperatorBuilder
-from ..dataflow.operators.exchange_by import ExchangeBy, check_batch
+from ..dataflow import ExchangeBy, OperatorBuilder, check_batch
 from ..progress import Product, less_equal, sort_key
 from ..runtime import check_count, check_fraction, check_positive
 from .broadcast import broadcast_keys

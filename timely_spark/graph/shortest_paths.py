@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import OperatorBuilder
-from ..dataflow.operators.exchange_by import ExchangeBy, check_batch
+from ..dataflow import ExchangeBy, OperatorBuilder, check_batch
 from ..progress import Product, less_equal, sort_key
 from .broadcast import broadcast_keys
 from .components_columnar import GraphInputError, edge_arrays
