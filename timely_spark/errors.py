@@ -12,7 +12,7 @@ __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "Operat
            "operator_of", "most_telling", "picklable",
            "describe_error", "rebuild_error", "type_name", "EventLogError",
            "EventStreamError", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError",
-           "GraphInputError"]
+           "GraphInputError", "ChangelogError"]
 
 
 class TimelyError(Exception):
@@ -181,6 +181,12 @@ class GraphInputError(TimelyError, ValueError):
     def __init__(self, message: str, what: str = "") -> None:
         super().__init__(message)
         self.what = what
+
+
+class ChangelogError(TimelyError, ValueError):
+    """A changelog that breaks its convention: a ``diff`` column that is not an
+    integer or holds nulls, or a withdrawal (diff -1) of a row the collection does not
+    hold.  The message names the operator and, where known, the time and the row."""
 
 
 class WorkerAborted(TimelyError):
