@@ -17,6 +17,7 @@ from .operators import aggregation, batches, columns, core, enterleave, exchange
 from .operators import capture as capture_ops
 from .operators import delay as delay_ops
 from .operators import join as join_ops
+from .operators import per_time as per_time_ops
 from .probe import probe, probe_with
 from .vertex import vertex
 
@@ -84,6 +85,7 @@ class Stream:
     with_columns = columns.with_columns
     group_by = group_by.group_by
     join = join_ops.join
+    per_time = per_time_ops.per_time
     rebatch = batches.rebatch
     to_records = batches.to_records
     from_records = batches.from_records

@@ -1,0 +1,85 @@
+"""per_time: collect each time's record batches, act once the time is complete.
+
+The shape most columnar operators share (a keyed aggregation, an incremental graph
+algorithm, a window): hold the batches that arrive at each time, and when the
+frontier of every input has passed that time, call ``logic`` once with all of them,
+in time order, and send what it returns at that time.  ``logic`` may keep state in
+its closure between times; that is how incremental operators keep their indexes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+
+import pyarrow as pa
+
+from ...progress import sort_key
+from ..operator import OperatorBuilder
+from .exchange_by import check_batch
+
+if TYPE_CHECKING:
+    from ..stream import Stream
+
+__all__ = ["per_time"]
+
+
+def per_time(stream: "Stream", logic: Callable[..., Optional[Iterable[pa.RecordBatch]]],
+             others: Sequence["Stream"] = (), exchange: Any = None,
+             name: str = "PerTime") -> "Stream":
+    """Call ``logic(time, batches, *others_batches)`` once per completed time and send
+    the record batches it returns (an iterable, or ``None``) at that time.
+
+    Contract: ``batches`` (and one list per stream in ``others``) holds every record
+    batch that arrived at ``time`` on that input at this worker -- possibly an empty
+    list for some input, never for all.  A time is delivered once no input can still
+    receive data at a time ``<=`` it, and times are delivered in an order consistent
+    with their partial order; a time at which no input received data is never
+    delivered.  ``exchange`` routes the inputs first: ``None`` (stay on this worker),
+    one pact for every input (e.g. ``ExchangeBy(["key"])``), or a list with one pact
+    (or ``None``) per input.  A record that is not a ``pyarrow.RecordBatch`` raises an
+    error naming the operator.
+
+    >>> import pyarrow as pa, timely_spark as ts
+    >>> def total(time, batches):
+    ...     n = sum(b.num_rows for b in batches)
+    ...     return [pa.record_batch({"time": [time], "rows": [n]})]
+    >>> def build(scope):
+    ...     inp, stream = scope.new_input()
+    ...     stream.per_time(total).inspect(lambda b: print(b.to_pydict()))
+    ...     for t in (2, 0, 0):
+    ...         inp.send(pa.record_batch({"x": [t]}))
+    ...     inp.close()
+    >>> _ = ts.example(build)
+    {'time': [0], 'rows': [3]}
+    """
+    streams = [stream, *others]
+    pacts = list(exchange) if isinstance(exchange, (list, tuple)) else [exchange] * len(streams)
+    if len(pacts) != len(streams):
+        from ...errors import ParameterError
+        raise ParameterError(f"operator {name!r}: exchange has {len(pacts)} pacts for {len(streams)} inputs",
+                             "exchange")
+    builder = OperatorBuilder(stream.scope, name)
+    inputs = [builder.new_input(s, p) for s, p in zip(streams, pacts)]
+    out, result = builder.new_output()
+    builder.initial_capability().drop()
+    pending: dict = {}                      # time -> [capability, [batches of input 0], ...]
+
+    def logic_() -> None:
+        for i, inp in enumerate(inputs):
+            for cap, data in inp:
+                entry = pending.get(cap.time)
+                if entry is None:
+                    entry = pending[cap.time] = [cap.retain(), *([] for _ in inputs)]
+                entry[1 + i].extend(check_batch(record, name) for record in data)
+        done = [t for t in pending if not any(inp.frontier.less_equal(t) for inp in inputs)]
+        for t in sorted(done, key=sort_key):
+            cap, *held = pending.pop(t)
+            produced = logic(t, *held)
+            if produced is not None:
+                batches = [b for b in produced if b.num_rows]
+                if batches:
+                    out.session(cap).give_batch(batches)
+            cap.drop()
+
+    builder.build(logic_, notify=True)
+    return result
