@@ -58,6 +58,9 @@ from .errors import (
     WorkerFailure,
 )
 from .execute import example, execute, execute_from_args
+# changelogs (issue 22)
+from .dataflow.collection import collection
+from .errors import ChangelogError
 from .progress import Product
 from .runtime import Config
 
@@ -85,3 +88,4 @@ __all__ = [
     "TimelyError", "Vertex", "Worker", "WorkerError", "WorkerFailure", "__version__", "capture", "example",
     "execute", "execute_from_args", "graph", "logging", "progress", "source", "stable_hash", "sync",
 ]
+__all__ += ["ChangelogError", "collection"]
