@@ -45,9 +45,11 @@ from .dataflow import (
     source,
     stable_hash,
 )
+from .dataflow.collection import collection
 from .errors import (
     BuildError,
     CapabilityError,
+    ChangelogError,
     CycleError,
     OperatorError,
     ParameterError,
@@ -58,9 +60,6 @@ from .errors import (
     WorkerFailure,
 )
 from .execute import example, execute, execute_from_args
-# changelogs (issue 22)
-from .dataflow.collection import collection
-from .errors import ChangelogError
 from .progress import Product
 from .runtime import Config
 

@@ -108,10 +108,10 @@ def as_rows(table: pa.Table) -> list:
 def test_operators_on_random_changelogs_match_pyarrow_from_scratch(layout):
     left, right = random_log(1, left_row, SCHEMA), random_log(2, right_row, RIGHT)
 
-    def build(scope, l, r):
-        return {"consolidate": l.consolidate(), "distinct": l.distinct(),
-                "aggregate": l.group_by("k").aggregate(AGGS, running=True),
-                "join": l.join(r, "k", running=True)}
+    def build(scope, lefts, rights):
+        return {"consolidate": lefts.consolidate(), "distinct": lefts.distinct(),
+                "aggregate": lefts.group_by("k").aggregate(AGGS, running=True),
+                "join": lefts.join(rights, "k", running=True)}
 
     got = run(build, [left, right], **layout)
     for name, times in got.items():

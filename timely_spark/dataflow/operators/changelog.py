@@ -112,7 +112,8 @@ def check_counts(counts: Union[pa.Table, pa.RecordBatch], operator: str, time: A
     >>> import pyarrow as pa
     >>> check_counts(pa.table({"x": ["a", "b"], "diff": [1, -1]}), "Distinct", 3)
     Traceback (most recent call last):
-    timely_spark.errors.ChangelogError: operator 'Distinct' at time 3: row {'x': 'b'} has count -1 (withdrawn more often than it was added)
+    timely_spark.errors.ChangelogError: operator 'Distinct' at time 3: row {'x': 'b'} has count -1 (withdrawn \
+more often than it was added)
     """
     values = counts.column(column)
     negative = pc.less(values, 0)

@@ -84,7 +84,7 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
                              f"{join_type!r}: an unmatched row's output would change with the other side's "
                              "state (join the changelogs, then add the unmatched rows from an anti-join of "
                              "their collections per time if needed)")
-        logic = _RunningJoin(keys, name)
+        logic: Any = _RunningJoin(keys, name)
     else:
         logic = _PerTimeJoin(keys, how, name)
     exchange = ExchangeBy(keys, name)
