@@ -45,9 +45,11 @@ from .dataflow import (
     source,
     stable_hash,
 )
+from .dataflow.collection import collection
 from .errors import (
     BuildError,
     CapabilityError,
+    ChangelogError,
     CycleError,
     OperatorError,
     ParameterError,
@@ -85,3 +87,4 @@ __all__ = [
     "TimelyError", "Vertex", "Worker", "WorkerError", "WorkerFailure", "__version__", "capture", "example",
     "execute", "execute_from_args", "graph", "logging", "progress", "source", "stable_hash", "sync",
 ]
+__all__ += ["ChangelogError", "collection"]

@@ -255,3 +255,15 @@ class Config:
         for i, (host, port) in enumerate(self.addresses):
             check_port(f"address of process {i} ({host})", port)
         return self
+
+
+# ---- changelogs (issue 22) ------------------------------------------------------------------
+#: Default of the ``"timely"`` data source's ``changelog`` option: ``"changes"`` reads a
+#: log's change rows as they are (with ``diff`` when the log is a changelog);
+#: ``"consolidate"`` reads the collection they denote as of the log's frontier.
+CHANGELOG_READ = "changes"
+
+#: The values the ``changelog`` read option takes.
+CHANGELOG_READS = ("changes", "consolidate")
+
+__all__ += ["CHANGELOG_READ", "CHANGELOG_READS"]

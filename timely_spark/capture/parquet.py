@@ -12,7 +12,9 @@ Each file's rows, in event order:
 * ``kind`` (int8) -- 0 for a data record, 1 for a progress update;
 * ``time`` -- int64 for int times, a struct for ``Product`` (``outer``, ``inner``) and
   tuple (``f0``, ``f1``...) times;
-* ``diff`` (int64) -- the progress update's count (null on data rows);
+* ``diff`` (int64) -- the progress update's count; on data rows null, or, when the
+  records are a changelog (record batches with a ``diff`` column, metadata
+  ``"changelog": true``), the record's diff;
 * the record: its fields as typed columns when records are dicts of scalars,
   tuples of scalars (``f0``...), scalars (``value``) or Arrow record batches;
   otherwise ``payload``, the pickled record.
@@ -42,6 +44,7 @@ from .record_columns import RecordColumns, layout_of
 
 __all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_dirs", "time_type", "part_files",
            "log_files", "worker_files", "missing_workers", "not_started", "read_footer", "read_meta", "FORMAT"]
+__all__ += ["is_changelog"]
 
 RESERVED = ("seq", "kind", "time", "diff", "worker")
 _PART = re.compile(r"^part-(\d{6,})\.parquet$")
@@ -104,6 +107,7 @@ class ParquetEventWriter:
         self._time_desc: Any = None
         self._columns: Optional[RecordColumns] = None    # the records' layout and column types, once seen
         self._schema: Any = None
+        self._changelog = False                  # records are record batches with a diff column
         self.stream_id = uuid.uuid4().hex        # every file of this writer says it is this stream's
         self.closed = False
 
@@ -206,6 +210,10 @@ class ParquetEventWriter:
         if self._columns is not None:
             built = self._columns.build(records, record_times) if records else self._columns.nulls(0)
             for name, col in built:
+                if name == "diff" and self._layout == "arrow":      # a changelog: the data rows' diffs
+                    columns["diff"] = pa.concat_arrays([_changelog_diffs(self.dir, col), columns["diff"][n_data:]])
+                    self._changelog = True
+                    continue
                 if name in RESERVED:
                     raise EventLogError(f"{self.dir}: record field {name!r} clashes with the event log's columns "
                                         f"{RESERVED}")
@@ -219,6 +227,8 @@ class ParquetEventWriter:
             raise EventLogError(f"{self.dir}: records changed shape: {table.schema} after {self._schema}")
         meta = {"format": FORMAT, "time": self._time_desc or "int", "records": self._layout or "none",
                 "worker": self.worker, "peers": self.peers, "stream": self.stream_id, "part": self._part}
+        if self._changelog:
+            meta["changelog"] = True
         return table.replace_schema_metadata({b"timely": json.dumps(meta).encode()})
 
     def _write_atomically(self, table: Any) -> None:
@@ -277,6 +287,25 @@ def read_footer(file: Any) -> tuple[dict, Any]:
     with open_part(file) as part:
         schema = part.schema_arrow
     return check_meta(file, schema), schema.remove_metadata()
+
+
+def _changelog_diffs(where: Any, column: Any) -> Any:
+    """A changelog's ``diff`` column as the log's int64 diffs; ChangelogError unless integers
+    without nulls."""
+    import pyarrow as pa
+
+    from ..errors import ChangelogError
+
+    if not pa.types.is_integer(column.type) or column.null_count:
+        raise ChangelogError(f"{where}: a captured changelog's 'diff' column must be integers without nulls, "
+                             f"got {column.type} with {column.null_count} null(s)")
+    return column.cast(pa.int64())
+
+
+def is_changelog(meta: dict) -> bool:
+    """Whether a part file (its metadata ``meta``) holds a changelog: record batches whose
+    ``diff`` column is stored in the log's ``diff`` column on data rows."""
+    return bool(meta.get("changelog"))
 
 
 def read_meta(file: Any) -> dict:
@@ -418,7 +447,9 @@ class ParquetEventReader:
             else:
                 t = timestamp.from_plain(times[i], desc)
                 if layout == "arrow":
-                    records = table.slice(i, j - i).select(names).combine_chunks().to_batches()
+                    rows = table.slice(i, j - i)
+                    kept = names + (["diff"] if is_changelog(meta) else [])
+                    records = rows.select(kept).combine_chunks().to_batches()
                 elif layout == "pickle":
                     records = [pickle.loads(b) for b in data_cols[0][i:j]]
                 elif layout == "dict":

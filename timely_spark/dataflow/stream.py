@@ -18,6 +18,8 @@ from .operators import capture as capture_ops
 from .operators import delay as delay_ops
 from .operators import join as join_ops
 from .operators import per_time as per_time_ops
+from .operators.consolidate import consolidate as consolidate_op
+from .operators.distinct import distinct as distinct_op
 from .probe import probe, probe_with
 from .vertex import vertex
 
@@ -89,6 +91,9 @@ class Stream:
     rebatch = batches.rebatch
     to_records = batches.to_records
     from_records = batches.from_records
+    # changelogs (a ``diff`` column: see operators/changelog.py)
+    consolidate = consolidate_op
+    distinct = distinct_op
     # aggregation
     count = aggregation.count
     accumulate = aggregation.accumulate

@@ -3,7 +3,11 @@
 ``spark.read.format("timely").load(path)`` gives the data rows of a log -- ``time``,
 ``worker`` and the records' columns -- at complete times only (the log's own progress
 proves no worker can still add to them); ``.option("complete_only", "false")`` gives
-everything written so far.  ``spark.readStream.format("timely").load(path)`` gives the
+everything written so far.  A log of a changelog (record batches with a ``diff``
+column) is read with its ``diff`` column; ``.option("changelog", "consolidate")`` reads
+the collection the log's changes denote instead (record columns only, each row as
+many times as its diffs sum to, over the complete times: the current view as of the
+log's frontier; see :mod:`.log_collection`).  ``spark.readStream.format("timely").load(path)`` gives the
 same rows as a stream whose offsets are the log's frontier: each micro-batch holds the
 rows of the times that became complete since the last (see :mod:`.stream_reader`).
 
@@ -29,12 +33,14 @@ from typing import Any, Iterator, Optional
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
 from ..capture.log_index import LogIndex, LogSnapshot, local_path
-from ..capture.parquet import RESERVED, EventLogError, not_started
+from ..capture.parquet import RESERVED, EventLogError, is_changelog, not_started, read_meta
+from ..runtime import CHANGELOG_READ, CHANGELOG_READS
 from .job_errors import install as install_error_translation
+from .log_collection import bucket_partitions, hashable, read_collection
 from .log_scan import arrow_schema, partitions, read_partition
 from .stream_reader import TimelyStreamReader
 
-__all__ = ["register", "registered", "TimelyDataSource", "COMPLETE_ONLY"]
+__all__ = ["register", "registered", "TimelyDataSource", "COMPLETE_ONLY", "TimelyCollectionReader"]
 
 #: Default of the ``complete_only`` option: only rows at times the log proves complete.
 COMPLETE_ONLY = True
@@ -75,7 +81,8 @@ def _path(options: Any) -> str:
 
 
 class TimelyDataSource(DataSource):
-    """``format("timely")``: options ``path`` and ``complete_only`` (batch; default true)."""
+    """``format("timely")``: options ``path``, ``complete_only`` (batch; default true) and
+    ``changelog`` (batch: ``changes``, the default, or ``consolidate``)."""
 
     @classmethod
     def name(cls) -> str:
@@ -100,17 +107,32 @@ class TimelyDataSource(DataSource):
                                 "records' columns>\").load(path) (time is a struct for Product and tuple "
                                 "times)") from exc
         self._snapshot: LogSnapshot = snap
+        self._changelog = bool(snap.parts) and is_changelog(read_meta(snap.parts[0].path))
         arrow = snap.schema
-        fields = [arrow.field("time"), pa.field("worker", pa.int64())]
-        fields += [f for f in arrow if f.name not in RESERVED]
+        records = [f for f in arrow if f.name not in RESERVED]
+        if self._consolidate():
+            return from_arrow_schema(pa.schema(records))
+        fields = [arrow.field("time"), pa.field("worker", pa.int64())] + records
+        if self._changelog:
+            fields.append(pa.field("diff", pa.int64()))
         return from_arrow_schema(pa.schema(fields))
 
-    def reader(self, schema: Any) -> "TimelyBatchReader":
-        """A batch reader: complete times only unless ``complete_only`` is false."""
+    def _consolidate(self) -> bool:
+        mode = str(self.options.get("changelog", CHANGELOG_READ)).lower()
+        if mode not in CHANGELOG_READS:
+            raise EventLogError(f"option changelog must be one of {', '.join(CHANGELOG_READS)}, got {mode!r}")
+        return mode == "consolidate"
+
+    def reader(self, schema: Any) -> Any:
+        """A batch reader: complete times only unless ``complete_only`` is false; the
+        collection with ``changelog`` ``consolidate``."""
         flag = str(self.options.get("complete_only", str(COMPLETE_ONLY))).lower()
         if flag not in ("true", "false"):
             raise EventLogError(f"option complete_only must be true or false, got {flag!r}")
-        return TimelyBatchReader(_path(self.options), schema, flag == "true", getattr(self, "_snapshot", None))
+        snapshot = getattr(self, "_snapshot", None)
+        if self._consolidate():
+            return TimelyCollectionReader(_path(self.options), schema, flag == "true", snapshot)
+        return TimelyBatchReader(_path(self.options), schema, flag == "true", snapshot)
 
     def streamReader(self, schema: Any) -> TimelyStreamReader:
         """A stream reader: each micro-batch, the rows of the times completed since the last."""
@@ -139,3 +161,30 @@ class TimelyBatchReader(DataSourceReader):
         if not hasattr(partition, "scans"):
             return iter(())
         return read_partition(partition, arrow_schema(self.schema))
+
+
+class TimelyCollectionReader(TimelyBatchReader):
+    """Reads one snapshot of the log as the collection its changes denote."""
+
+    def partitions(self) -> list:
+        """As many partitions as the plain read would have, each one hash bucket of rows
+        (one partition if a record column cannot be hashed)."""
+        snap = self._snapshot if self._snapshot is not None else LogIndex(self.path).snapshot()
+        scans = snap.complete() if self.complete_only else snap.scans()
+        target = arrow_schema(self.schema)
+        buckets = len(partitions(scans)) if hashable(target) else 1
+        changelog = bool(snap.parts) and is_changelog(read_meta(snap.parts[0].path))
+        return bucket_partitions(scans, buckets, self._source_schema(snap, target, changelog))
+
+    @staticmethod
+    def _source_schema(snap: LogSnapshot, target: Any, changelog: bool) -> Any:
+        import pyarrow as pa
+
+        fields = [snap.schema.field("time"), pa.field("worker", pa.int64()), *target]
+        if changelog:
+            fields.append(pa.field("diff", pa.int64()))
+        return pa.schema(fields)
+
+    def read(self, partition: Any) -> Iterator[Any]:
+        """A bucket's rows of the collection as Arrow record batches."""
+        return read_collection(partition, arrow_schema(self.schema))

@@ -117,7 +117,7 @@ def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
         if not data.num_rows:
             continue
         columns = [data["time"], pa.array(np.full(data.num_rows, scan.worker, np.int64))]
-        columns += [data[name] for name in records if name not in RESERVED]
+        columns += [data[name] for name in records if name not in RESERVED or name == "diff"]   # a changelog's
         _check_kinds(scan.path, columns, target)
         try:
             pending.append(pa.Table.from_arrays(columns, names=target.names).cast(target))

@@ -12,18 +12,21 @@ convention (and its checks) lives in one place.
 
 from __future__ import annotations
 
+from typing import Any, Optional, Sequence, Union
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import ChangelogError
 
-__all__ = ["DIFF", "diffs", "with_diffs", "without_diffs"]
+__all__ = ["DIFF", "diffs", "with_diffs", "without_diffs", "row_columns", "consolidate_table", "check_counts"]
 
 #: The name of the changelog column.
 DIFF = "diff"
 
 
-def diffs(batch: pa.RecordBatch, operator: str) -> np.ndarray:
+def diffs(batch: Union[pa.RecordBatch, pa.Table], operator: str) -> np.ndarray:
     """The diffs of ``batch`` as an int64 numpy array (all ones without a ``diff`` column).
 
     Raises :class:`~timely_spark.errors.ChangelogError` naming ``operator`` when the
@@ -48,13 +51,13 @@ def diffs(batch: pa.RecordBatch, operator: str) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
-def without_diffs(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """``batch`` without its ``diff`` column (unchanged if it has none)."""
+def without_diffs(batch: Any) -> Any:
+    """``batch`` (a RecordBatch or Table) without its ``diff`` column (unchanged if it has none)."""
     i = batch.schema.get_field_index(DIFF)
     return batch if i < 0 else batch.remove_column(i)
 
 
-def with_diffs(batch: pa.RecordBatch, values: np.ndarray) -> pa.RecordBatch:
+def with_diffs(batch: Any, values: np.ndarray) -> Any:
     """``batch`` with its ``diff`` column set to ``values`` (int64, appended last).
 
     >>> import numpy as np, pyarrow as pa
@@ -63,3 +66,60 @@ def with_diffs(batch: pa.RecordBatch, values: np.ndarray) -> pa.RecordBatch:
     """
     base = without_diffs(batch)
     return base.append_column(DIFF, pa.array(np.asarray(values, np.int64), pa.int64()))
+
+
+def row_columns(schema: pa.Schema) -> list[str]:
+    """The columns that make a row of a changelog: all but ``diff``.
+
+    >>> import pyarrow as pa
+    >>> row_columns(pa.schema([("x", pa.int64()), ("diff", pa.int64()), ("y", pa.string())]))
+    ['x', 'y']
+    """
+    return [n for n in schema.names if n != DIFF]
+
+
+def consolidate_table(table: Union[pa.Table, pa.RecordBatch], operator: str,
+                      by: Optional[Sequence[str]] = None) -> pa.Table:
+    """``table`` with the diffs of equal rows summed and the rows whose sum is 0 dropped.
+
+    A row is the values of every column but ``diff`` (or of the columns ``by``, in
+    that order); nulls are equal to each other here.  The result has one row per
+    distinct row with a non-zero sum, in order of first appearance, and the ``diff``
+    column last (int64).  Vectorized: one Arrow hash aggregation.
+
+    >>> import pyarrow as pa
+    >>> log = pa.table({"x": ["a", "b", "a", "b"], "diff": [1, 1, 2, -1]})
+    >>> consolidate_table(log, "Consolidate").to_pydict()
+    {'x': ['a'], 'diff': [3]}
+    """
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    d = diffs(table, operator)
+    base = without_diffs(table)
+    columns = list(base.column_names if by is None else by)
+    counted = base.select(columns).append_column("__diff", pa.array(d, pa.int64()))
+    summed = counted.group_by(columns, use_threads=False).aggregate([("__diff", "sum")])
+    summed = summed.filter(pc.not_equal(summed["__diff_sum"], 0))
+    return summed.select(columns + ["__diff_sum"]).rename_columns(columns + [DIFF])
+
+
+def check_counts(counts: Union[pa.Table, pa.RecordBatch], operator: str, time: Any = None,
+                 column: str = DIFF) -> None:
+    """A :class:`~timely_spark.errors.ChangelogError` naming ``operator``, ``time`` and the
+    first row whose ``column`` (its count in a collection) is negative: more copies of
+    it were withdrawn than added.
+
+    >>> import pyarrow as pa
+    >>> check_counts(pa.table({"x": ["a", "b"], "diff": [1, -1]}), "Distinct", 3)
+    Traceback (most recent call last):
+    timely_spark.errors.ChangelogError: operator 'Distinct' at time 3: row {'x': 'b'} has count -1 (withdrawn \
+more often than it was added)
+    """
+    values = counts.column(column)
+    negative = pc.less(values, 0)
+    if not pc.any(negative).as_py():
+        return
+    first = counts.filter(negative).slice(0, 1).to_pylist()[0]
+    count = first.pop(column)
+    where = f"operator {operator!r}" + ("" if time is None else f" at time {time!r}")
+    raise ChangelogError(f"{where}: row {first} has count {count} (withdrawn more often than it was added)")

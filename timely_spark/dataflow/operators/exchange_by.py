@@ -82,6 +82,15 @@ class ExchangeBy:
         self.keys = list(keys)
         self.operator = operator
 
+    def columns(self, batch: pa.RecordBatch) -> list[str]:
+        """The columns ``batch`` is routed by: the pact's keys (a subclass may choose per batch).
+
+        >>> import pyarrow as pa
+        >>> ExchangeBy(["k"], "ExchangeBy").columns(pa.record_batch({"k": [1], "v": [2]}))
+        ['k']
+        """
+        return self.keys
+
     def tee_pusher(self, pushers: Sequence[Any], index: int) -> Callable[[Any, list], None]:
         """One pusher for the producing output: splits every batch by destination.
 
@@ -96,7 +105,7 @@ class ExchangeBy:
         """
         peers = len(pushers)
         pushes = [p.push for p in pushers]
-        keys, operator = self.keys, self.operator
+        columns, operator = self.columns, self.operator
 
         def exchange(time: Any, data: list) -> None:
             pieces: list[list] = [[] for _ in range(peers)]
@@ -104,6 +113,7 @@ class ExchangeBy:
                 batch = check_batch(record, operator)
                 if not batch.num_rows:
                     continue
+                keys = columns(batch)
                 check_columns(batch, keys, operator)
                 if peers == 1:
                     pieces[0].append(batch)

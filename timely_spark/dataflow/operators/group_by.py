@@ -7,10 +7,16 @@ complete, then aggregated with Arrow's hash aggregation
 columns and one column per aggregate named ``<column>_<function>`` as pyarrow
 names them.
 
-``running=True`` keeps totals across times instead: for each completed time it
-emits the updated totals of the keys that occurred at that time (the streaming word
-count).  Running totals need functions that combine (sum, count, count_all, min,
-max, mean).
+``running=True`` reads the input as a changelog (an optional ``diff`` column: see
+:mod:`.changelog`) and keeps the aggregates of its collection across times: for each
+completed time it emits a changelog of the aggregates -- the old row of a key whose
+aggregates changed with ``diff`` -1, the new one with +1; nothing for a key whose
+aggregates did not change; only -1 for a key left with no rows (the streaming word
+count, exact under withdrawals).  Running aggregates are sum, count, count_all, min,
+max and mean.  The state is kept in arrangements (:mod:`.arrangement`), so a time
+costs in proportion to the keys it changes: per key the row count and per summed
+column the sum and non-null count of its values; for min/max, the multiset of the
+key's values (a withdrawn minimum is replaced by the next one).
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import BuildError
-from ...progress import sort_key
-from ..operator import OperatorBuilder
-from .exchange_by import ExchangeBy, check_batch, check_columns, key_list
+from .arrangement import Arrangement
+from .changelog import DIFF, check_counts, consolidate_table, diffs, with_diffs
+from .exchange_by import ExchangeBy, check_columns, key_list
+from .key_hash import hash_columns
+from .per_time import per_time
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -86,8 +94,22 @@ class GroupBy:
                   name: Optional[str] = None) -> "Stream":
         """Aggregate ``[(column, function), ...]`` (pyarrow's functions: sum, count, min,
         max, mean, count_distinct, list, ...; ``([], "count_all")`` counts rows) per key,
-        per time once it is complete -- or, with ``running=True``, totals across times,
-        emitted for the keys seen at each completed time.
+        per time once it is complete -- or, with ``running=True``, the aggregates of the
+        collection the input changelog denotes, across times, emitted as a changelog.
+
+        Per time (``running=False``): one batch per worker and time, columns the keys
+        and ``<column>_<function>``; a ``diff`` column is an ordinary column here.
+
+        Running (``running=True``; sum, count, count_all, min, max, mean): input rows
+        count ``diff`` times (+1 without a ``diff`` column; -1 withdraws a row).  At
+        each completed time, for every key whose aggregates changed: its old row with
+        ``diff`` -1 (if it had rows) and its new row with +1 (if it has rows left), so
+        the output is a changelog (``ts.collection`` of it is the current aggregates).
+        Aggregates are exact under withdrawals (min/max keep each key's values; float
+        sums up to rounding).  A key's row count going below 0 -- or, for min/max, a
+        value withdrawn more often than added -- raises
+        :class:`~timely_spark.errors.ChangelogError` naming the operator, time and key;
+        options of an aggregation (its third element) are ignored.
 
         >>> import pyarrow as pa, timely_spark as ts
         >>> table = pa.table({"key": ["a", "b", "a"], "value": [1, 2, 3]})
@@ -104,32 +126,14 @@ class GroupBy:
                                  f"not {', '.join(bad)}")
         keys = self.keys
         columns = [c for c, *_ in spec if isinstance(c, str)]
-        b = OperatorBuilder(self.stream.scope, operator)
-        inp = b.new_input(self.stream, ExchangeBy(keys, operator))
-        out, result = b.new_output()
-        b.initial_capability().drop()
-        held: dict[Any, list] = {}          # time -> [capability, batches]
         finish = _Running(keys, spec, operator) if running else _PerTime(keys, spec, operator)
 
-        def logic() -> None:
-            for cap, data in inp:
-                entry = held.get(cap.time)
-                if entry is None:
-                    entry = held[cap.time] = [cap.retain(), []]
-                for record in data:
-                    batch = check_batch(record, operator)
-                    check_columns(batch, keys + columns, operator)
-                    entry[1].append(batch)
-            frontier = inp.frontier
-            for t in sorted((t for t in held if not frontier.less_equal(t)), key=sort_key):
-                cap, batches = held.pop(t)
-                table = finish(tables_of(batches, operator, t), t)
-                if table.num_rows:
-                    out.session(cap).give_batch(table.combine_chunks().to_batches())
-                cap.drop()
+        def logic(time: Any, batches: list) -> list:
+            for batch in batches:
+                check_columns(batch, keys + columns, operator)
+            return finish(tables_of(batches, operator, time), time).combine_chunks().to_batches()
 
-        b.build(logic, notify=True)
-        return result
+        return per_time(self.stream, logic, exchange=ExchangeBy(keys, operator), name=operator)
 
 
 class _PerTime:
@@ -143,51 +147,140 @@ class _PerTime:
 
 
 class _Running:
-    """Totals across times, as a table of partial aggregates per key."""
+    """Running aggregates of a changelog, kept in arrangements (see :mod:`.arrangement`).
+
+    Per key: the number of rows (sum of diffs), and per summed/counted column the sum
+    of ``value * diff`` and of ``diff`` over its non-null values; per min/max column the
+    multiset of its values (value, count).  A time looks up only the keys it changes."""
 
     def __init__(self, keys: list[str], spec: list, operator: str) -> None:
         self.keys, self.spec, self.operator = keys, spec, operator
-        self.partial_spec: list[tuple[Any, str]] = []        # what one time contributes (each partial once)
-        self.merge_spec: list[tuple[str, str]] = []          # how contributions combine
-        self.partial_names: list[str] = []
-        self.uses: list[list[str]] = []                      # per aggregate: the partials it is made of
-        for column, fn, *_ in spec:
-            names = []
-            for part, merge in _PARTIALS[fn]:
-                if (column, part) not in self.partial_spec:   # sum and mean of one column share its sum
-                    self.partial_spec.append((column, part))
-                    self.partial_names.append(f"__p{len(self.partial_names)}")
-                    self.merge_spec.append((self.partial_names[-1], merge))
-                names.append(self.partial_names[self.partial_spec.index((column, part))])
-            self.uses.append(names)
-        self.state: Optional[pa.Table] = None
+        self.sums = sorted({c for c, fn, *_ in spec if fn in ("sum", "mean", "count")})
+        self.extremes = sorted({c for c, fn, *_ in spec if fn in ("min", "max")})
+        self.accumulators = ["__n"] + [f"__{kind}{i}" for i in range(len(self.sums)) for kind in ("s", "c")]
+        self.state = Arrangement(keys, self._compact_state)
+        self.values = [Arrangement(keys, self._compact_values) for _ in self.extremes]
+
+    def _compact_state(self, table: pa.Table) -> pa.Table:
+        summed = table.group_by(self.keys, use_threads=False).aggregate([(a, "sum") for a in self.accumulators])
+        summed = summed.select(self.keys + [f"{a}_sum" for a in self.accumulators])
+        summed = summed.rename_columns(self.keys + self.accumulators)
+        zero = None                         # a key's rows cancel out only if every accumulator does
+        for a in self.accumulators:
+            z = pc.equal(summed[a], 0)
+            zero = z if zero is None else pc.and_(zero, z)
+        return summed.filter(pc.invert(zero))
+
+    def _compact_values(self, table: pa.Table) -> pa.Table:
+        return consolidate_table(table, self.operator)
+
+    def _delta(self, table: pa.Table, d: np.ndarray) -> pa.Table:
+        """The time's changes to the accumulators, one row per key."""
+        columns: dict[str, Any] = {k: table[k] for k in self.keys}
+        diff = pa.array(d)
+        columns["__n"] = diff
+        for i, c in enumerate(self.sums):
+            values = table[c]
+            if pa.types.is_boolean(values.type) or pa.types.is_integer(values.type):
+                values = pc.cast(values, pa.int64())
+            elif pa.types.is_floating(values.type):
+                values = pc.cast(values, pa.float64())
+            columns[f"__s{i}"] = pc.fill_null(pc.multiply(values, diff), 0)
+            columns[f"__c{i}"] = pc.if_else(pc.is_valid(values), diff, 0)
+        return self._compact_state(pa.table(columns))
 
     def __call__(self, table: pa.Table, time: Any) -> pa.Table:
         keys = self.keys
-        partial = table.group_by(keys, use_threads=False).aggregate(self.partial_spec)
-        partial = partial.select(keys + [_output_name(c, fn) for c, fn in self.partial_spec])
-        partial = partial.rename_columns(keys + self.partial_names)
-        partial = partial.append_column("__changed", pa.array(np.ones(partial.num_rows, np.int8)))
-        if self.state is not None:
-            old = self.state.append_column("__changed", pa.array(np.zeros(self.state.num_rows, np.int8)))
-            both = pa.concat_tables([old, partial.cast(old.schema)])
-        else:
-            both = partial
-        merged = both.group_by(keys, use_threads=False).aggregate(self.merge_spec + [("__changed", "max")])
-        merged = merged.select(keys + [f"{n}_{m}" for n, m in self.merge_spec] + ["__changed_max"])
-        merged = merged.rename_columns(keys + self.partial_names + ["__changed"])
-        changed = merged.filter(pc.equal(merged["__changed"], 1))
-        self.state = merged.drop_columns(["__changed"])
-        return self._finals(changed)
+        if not table.num_rows:
+            return table.select(keys).slice(0, 0)
+        d = diffs(table, self.operator)
+        delta = self._delta(table, d)
+        if not delta.num_rows and not self.extremes:
+            return delta.select(keys)
+        hashes = hash_columns(table, keys)             # every changed key (a delta may sum to 0)
+        olds = self.accumulators
+        parts = []
+        old = self.state.gather(table, hashes)
+        for piece, is_old in ((delta, False), (old, True)):
+            if piece is None or not piece.num_rows:
+                continue
+            extra = {f"__o{a}": (piece[a] if is_old else pc.multiply(piece[a], 0)) for a in olds}
+            for name, column in extra.items():
+                piece = piece.append_column(name, column)
+            parts.append(piece)
+        # min/max: per key the multiset of values, before and after this time
+        for j, c in enumerate(self.extremes):
+            valid = pc.is_valid(table[c])
+            changes = table.select(keys).append_column("__v", table[c]).append_column(DIFF, pa.array(d))
+            changes = consolidate_table(changes.filter(valid), self.operator)
+            before = self.values[j].gather(table, hashes)
+            counted = [changes.append_column("__old", pa.array(np.zeros(changes.num_rows, np.int64)))]
+            if before is not None and before.num_rows:
+                counted.append(before.append_column("__old", before[DIFF]))
+            both = pa.concat_tables(counted).group_by(keys + ["__v"], use_threads=False).aggregate(
+                [(DIFF, "sum"), ("__old", "sum")])
+            check_counts(both.select(keys + ["__v", f"{DIFF}_sum"]).rename_columns(keys + [c, "count"]),
+                         self.operator, time, "count")
+            now, then = pc.greater(both[f"{DIFF}_sum"], 0), pc.greater(both["__old_sum"], 0)
+            parts.append(pa.table({**{k: both[k] for k in keys},
+                                   f"__new{j}": pc.if_else(now, both["__v"], None),
+                                   f"__old{j}": pc.if_else(then, both["__v"], None)}))
+            self.values[j].insert(changes)
+        if not parts:
+            return pa.table({k: table[k] for k in keys}).slice(0, 0)
+        both = pa.concat_tables(parts, promote_options="default")
+        aggregations = [(a, "sum") for a in self.accumulators] + [(f"__o{a}", "sum") for a in olds]
+        for j, c in enumerate(self.extremes):
+            for fn in ("min", "max"):
+                aggregations += [(f"__new{j}", fn), (f"__old{j}", fn)]
+        merged = both.group_by(keys, use_threads=False).aggregate(aggregations)
+        self.state.insert(delta)
+        n_new, n_old = merged["__n_sum"], merged["__o__n_sum"]
+        check_counts(merged.select(keys).append_column("count", n_new), self.operator, time, "count")
+        new = self._finals(merged, "", "__new")
+        old = self._finals(merged, "__o", "__old")
+        same = None
+        for name in new.column_names[len(keys):]:
+            a, b = new[name], old[name]
+            equal = pc.fill_null(pc.equal(a, b), False)
+            equal = pc.or_(equal, pc.and_(pc.is_null(a), pc.is_null(b)))
+            same = equal if same is None else pc.and_(same, equal)
+        had, has = pc.greater(n_old, 0), pc.greater(n_new, 0)
+        if same is None:
+            same = pc.equal(had, has)
+        keep = pc.and_(had, has)
+        unchanged = pc.and_(keep, same)
+        withdraw = pc.and_(had, pc.invert(unchanged))
+        add = pc.and_(has, pc.invert(unchanged))
+        out = []
+        for rows, sign in ((old.filter(withdraw), -1), (new.filter(add), 1)):
+            if rows.num_rows:
+                out.append(with_diffs(rows, np.full(rows.num_rows, sign, np.int64)))
+        if not out:
+            return with_diffs(new.slice(0, 0), np.zeros(0, np.int64))
+        return pa.concat_tables(out)
 
-    def _finals(self, changed: pa.Table) -> pa.Table:
-        columns: dict[str, Any] = {k: changed[k] for k in self.keys}
-        for (column, fn, *_), names in zip(self.spec, self.uses):
-            parts = [changed[n] for n in names]
-            if fn == "mean":
-                columns[_output_name(column, fn)] = pc.divide(pc.cast(parts[0], pa.float64()), parts[1])
+    def _finals(self, merged: pa.Table, prefix: str, extreme: str) -> pa.Table:
+        """The output aggregates from the accumulators named ``prefix`` + name."""
+        columns: dict[str, Any] = {k: merged[k] for k in self.keys}
+        for column, fn, *_ in self.spec:
+            name = _output_name(column, fn)
+            if fn == "count_all":
+                columns[name] = merged[f"{prefix}__n_sum"]
+            elif fn in ("min", "max"):
+                j = self.extremes.index(column)
+                columns[name] = merged[f"{extreme}{j}_{fn}"]
             else:
-                columns[_output_name(column, fn)] = parts[0]
+                i = self.sums.index(column)
+                s, c = merged[f"{prefix}__s{i}_sum"], merged[f"{prefix}__c{i}_sum"]
+                empty = pc.equal(c, 0)
+                if fn == "count":
+                    columns[name] = c
+                elif fn == "sum":
+                    columns[name] = pc.if_else(empty, None, s)
+                else:
+                    columns[name] = pc.if_else(empty, None, pc.divide(pc.cast(s, pa.float64()),
+                                                                      pc.if_else(empty, 1, c)))
         return pa.table(columns)
 
 
@@ -208,7 +301,7 @@ def group_by(stream: "Stream", keys: Union[str, Sequence[str]]) -> GroupBy:
     ...     while w.step(): pass
     ...     return out
     >>> for t, rows in ts.execute(work)[0]: print(t, rows)
-    0 [{'word': 'a', 'count_all': 2}, {'word': 'b', 'count_all': 1}]
-    1 [{'word': 'b', 'count_all': 2}]
+    0 [{'word': 'a', 'count_all': 2, 'diff': 1}, {'word': 'b', 'count_all': 1, 'diff': 1}]
+    1 [{'word': 'b', 'count_all': 1, 'diff': -1}, {'word': 'b', 'count_all': 2, 'diff': 1}]
     """
     return GroupBy(stream, key_list(keys, "GroupBy"))

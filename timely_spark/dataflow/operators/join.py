@@ -4,18 +4,22 @@ Both inputs are exchanged by the key columns, so matching rows meet on one worke
 A time's batches are kept on both sides until the time is complete at both inputs,
 then joined with Arrow's hash join (``pyarrow.Table.join``).  A time with rows on one
 side only still produces what the join type says (for example the unmatched rows of
-a left join).
+a left join).  ``running=True`` joins two changelogs instead (:class:`_RunningJoin`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import BuildError
-from ...progress import sort_key
-from ..operator import OperatorBuilder
-from .exchange_by import ExchangeBy, check_batch, check_columns, key_list
+from .arrangement import Arrangement
+from .changelog import DIFF, consolidate_table
+from .exchange_by import ExchangeBy, check_columns, key_list
 from .group_by import tables_of
+from .per_time import per_time
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -30,11 +34,22 @@ JOIN_TYPES = {"inner": "inner", "left": "left outer", "left outer": "left outer"
 
 
 def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], join_type: str = "inner",
-         name: str = "Join") -> "Stream":
+         name: str = "Join", running: bool = False) -> "Stream":
     """Join this stream's record batches with ``other``'s on ``keys``, per time, once
     the time is complete on both inputs.  ``join_type``: ``inner``, ``left``,
     ``semi``, ``anti``, ``right`` or ``outer``.  Non-key columns of ``other`` that
     clash with this stream's get the suffix ``_right``.
+
+    ``running=True`` joins changelogs (see :mod:`.changelog`): the output is the
+    changelog of the inner join of the two collections -- at each completed time, a
+    change on one side joins the other side's collection as it is at that time, and
+    diffs multiply (the ``diff`` columns of the inputs become one, last; a side
+    without ``diff`` counts +1 per row).  Each side's state is kept by key
+    (:mod:`.arrangement`): a time costs in proportion to its changes and the rows of
+    the keys they touch.  Running joins are inner only (any other ``join_type``
+    raises BuildError); null keys match nothing; a withdrawal of a row a side does
+    not hold is not detected here (the output then withdraws join rows it never
+    added -- ``ts.collection`` of it raises ChangelogError).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> users = pa.table({"id": [1, 2], "name": ["ann", "bob"]})
@@ -42,53 +57,114 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
     >>> _ = ts.example(lambda s: s.to_stream(clicks).join(s.to_stream(users), "id")
     ...                .inspect(lambda rb: print(sorted(rb.to_pylist(), key=str))))
     [{'id': 1, 'page': 'cart', 'name': 'ann'}, {'id': 1, 'page': 'home', 'name': 'ann'}]
+    >>> def work(w):
+    ...     out = []
+    ...     def build(s):
+    ...         (left, ls), (right, rs) = s.new_input(), s.new_input()
+    ...         ls.join(rs, "id", running=True).inspect_time(lambda t, b: out.append((t, b.to_pylist())))
+    ...         return left, right
+    ...     left, right = w.dataflow(build)
+    ...     left.send_batch(clicks); right.send_batch(users)
+    ...     for i in (left, right): i.advance_to(1)
+    ...     right.send_batch(pa.table({"id": [1], "name": ["ann"], "diff": [-1]}))   # ann leaves
+    ...     for i in (left, right): i.close()
+    ...     while w.step(): pass
+    ...     return [(t, sorted(rows, key=str)) for t, rows in out]
+    >>> for t, rows in ts.execute(work)[0]: print(t, rows)
+    0 [{'id': 1, 'page': 'cart', 'name': 'ann', 'diff': 1}, {'id': 1, 'page': 'home', 'name': 'ann', 'diff': 1}]
+    1 [{'id': 1, 'page': 'cart', 'name': 'ann', 'diff': -1}, {'id': 1, 'page': 'home', 'name': 'ann', 'diff': -1}]
     """
     keys = key_list(keys, name)
     how = JOIN_TYPES.get(join_type)
     if how is None:
         raise BuildError(f"operator {name!r}: join_type {join_type!r} is not one of {', '.join(JOIN_TYPES)}")
-    b = OperatorBuilder(stream.scope, name)
-    left = b.new_input(stream, ExchangeBy(keys, name))
-    right = b.new_input(other, ExchangeBy(keys, name))
-    out, result = b.new_output()
-    b.initial_capability().drop()
-    held: dict[Any, list] = {}                  # time -> [capability, left batches, right batches]
-    schemas: list[Any] = [None, None, None]      # per side (1, 2): the schema seen last
+    if running:
+        if how != "inner":
+            raise BuildError(f"operator {name!r}: a running join (of changelogs) is inner only, not "
+                             f"{join_type!r}: an unmatched row's output would change with the other side's "
+                             "state (join the changelogs, then add the unmatched rows from an anti-join of "
+                             "their collections per time if needed)")
+        logic: Any = _RunningJoin(keys, name)
+    else:
+        logic = _PerTimeJoin(keys, how, name)
+    exchange = ExchangeBy(keys, name)
+    return per_time(stream, logic, others=[other], exchange=exchange, name=name)
 
-    def receive(port: Any, side: int) -> None:
-        for cap, data in port:
-            entry = held.get(cap.time)
-            if entry is None:
-                entry = held[cap.time] = [cap.retain(), [], []]
-            for record in data:
-                batch = check_batch(record, name)
-                check_columns(batch, keys, name)
-                entry[side].append(batch)
-                schemas[side] = batch.schema
 
-    def table(batches: list, side: int, t: Any) -> Any:
+class _PerTimeJoin:
+    """A time's batches of both sides joined with each other only."""
+
+    def __init__(self, keys: list[str], how: str, name: str) -> None:
+        self.keys, self.how, self.name = keys, how, name
+        self.schemas: list[Any] = [None, None]          # per side: the schema seen last
+
+    def _table(self, batches: list, side: int, t: Any) -> Any:
+        for batch in batches:
+            check_columns(batch, self.keys, self.name)
         if batches:
-            return tables_of(batches, name, t)
-        return None if schemas[side] is None else schemas[side].empty_table()
+            self.schemas[side] = batches[-1].schema
+            return tables_of(batches, self.name, t)
+        return None if self.schemas[side] is None else self.schemas[side].empty_table()
 
-    def logic() -> None:
-        receive(left, 1)
-        receive(right, 2)
-        complete = [t for t in held if not left.frontier.less_equal(t) and not right.frontier.less_equal(t)]
-        for t in sorted(complete, key=sort_key):
-            cap, lefts, rights = held.pop(t)
-            lt, rt = table(lefts, 1, t), table(rights, 2, t)
-            if lt is not None and rt is not None:
-                joined = lt.join(rt, keys, join_type=how, right_suffix="_right", use_threads=False)
-            elif lt is not None and how in ("left outer", "full outer", "left anti"):
-                joined = lt          # the right side has never shown its columns
-            elif rt is not None and how in ("right outer", "full outer"):
-                joined = rt
-            else:
-                joined = None
-            if joined is not None and joined.num_rows:
-                out.session(cap).give_batch(joined.combine_chunks().to_batches())
-            cap.drop()
+    def __call__(self, t: Any, lefts: list, rights: list) -> Any:
+        how = self.how
+        lt, rt = self._table(lefts, 0, t), self._table(rights, 1, t)
+        if lt is not None and rt is not None:
+            joined = lt.join(rt, self.keys, join_type=how, right_suffix="_right", use_threads=False)
+        elif lt is not None and how in ("left outer", "full outer", "left anti"):
+            joined = lt          # the right side has never shown its columns
+        elif rt is not None and how in ("right outer", "full outer"):
+            joined = rt
+        else:
+            return None
+        return joined.combine_chunks().to_batches()
 
-    b.build(logic, notify=True)
-    return result
+
+class _RunningJoin:
+    """The changelog of the inner join of two changelogs' collections: each side's
+    state in an arrangement by key; a time's changes on one side join the other side's
+    state as of the time before plus the other side's changes at this time."""
+
+    def __init__(self, keys: list[str], name: str) -> None:
+        self.keys, self.name = keys, name
+        self.states = [Arrangement(keys, self._compact), Arrangement(keys, self._compact)]
+
+    def _compact(self, table: pa.Table) -> pa.Table:
+        return consolidate_table(table, self.name)
+
+    def _changes(self, batches: list, t: Any) -> Optional[pa.Table]:
+        if not batches:
+            return None
+        for batch in batches:
+            check_columns(batch, self.keys, self.name)
+        delta = consolidate_table(tables_of(batches, self.name, t), self.name)
+        return delta if delta.num_rows else None
+
+    def _join(self, left: pa.Table, right: pa.Table) -> pa.Table:
+        lt = left.rename_columns([("__dl" if n == DIFF else n) for n in left.column_names])
+        rt = right.rename_columns([("__dr" if n == DIFF else n) for n in right.column_names])
+        joined = lt.join(rt, self.keys, join_type="inner", right_suffix="_right", use_threads=False)
+        product = pc.multiply(joined["__dl"], joined["__dr"])
+        return joined.drop_columns(["__dl", "__dr"]).append_column(DIFF, product)
+
+    def __call__(self, t: Any, lefts: list, rights: list) -> Any:
+        dl, dr = self._changes(lefts, t), self._changes(rights, t)
+        left, right = self.states
+        parts = []
+        if dl is not None:
+            other = right.gather(dl)                          # the right collection before t
+            pieces = [p for p in (other, dr) if p is not None and p.num_rows]
+            if pieces:
+                parts.append(self._join(dl, pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]))
+        if dr is not None:
+            mine = left.gather(dr)                           # the left collection before t
+            if mine is not None and mine.num_rows:
+                parts.append(self._join(mine, dr))
+        if dl is not None:
+            left.insert(dl)
+        if dr is not None:
+            right.insert(dr)
+        parts = [p for p in parts if p.num_rows]
+        if not parts:
+            return None
+        return consolidate_table(pa.concat_tables(parts), self.name).combine_chunks().to_batches()
