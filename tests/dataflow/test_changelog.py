@@ -265,3 +265,22 @@ def test_a_running_join_is_inner_only():
     with pytest.raises(ts.WorkerError, match="running join .* inner only, not 'left'"):
         ts.example(lambda s: s.to_stream(pa.table({"k": [1]})).join(s.to_stream(pa.table({"k": [1]})), "k",
                                                                     join_type="left", running=True))
+
+
+def test_a_schema_that_changes_between_times_is_conformed_or_named():
+    """Columns reordered, or an int32 key that becomes int64, between times: the state's
+    schema is kept (no duplicate +1 from a row hashed in another column order); a schema
+    that cannot be conformed is a ChangelogError naming the operator and the time."""
+    epochs = [pa.table({"k": pa.array([1], pa.int32()), "v": [1]}), pa.table({"v": [2, 1], "k": [1, 1]}),
+              pa.table({"v": [2], "k": [1]}), pa.table({"k": [1], "v": [1], "diff": [-2]})]
+    got = one_worker(lambda s: s.distinct(), epochs)
+    assert got == [(0, [{"k": 1, "v": 1, "diff": 1}]), (1, [{"k": 1, "v": 2, "diff": 1}]),
+                   (3, [{"k": 1, "v": 1, "diff": -1}])]
+    total = one_worker(lambda s: s.group_by("k").aggregate([("v", "sum"), ("v", "max")], running=True), epochs)
+    assert total[-1] == (3, [{"k": 1, "v_sum": 6, "v_max": 2, "diff": -1},
+                             {"k": 1, "v_sum": 4, "v_max": 2, "diff": 1}])
+    joined = one_worker(lambda s: s.join(s, "k", running=True), epochs[:2])
+    assert ts.collection(pa.Table.from_pylist([r for _, rows in joined for r in rows])).num_rows == 9
+    fails(ts.ChangelogError, r"operator 'Distinct' at time 1: rows \(k: int64, diff: int64\) do not fit "
+             r"the state's schema",
+          lambda s: s.distinct(), [pa.table({"k": [1], "v": [1]}), pa.table({"k": [2]})])

@@ -22,6 +22,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
+from ...errors import ChangelogError
 from .key_hash import hash_columns
 
 __all__ = ["Arrangement", "ranges"]
@@ -46,7 +47,9 @@ class Arrangement:
     with the state.
 
     ``compact(table)`` merges the rows of two levels into fewer (it may drop rows
-    that cancel out); it must keep the key columns.
+    that cancel out); it must keep the key columns.  The first rows inserted fix the
+    schema: :meth:`conform` brings later rows to it (``name`` is the operator named
+    when they cannot be).
 
     >>> import pyarrow as pa
     >>> state = Arrangement(["k"], lambda t: t)
@@ -58,10 +61,42 @@ class Arrangement:
     3
     """
 
-    def __init__(self, keys: Sequence[str], compact: Callable[[pa.Table], pa.Table]) -> None:
+    def __init__(self, keys: Sequence[str], compact: Callable[[pa.Table], pa.Table],
+                 name: str = "Arrangement") -> None:
         self.keys = list(keys)
         self.compact = compact
+        self.name = name
+        self.schema: Optional[pa.Schema] = None                  # of the rows stored, once some are
         self.levels: list[tuple[np.ndarray, pa.Table]] = []      # (sorted hashes, rows in that order)
+
+    def conform(self, table: pa.Table, time: object = None) -> pa.Table:
+        """``table`` in the schema of the rows already stored (its columns in their order,
+        cast safely to their types); a :class:`~timely_spark.errors.ChangelogError`
+        naming the operator, ``time`` and both schemas if it cannot be.
+
+        >>> import pyarrow as pa
+        >>> state = Arrangement(["k"], lambda t: t, "Distinct")
+        >>> state.insert(pa.table({"k": [1], "v": ["a"]}))
+        >>> state.conform(pa.table({"v": ["b"], "k": pa.array([2], pa.int32())})).column_names
+        ['k', 'v']
+        >>> state.conform(pa.table({"k": [2]}), 3)
+        Traceback (most recent call last):
+        timely_spark.errors.ChangelogError: operator 'Distinct' at time 3: rows (k: int64) do not fit the \
+state's schema (k: int64, v: string); a changelog keeps one schema across times
+        """
+        if self.schema is None or table.schema.equals(self.schema):
+            return table
+        if sorted(table.column_names) == sorted(self.schema.names):
+            try:
+                return table.select(self.schema.names).cast(self.schema)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                pass
+        where = f"operator {self.name!r}" + ("" if time is None else f" at time {time!r}")
+
+        def show(schema: pa.Schema) -> str:
+            return ", ".join(f"{f.name}: {f.type}" for f in schema)
+        raise ChangelogError(f"{where}: rows ({show(table.schema)}) do not fit the state's schema "
+                             f"({show(self.schema)}); a changelog keeps one schema across times")
 
     @property
     def rows(self) -> int:
@@ -75,10 +110,13 @@ class Arrangement:
         return h[order], table.take(pa.array(order))
 
     def insert(self, table: pa.Table) -> None:
-        """Add ``table``'s rows (which have the key columns) as the newest level; merge
-        levels as needed."""
+        """Add ``table``'s rows (which have the key columns; see :meth:`conform`) as the
+        newest level; merge levels as needed."""
         if not table.num_rows:
             return
+        table = self.conform(table)
+        if self.schema is None:
+            self.schema = table.schema
         self.levels.append(self._level(table))
         while len(self.levels) > 1 and len(self.levels[-2][0]) <= 2 * len(self.levels[-1][0]):
             _, newer = self.levels.pop()

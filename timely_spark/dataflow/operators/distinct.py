@@ -80,9 +80,10 @@ def distinct(stream: "Stream", name: str = "Distinct") -> "Stream":
 
     def logic(time: Any, batches: list) -> list:
         delta = consolidate_table(tables_of(batches, name, time), name)
-        columns = row_columns(delta.schema)
         if not state:
-            state.append(Arrangement(columns, compact))
+            state.append(Arrangement(row_columns(delta.schema), compact, name))
+        delta = state[0].conform(delta, time)              # the columns in the state's order
+        columns = state[0].keys
         counts = count_changes(state[0], delta, columns, name, time)
         old, new = counts["__old"], counts["__new"]
         up = pc.and_(pc.equal(old, 0), pc.greater(new, 0))

@@ -158,8 +158,8 @@ class _Running:
         self.sums = sorted({c for c, fn, *_ in spec if fn in ("sum", "mean", "count")})
         self.extremes = sorted({c for c, fn, *_ in spec if fn in ("min", "max")})
         self.accumulators = ["__n"] + [f"__{kind}{i}" for i in range(len(self.sums)) for kind in ("s", "c")]
-        self.state = Arrangement(keys, self._compact_state)
-        self.values = [Arrangement(keys, self._compact_values) for _ in self.extremes]
+        self.state = Arrangement(keys, self._compact_state, operator)
+        self.values = [Arrangement(keys, self._compact_values, operator) for _ in self.extremes]
 
     def _compact_state(self, table: pa.Table) -> pa.Table:
         summed = table.group_by(self.keys, use_threads=False).aggregate([(a, "sum") for a in self.accumulators])
@@ -194,7 +194,7 @@ class _Running:
         if not table.num_rows:
             return table.select(keys).slice(0, 0)
         d = diffs(table, self.operator)
-        delta = self._delta(table, d)
+        delta = self.state.conform(self._delta(table, d), time)
         if not delta.num_rows and not self.extremes:
             return delta.select(keys)
         hashes = hash_columns(table, keys)             # every changed key (a delta may sum to 0)
@@ -212,7 +212,7 @@ class _Running:
         for j, c in enumerate(self.extremes):
             valid = pc.is_valid(table[c])
             changes = table.select(keys).append_column("__v", table[c]).append_column(DIFF, pa.array(d))
-            changes = consolidate_table(changes.filter(valid), self.operator)
+            changes = self.values[j].conform(consolidate_table(changes.filter(valid), self.operator), time)
             before = self.values[j].gather(table, hashes)
             counted = [changes.append_column("__old", pa.array(np.zeros(changes.num_rows, np.int64)))]
             if before is not None and before.num_rows:

@@ -127,18 +127,18 @@ class _RunningJoin:
 
     def __init__(self, keys: list[str], name: str) -> None:
         self.keys, self.name = keys, name
-        self.states = [Arrangement(keys, self._compact), Arrangement(keys, self._compact)]
+        self.states = [Arrangement(keys, self._compact, name), Arrangement(keys, self._compact, name)]
 
     def _compact(self, table: pa.Table) -> pa.Table:
         return consolidate_table(table, self.name)
 
-    def _changes(self, batches: list, t: Any) -> Optional[pa.Table]:
+    def _changes(self, batches: list, t: Any, side: int) -> Optional[pa.Table]:
         if not batches:
             return None
         for batch in batches:
             check_columns(batch, self.keys, self.name)
         delta = consolidate_table(tables_of(batches, self.name, t), self.name)
-        return delta if delta.num_rows else None
+        return self.states[side].conform(delta, t) if delta.num_rows else None
 
     def _join(self, left: pa.Table, right: pa.Table) -> pa.Table:
         lt = left.rename_columns([("__dl" if n == DIFF else n) for n in left.column_names])
@@ -148,7 +148,7 @@ class _RunningJoin:
         return joined.drop_columns(["__dl", "__dr"]).append_column(DIFF, product)
 
     def __call__(self, t: Any, lefts: list, rights: list) -> Any:
-        dl, dr = self._changes(lefts, t), self._changes(rights, t)
+        dl, dr = self._changes(lefts, t, 0), self._changes(rights, t, 1)
         left, right = self.states
         parts = []
         if dl is not None:
