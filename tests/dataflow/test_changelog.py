@@ -284,3 +284,17 @@ def test_a_schema_that_changes_between_times_is_conformed_or_named():
     fails(ts.ChangelogError, r"operator 'Distinct' at time 1: rows \(k: int64, diff: int64\) do not fit "
              r"the state's schema",
           lambda s: s.distinct(), [pa.table({"k": [1], "v": [1]}), pa.table({"k": [2]})])
+
+
+def test_operators_that_keep_a_collection_refuse_product_times():
+    """Inside ``iterative`` a running aggregate folded (0, 1) into the state it used at (1, 0),
+    so the output withdrew rows it never added there; it is now a BuildError."""
+    table = pa.table({"k": ["a"], "v": [1]})
+    builds = {"Distinct": lambda s: s.distinct(),
+              "RunningAggregate": lambda s: s.group_by("k").aggregate([([], "count_all")], running=True),
+              "Join": lambda s: s.join(s, "k", running=True)}
+    for name, build in builds.items():
+        with pytest.raises(ts.WorkerError, match=f"operator '{name}' keeps a collection across times, which "
+                                                 "needs totally ordered times"):
+            ts.example(lambda s: s.iterative(lambda inner: build(s.to_stream(table).enter(inner)).leave()))
+    ts.example(lambda s: s.iterative(lambda inner: s.to_stream(table).enter(inner).consolidate().leave()))

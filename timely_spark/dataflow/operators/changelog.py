@@ -18,9 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import ChangelogError
+from ...errors import BuildError, ChangelogError
+from ...progress import kind_of
 
-__all__ = ["DIFF", "diffs", "with_diffs", "without_diffs", "row_columns", "consolidate_table", "check_counts"]
+__all__ = ["DIFF", "diffs", "with_diffs", "without_diffs", "row_columns", "consolidate_table", "check_counts",
+           "require_total_order"]
 
 #: The name of the changelog column.
 DIFF = "diff"
@@ -123,3 +125,28 @@ more often than it was added)
     count = first.pop(column)
     where = f"operator {operator!r}" + ("" if time is None else f" at time {time!r}")
     raise ChangelogError(f"{where}: row {first} has count {count} (withdrawn more often than it was added)")
+
+
+def require_total_order(scope: Any, operator: str) -> None:
+    """A :class:`~timely_spark.errors.BuildError` naming ``operator`` unless the times of
+    ``scope`` are totally ordered.  Operators that keep a collection across times
+    (distinct, running aggregates and joins) fold each completed time into one state,
+    which is the collection at that time only when every earlier change is at a time
+    ``<=`` it: with ``Product`` times (inside ``iterative``) the change at
+    ``(0, 1)`` is not ``<= (1, 0)``, and the output would not be a changelog.
+
+    >>> import timely_spark as ts
+    >>> ts.example(lambda scope: require_total_order(scope, "Distinct"))      # int epochs: fine
+    >>> from types import SimpleNamespace
+    >>> from timely_spark.progress import Product
+    >>> require_total_order(SimpleNamespace(minimum=Product(0, 0)), "Distinct")     # a loop's scope
+    Traceback (most recent call last):
+    timely_spark.errors.BuildError: operator 'Distinct' keeps a collection across times, which needs \
+totally ordered times (int epochs); this scope's times are Product(0, 0)-like (inside iterative?): \
+use it outside the loop
+    """
+    least = scope.minimum
+    if not kind_of(least).total:
+        raise BuildError(f"operator {operator!r} keeps a collection across times, which needs totally "
+                         f"ordered times (int epochs); this scope's times are {least!r}-like (inside "
+                         "iterative?): use it outside the loop")

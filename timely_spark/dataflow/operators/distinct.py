@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .arrangement import Arrangement
-from .changelog import DIFF, check_counts, consolidate_table, row_columns, with_diffs
+from .changelog import DIFF, check_counts, consolidate_table, require_total_order, row_columns, with_diffs
 from .consolidate import ByRow
 from .group_by import tables_of
 from .key_hash import hash_columns
@@ -55,7 +55,7 @@ def distinct(stream: "Stream", name: str = "Distinct") -> "Stream":
     last.  Cost per time: in proportion to the rows that changed (their counts are
     found in an arrangement, not by a scan).  A withdrawal that drives a row's count
     below 0 raises :class:`~timely_spark.errors.ChangelogError` naming the operator,
-    the time and the row.
+    the time and the row.  Times must be totally ordered (not inside ``iterative``).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> def work(w):
@@ -73,6 +73,7 @@ def distinct(stream: "Stream", name: str = "Distinct") -> "Stream":
     >>> ts.execute(work)[0]                    # time 1 changes the count, not the set
     [(0, [{'x': 'a', 'diff': 1}]), (2, [{'x': 'a', 'diff': -1}])]
     """
+    require_total_order(stream.scope, name)
     state: list = []                   # the arrangement, made when the first batch shows the columns
 
     def compact(table: pa.Table) -> pa.Table:

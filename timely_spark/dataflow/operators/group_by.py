@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from ...errors import BuildError
 from .arrangement import Arrangement
-from .changelog import DIFF, check_counts, consolidate_table, diffs, with_diffs
+from .changelog import DIFF, check_counts, consolidate_table, diffs, require_total_order, with_diffs
 from .exchange_by import ExchangeBy, check_columns, key_list
 from .key_hash import hash_columns
 from .per_time import per_time
@@ -109,7 +109,8 @@ class GroupBy:
         sums up to rounding).  A key's row count going below 0 -- or, for min/max, a
         value withdrawn more often than added -- raises
         :class:`~timely_spark.errors.ChangelogError` naming the operator, time and key;
-        options of an aggregation (its third element) are ignored.
+        options of an aggregation (its third element) are ignored.  Running needs totally
+        ordered times (not inside ``iterative``: BuildError).
 
         >>> import pyarrow as pa, timely_spark as ts
         >>> table = pa.table({"key": ["a", "b", "a"], "value": [1, 2, 3]})
@@ -124,6 +125,7 @@ class GroupBy:
             if bad:
                 raise BuildError(f"operator {operator!r}: running totals support {', '.join(_PARTIALS)}, "
                                  f"not {', '.join(bad)}")
+            require_total_order(self.stream.scope, operator)
         keys = self.keys
         columns = [c for c, *_ in spec if isinstance(c, str)]
         finish = _Running(keys, spec, operator) if running else _PerTime(keys, spec, operator)

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from ...errors import BuildError
 from .arrangement import Arrangement
-from .changelog import DIFF, consolidate_table
+from .changelog import DIFF, consolidate_table, require_total_order
 from .exchange_by import ExchangeBy, check_columns, key_list
 from .group_by import tables_of
 from .per_time import per_time
@@ -49,7 +49,8 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
     the keys they touch.  Running joins are inner only (any other ``join_type``
     raises BuildError); null keys match nothing; a withdrawal of a row a side does
     not hold is not detected here (the output then withdraws join rows it never
-    added -- ``ts.collection`` of it raises ChangelogError).
+    added -- ``ts.collection`` of it raises ChangelogError); running needs totally
+    ordered times (not inside ``iterative``: BuildError).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> users = pa.table({"id": [1, 2], "name": ["ann", "bob"]})
@@ -84,6 +85,7 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
                              f"{join_type!r}: an unmatched row's output would change with the other side's "
                              "state (join the changelogs, then add the unmatched rows from an anti-join of "
                              "their collections per time if needed)")
+        require_total_order(stream.scope, name)
         logic: Any = _RunningJoin(keys, name)
     else:
         logic = _PerTimeJoin(keys, how, name)
