@@ -298,3 +298,15 @@ def test_operators_that_keep_a_collection_refuse_product_times():
                                                  "needs totally ordered times"):
             ts.example(lambda s: s.iterative(lambda inner: build(s.to_stream(table).enter(inner)).leave()))
     ts.example(lambda s: s.iterative(lambda inner: s.to_stream(table).enter(inner).consolidate().leave()))
+
+
+def test_a_running_count_takes_any_column_and_a_running_sum_names_a_column_that_is_not_numbers():
+    """count only counts valid values (it multiplied them by the diffs, so a string column
+    failed with Arrow's 'multiply' error); sum/mean of strings is a TypeError naming the column."""
+    epochs = [pa.table({"k": [1, 1], "v": ["x", None]}), pa.table({"k": [1], "v": ["x"], "diff": [-1]})]
+    got = one_worker(lambda s: s.group_by("k").aggregate([("v", "count"), ("v", "min")], running=True), epochs)
+    assert got == [(0, [{"k": 1, "v_count": 1, "v_min": "x", "diff": 1}]),
+                   (1, [{"k": 1, "v_count": 1, "v_min": "x", "diff": -1},
+                        {"k": 1, "v_count": 0, "v_min": None, "diff": 1}])]
+    fails(TypeError, r"operator 'RunningAggregate' at time 0: a running sum or mean of column 'v' needs numbers",
+          lambda s: s.group_by("k").aggregate([("v", "mean")], running=True), epochs)

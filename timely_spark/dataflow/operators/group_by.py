@@ -158,6 +158,7 @@ class _Running:
     def __init__(self, keys: list[str], spec: list, operator: str) -> None:
         self.keys, self.spec, self.operator = keys, spec, operator
         self.sums = sorted({c for c, fn, *_ in spec if fn in ("sum", "mean", "count")})
+        self.added = {c for c, fn, *_ in spec if fn in ("sum", "mean")}     # the others are only counted
         self.extremes = sorted({c for c, fn, *_ in spec if fn in ("min", "max")})
         self.accumulators = ["__n"] + [f"__{kind}{i}" for i in range(len(self.sums)) for kind in ("s", "c")]
         self.state = Arrangement(keys, self._compact_state, operator)
@@ -176,18 +177,25 @@ class _Running:
     def _compact_values(self, table: pa.Table) -> pa.Table:
         return consolidate_table(table, self.operator)
 
-    def _delta(self, table: pa.Table, d: np.ndarray) -> pa.Table:
+    def _delta(self, table: pa.Table, d: np.ndarray, time: Any) -> pa.Table:
         """The time's changes to the accumulators, one row per key."""
         columns: dict[str, Any] = {k: table[k] for k in self.keys}
         diff = pa.array(d)
         columns["__n"] = diff
         for i, c in enumerate(self.sums):
             values = table[c]
-            if pa.types.is_boolean(values.type) or pa.types.is_integer(values.type):
-                values = pc.cast(values, pa.int64())
-            elif pa.types.is_floating(values.type):
-                values = pc.cast(values, pa.float64())
-            columns[f"__s{i}"] = pc.fill_null(pc.multiply(values, diff), 0)
+            if c not in self.added:                         # count only: any type
+                columns[f"__s{i}"] = pa.array(np.zeros(table.num_rows, np.int64))
+            else:
+                if pa.types.is_boolean(values.type) or pa.types.is_integer(values.type):
+                    values = pc.cast(values, pa.int64())
+                elif pa.types.is_floating(values.type):
+                    values = pc.cast(values, pa.float64())
+                elif not pa.types.is_decimal(values.type):
+                    raise TypeError(f"operator {self.operator!r} at time {time!r}: a running sum or mean of "
+                                    f"column {c!r} needs numbers (integers, floats, booleans, decimals), "
+                                    f"not {values.type}")
+                columns[f"__s{i}"] = pc.fill_null(pc.multiply(values, diff), 0)
             columns[f"__c{i}"] = pc.if_else(pc.is_valid(values), diff, 0)
         return self._compact_state(pa.table(columns))
 
@@ -196,7 +204,7 @@ class _Running:
         if not table.num_rows:
             return table.select(keys).slice(0, 0)
         d = diffs(table, self.operator)
-        delta = self.state.conform(self._delta(table, d), time)
+        delta = self.state.conform(self._delta(table, d, time), time)
         if not delta.num_rows and not self.extremes:
             return delta.select(keys)
         hashes = hash_columns(table, keys)             # every changed key (a delta may sum to 0)
