@@ -310,3 +310,19 @@ def test_a_running_count_takes_any_column_and_a_running_sum_names_a_column_that_
                         {"k": 1, "v_count": 0, "v_min": None, "diff": 1}])]
     fails(TypeError, r"operator 'RunningAggregate' at time 0: a running sum or mean of column 'v' needs numbers",
           lambda s: s.group_by("k").aggregate([("v", "mean")], running=True), epochs)
+
+
+def test_batches_with_and_without_diff_at_one_time_make_one_changelog():
+    """A batch without ``diff`` counts +1 per row, whatever the other batches of its time
+    carry (they failed with 'batches at time 0 have different schemas')."""
+    def both(s):
+        return s.concat(s.map(lambda b: with_diff(b)))
+
+    def with_diff(b):
+        return b.append_column("diff", pa.array([-1] * b.num_rows, pa.int8()))
+
+    epochs = [pa.table({"k": ["a", "b"], "v": [1, 2]})]             # each row +1 and -1: all cancels
+    for build in (lambda s: both(s).consolidate(), lambda s: both(s).distinct(),
+                  lambda s: both(s).group_by("k").aggregate([("v", "sum")], running=True),
+                  lambda s: both(s).join(s, "k", running=True)):
+        assert one_worker(build, epochs) == []

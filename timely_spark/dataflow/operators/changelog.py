@@ -22,7 +22,7 @@ from ...errors import BuildError, ChangelogError
 from ...progress import kind_of
 
 __all__ = ["DIFF", "diffs", "with_diffs", "without_diffs", "row_columns", "consolidate_table", "check_counts",
-           "require_total_order"]
+           "require_total_order", "with_int64_diffs"]
 
 #: The name of the changelog column.
 DIFF = "diff"
@@ -68,6 +68,19 @@ def with_diffs(batch: Any, values: np.ndarray) -> Any:
     """
     base = without_diffs(batch)
     return base.append_column(DIFF, pa.array(np.asarray(values, np.int64), pa.int64()))
+
+
+def with_int64_diffs(batches: Sequence[Any], operator: str) -> list:
+    """Each of ``batches`` with an int64 ``diff`` column last (``+1`` where it had none), so
+    that batches with and without ``diff``, or with diffs of other integer types, make
+    one table.
+
+    >>> import pyarrow as pa
+    >>> narrow = pa.record_batch({"diff": pa.array([-1], pa.int8()), "x": [1]})
+    >>> [b.schema.names for b in with_int64_diffs([pa.record_batch({"x": [1]}), narrow], "Op")]
+    [['x', 'diff'], ['x', 'diff']]
+    """
+    return [with_diffs(b, diffs(b, operator)) for b in batches]
 
 
 def row_columns(schema: pa.Schema) -> list[str]:

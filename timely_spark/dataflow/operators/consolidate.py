@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .changelog import consolidate_table, row_columns
+from .changelog import consolidate_table, row_columns, with_int64_diffs
 from .exchange_by import ExchangeBy
 from .group_by import tables_of
 from .per_time import per_time
@@ -58,6 +58,6 @@ def consolidate(stream: "Stream", name: str = "Consolidate") -> "Stream":
     {'x': ['a'], 'diff': [2]}
     """
     def logic(time: Any, batches: list) -> list:
-        return consolidate_table(tables_of(batches, name, time), name).to_batches()
+        return consolidate_table(tables_of(with_int64_diffs(batches, name), name, time), name).to_batches()
 
     return per_time(stream, logic, exchange=ByRow(name), name=name)

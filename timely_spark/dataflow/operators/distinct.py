@@ -15,7 +15,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .arrangement import Arrangement
-from .changelog import DIFF, check_counts, consolidate_table, require_total_order, row_columns, with_diffs
+from .changelog import (
+    DIFF,
+    check_counts,
+    consolidate_table,
+    require_total_order,
+    row_columns,
+    with_diffs,
+    with_int64_diffs,
+)
 from .consolidate import ByRow
 from .group_by import tables_of
 from .key_hash import hash_columns
@@ -80,7 +88,7 @@ def distinct(stream: "Stream", name: str = "Distinct") -> "Stream":
         return consolidate_table(table, name)
 
     def logic(time: Any, batches: list) -> list:
-        delta = consolidate_table(tables_of(batches, name, time), name)
+        delta = consolidate_table(tables_of(with_int64_diffs(batches, name), name, time), name)
         if not state:
             state.append(Arrangement(row_columns(delta.schema), compact, name))
         delta = state[0].conform(delta, time)              # the columns in the state's order

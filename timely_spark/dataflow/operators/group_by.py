@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from ...errors import BuildError
 from .arrangement import Arrangement
-from .changelog import DIFF, check_counts, consolidate_table, diffs, require_total_order, with_diffs
+from .changelog import DIFF, check_counts, consolidate_table, diffs, require_total_order, with_diffs, with_int64_diffs
 from .exchange_by import ExchangeBy, check_columns, key_list
 from .key_hash import hash_columns
 from .per_time import per_time
@@ -133,6 +133,8 @@ class GroupBy:
         def logic(time: Any, batches: list) -> list:
             for batch in batches:
                 check_columns(batch, keys + columns, operator)
+            if running:                                 # with and without diff make one table
+                batches = with_int64_diffs(batches, operator)
             return finish(tables_of(batches, operator, time), time).combine_chunks().to_batches()
 
         return per_time(self.stream, logic, exchange=ExchangeBy(keys, operator), name=operator)

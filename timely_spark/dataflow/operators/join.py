@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from ...errors import BuildError
 from .arrangement import Arrangement
-from .changelog import DIFF, consolidate_table, require_total_order
+from .changelog import DIFF, consolidate_table, require_total_order, with_int64_diffs
 from .exchange_by import ExchangeBy, check_columns, key_list
 from .group_by import tables_of
 from .per_time import per_time
@@ -139,7 +139,7 @@ class _RunningJoin:
             return None
         for batch in batches:
             check_columns(batch, self.keys, self.name)
-        delta = consolidate_table(tables_of(batches, self.name, t), self.name)
+        delta = consolidate_table(tables_of(with_int64_diffs(batches, self.name), self.name, t), self.name)
         return self.states[side].conform(delta, t) if delta.num_rows else None
 
     def _join(self, left: pa.Table, right: pa.Table) -> pa.Table:
