@@ -326,3 +326,11 @@ def test_batches_with_and_without_diff_at_one_time_make_one_changelog():
                   lambda s: both(s).group_by("k").aggregate([("v", "sum")], running=True),
                   lambda s: both(s).join(s, "k", running=True)):
         assert one_worker(build, epochs) == []
+
+
+def test_a_uint64_diff_beyond_int64_is_named_not_wrapped():
+    """2**64 - 1 in a uint64 diff became -1 (a silent withdrawal)."""
+    log = pa.table({"x": ["a", "a"], "diff": pa.array([1, 2**64 - 1], pa.uint64())})
+    with pytest.raises(ts.ChangelogError, match="'diff' column \\(uint64\\) holds values beyond int64"):
+        ts.collection(log)
+    assert ts.collection(pa.table({"x": ["a"], "diff": pa.array([2], pa.uint64())})).num_rows == 2

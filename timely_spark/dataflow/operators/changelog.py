@@ -50,6 +50,12 @@ def diffs(batch: Union[pa.RecordBatch, pa.Table], operator: str) -> np.ndarray:
     if column.null_count:
         raise ChangelogError(f"operator {operator!r}: the {DIFF!r} column holds "
                              f"{column.null_count} null(s); every row needs a diff")
+    if column.type != pa.int64():
+        try:
+            column = column.cast(pa.int64())            # safe: a uint64 beyond int64 raises, not wraps
+        except pa.ArrowInvalid:
+            raise ChangelogError(f"operator {operator!r}: the {DIFF!r} column ({column.type}) holds values "
+                                 "beyond int64") from None
     return column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
