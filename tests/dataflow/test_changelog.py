@@ -334,3 +334,19 @@ def test_a_uint64_diff_beyond_int64_is_named_not_wrapped():
     with pytest.raises(ts.ChangelogError, match="'diff' column \\(uint64\\) holds values beyond int64"):
         ts.collection(log)
     assert ts.collection(pa.table({"x": ["a"], "diff": pa.array([2], pa.uint64())})).num_rows == 2
+
+
+def test_a_running_float_sum_withdraws_nan_and_infinities():
+    """NaN/inf were summed into the state, so withdrawing them left the sum NaN forever (a
+    from-scratch sum of the remaining [2.0] is 2.0), and a NaN aggregate was re-emitted
+    (-1 and +1) whenever its key was touched without changing."""
+    nan, inf = float("nan"), float("inf")
+    epochs = [pa.table({"k": [1, 1, 1], "v": [nan, 2.0, inf]}), pa.table({"k": [1], "v": [nan], "diff": [-1]}),
+              pa.table({"k": [1, 1], "v": [-inf, 5.0]}), pa.table({"k": [1, 1], "v": [5.0, 5.0], "diff": [1, -1]}),
+              pa.table({"k": [1, 1, 1], "v": [inf, -inf, 5.0], "diff": [-1, -1, -1]})]
+    got = one_worker(lambda s: s.group_by("k").aggregate([("v", "sum"), ("v", "mean")], running=True), epochs)
+    now = {t: [r for r in rows if r["diff"] == 1] for t, rows in got}
+    assert str(now[0]) == str([{"k": 1, "v_sum": nan, "v_mean": nan, "diff": 1}])
+    assert now[1] == [{"k": 1, "v_sum": inf, "v_mean": inf, "diff": 1}]
+    assert 3 not in now                          # NaN before and after: nothing changed
+    assert now[4] == [{"k": 1, "v_sum": 2.0, "v_mean": 2.0, "diff": 1}]

@@ -154,7 +154,8 @@ class _Running:
     """Running aggregates of a changelog, kept in arrangements (see :mod:`.arrangement`).
 
     Per key: the number of rows (sum of diffs), and per summed/counted column the sum
-    of ``value * diff`` and of ``diff`` over its non-null values; per min/max column the
+    of ``value * diff`` and of ``diff`` over its non-null values (NaN, +inf and -inf counted
+    apart, so they can be withdrawn); per min/max column the
     multiset of its values (value, count).  A time looks up only the keys it changes."""
 
     def __init__(self, keys: list[str], spec: list, operator: str) -> None:
@@ -162,7 +163,10 @@ class _Running:
         self.sums = sorted({c for c, fn, *_ in spec if fn in ("sum", "mean", "count")})
         self.added = {c for c, fn, *_ in spec if fn in ("sum", "mean")}     # the others are only counted
         self.extremes = sorted({c for c, fn, *_ in spec if fn in ("min", "max")})
-        self.accumulators = ["__n"] + [f"__{kind}{i}" for i in range(len(self.sums)) for kind in ("s", "c")]
+        # per summed column: the sum of its finite values, its non-null count, and the counts of
+        # its NaN, +inf and -inf values (kept apart: a float sum cannot withdraw them)
+        kinds = ("s", "c", "nan", "pinf", "ninf")
+        self.accumulators = ["__n"] + [f"__{kind}{i}" for i in range(len(self.sums)) for kind in kinds]
         self.state = Arrangement(keys, self._compact_state, operator)
         self.values = [Arrangement(keys, self._compact_values, operator) for _ in self.extremes]
 
@@ -186,13 +190,21 @@ class _Running:
         columns["__n"] = diff
         for i, c in enumerate(self.sums):
             values = table[c]
+            zeros = pa.array(np.zeros(table.num_rows, np.int64))
+            for kind in ("nan", "pinf", "ninf"):
+                columns[f"__{kind}{i}"] = zeros
             if c not in self.added:                         # count only: any type
-                columns[f"__s{i}"] = pa.array(np.zeros(table.num_rows, np.int64))
+                columns[f"__s{i}"] = zeros
             else:
                 if pa.types.is_boolean(values.type) or pa.types.is_integer(values.type):
                     values = pc.cast(values, pa.int64())
                 elif pa.types.is_floating(values.type):
                     values = pc.cast(values, pa.float64())
+                    special = {"nan": pc.is_nan(values), "pinf": pc.equal(values, float("inf")),
+                               "ninf": pc.equal(values, float("-inf"))}
+                    for kind, where in special.items():
+                        columns[f"__{kind}{i}"] = pc.if_else(pc.fill_null(where, False), diff, 0)
+                    values = pc.if_else(pc.is_finite(values), values, 0.0)     # nulls stay null
                 elif not pa.types.is_decimal(values.type):
                     raise TypeError(f"operator {self.operator!r} at time {time!r}: a running sum or mean of "
                                     f"column {c!r} needs numbers (integers, floats, booleans, decimals), "
@@ -256,6 +268,8 @@ class _Running:
             a, b = new[name], old[name]
             equal = pc.fill_null(pc.equal(a, b), False)
             equal = pc.or_(equal, pc.and_(pc.is_null(a), pc.is_null(b)))
+            if pa.types.is_floating(a.type):                # NaN is the same aggregate as NaN
+                equal = pc.or_(equal, pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False))
             same = equal if same is None else pc.and_(same, equal)
         had, has = pc.greater(n_old, 0), pc.greater(n_new, 0)
         if same is None:
@@ -285,6 +299,10 @@ class _Running:
             else:
                 i = self.sums.index(column)
                 s, c = merged[f"{prefix}__s{i}_sum"], merged[f"{prefix}__c{i}_sum"]
+                if pa.types.is_floating(s.type):
+                    nan, pinf, ninf = (pc.greater(merged[f"{prefix}__{k}{i}_sum"], 0) for k in ("nan", "pinf", "ninf"))
+                    s = pc.if_else(pc.or_(nan, pc.and_(pinf, ninf)), float("nan"),
+                                   pc.if_else(pinf, float("inf"), pc.if_else(ninf, float("-inf"), s)))
                 empty = pc.equal(c, 0)
                 if fn == "count":
                     columns[name] = c
