@@ -33,7 +33,14 @@ class BucketPartition(InputPartition):
 
 def hashable(schema: Any) -> bool:
     """Whether every column of the Arrow ``schema`` can be hashed into buckets (integers,
-    floats, strings, binaries, booleans, dates and timestamps)."""
+    floats, strings, binaries, booleans, dates and timestamps).
+
+    >>> import pyarrow as pa
+    >>> hashable(pa.schema([("k", pa.int64()), ("name", pa.string())]))
+    True
+    >>> hashable(pa.schema([("k", pa.int64()), ("tags", pa.list_(pa.string()))]))
+    False
+    """
     import pyarrow as pa
 
     kinds = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string, pa.types.is_large_string,

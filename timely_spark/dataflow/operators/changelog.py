@@ -60,7 +60,12 @@ def diffs(batch: Union[pa.RecordBatch, pa.Table], operator: str) -> np.ndarray:
 
 
 def without_diffs(batch: Any) -> Any:
-    """``batch`` (a RecordBatch or Table) without its ``diff`` column (unchanged if it has none)."""
+    """``batch`` (a RecordBatch or Table) without its ``diff`` column (unchanged if it has none).
+
+    >>> import pyarrow as pa
+    >>> without_diffs(pa.record_batch({"x": [1], "diff": [-1]})).schema.names
+    ['x']
+    """
     i = batch.schema.get_field_index(DIFF)
     return batch if i < 0 else batch.remove_column(i)
 

@@ -39,7 +39,15 @@ def count_changes(state: Arrangement, delta: pa.Table, columns: list[str], opera
                   time: Any) -> pa.Table:
     """For the consolidated changes ``delta`` (``columns`` + ``diff``): each changed row
     with its count before (``__old``) and after (``__new``), then ``delta`` added to
-    ``state``.  A count that would go negative raises ChangelogError naming the row."""
+    ``state``.  A count that would go negative raises ChangelogError naming the row.
+
+    >>> state = Arrangement(["x"], lambda t: t)
+    >>> delta = pa.table({"x": ["a"], "diff": [2]})
+    >>> count_changes(state, delta, ["x"], "Distinct", 0).to_pydict()
+    {'x': ['a'], '__old': [0], '__new': [2]}
+    >>> count_changes(state, delta, ["x"], "Distinct", 1).to_pydict()
+    {'x': ['a'], '__old': [2], '__new': [4]}
+    """
     old = state.gather(delta, hash_columns(delta, columns))
     zeros = pa.array(np.zeros(delta.num_rows, np.int64))
     parts = [delta.append_column("__old", zeros)]
