@@ -350,3 +350,12 @@ def test_a_running_float_sum_withdraws_nan_and_infinities():
     assert now[1] == [{"k": 1, "v_sum": inf, "v_mean": inf, "diff": 1}]
     assert 3 not in now                          # NaN before and after: nothing changed
     assert now[4] == [{"k": 1, "v_sum": 2.0, "v_mean": 2.0, "diff": 1}]
+
+
+def test_a_running_aggregate_finds_a_key_whose_type_widened():
+    """A timestamp[s] key at time 1 was hashed as seconds while the state holds it as
+    milliseconds: the key was not found and came out a second time (count 1 twice)."""
+    epochs = [pa.table({"k": pa.array([1000], pa.timestamp("ms"))}), pa.table({"k": pa.array([1], pa.timestamp("s"))})]
+    got = one_worker(lambda s: s.group_by("k").aggregate([([], "count_all")], running=True), epochs)
+    assert [(t, [(r["count_all"], r["diff"]) for r in rows]) for t, rows in got] == [(0, [(1, 1)]),
+                                                                                     (1, [(1, -1), (2, 1)])]

@@ -213,10 +213,26 @@ class _Running:
             columns[f"__c{i}"] = pc.if_else(pc.is_valid(values), diff, 0)
         return self._compact_state(pa.table(columns))
 
+    def _key_types(self, table: pa.Table) -> pa.Table:
+        """``table`` with its key columns cast to the state's key types (so a key hashes as
+        the state does: a timestamp[s] key is found among timestamp[ms] ones)."""
+        schema = self.state.schema
+        if schema is None:
+            return table
+        for k in self.keys:
+            want, i = schema.field(k).type, table.schema.get_field_index(k)
+            if table.schema.field(i).type != want:
+                try:
+                    table = table.set_column(i, k, table[k].cast(want))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                    pass                            # the delta's conform names the schemas
+        return table
+
     def __call__(self, table: pa.Table, time: Any) -> pa.Table:
         keys = self.keys
         if not table.num_rows:
             return table.select(keys).slice(0, 0)
+        table = self._key_types(table)
         d = diffs(table, self.operator)
         delta = self.state.conform(self._delta(table, d, time), time)
         if not delta.num_rows and not self.extremes:
