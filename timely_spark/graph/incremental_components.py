@@ -65,6 +65,9 @@ LOW = np.int64((1 << 32) - 1)
 MAX_VERTICES = 1 << 31
 #: A component's member arrays are joined into one once it has more than this many.
 MAX_CHUNKS = 16
+#: Components larger than this are split by searching from the deleted edges' ends
+#: (:meth:`ComponentIndex._split`); smaller ones are recomputed from their edges.
+SEARCH_ABOVE = 64
 
 
 def _pack(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -96,6 +99,7 @@ class ComponentIndex:
         self.deg = np.zeros(0, np.int64)
         self.size = np.zeros(0, np.int64)
         self.low = np.zeros(0, np.int64)
+        self.mark = np.zeros(0, np.int64)                   # scratch of the split search, -1 between uses
         self.members: dict[int, list[np.ndarray]] = {}     # slots of size > 1 only
         self._cand: list[np.ndarray] = []
         self._alive: list[np.ndarray] = []
@@ -117,6 +121,7 @@ class ComponentIndex:
                 self.vid, self.comp, self.deg, self.size, self.low = (
                     np.concatenate([a, np.full(cap - len(a), fill, np.int64)])
                     for a, fill in ((self.vid, 0), (self.comp, -1), (self.deg, 0), (self.size, 0), (self.low, 0)))
+                self.mark = np.concatenate([self.mark, np.full(cap - len(self.mark), -1, np.int64)])
             new = np.arange(start, self.n, dtype=np.int64)
             self.ids.set(fresh, new)
             self.vid[new] = fresh
@@ -132,6 +137,11 @@ class ComponentIndex:
         for s in slots[big].tolist():
             chunks = self.members.pop(s) if pop else self.members[s]
             joined = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+            joined = joined[self.comp[joined] == s]          # split-off vertices stay until compaction
+            if len(chunks) > 1:
+                joined = np.unique(joined)                    # ... and may come back: once each
+            if not pop:
+                self.members[s] = [joined]
             parts.append(joined)
             owners.append(np.full(len(joined), s, np.int64))
         return np.concatenate(parts), np.concatenate(owners)
@@ -201,7 +211,87 @@ class ComponentIndex:
         keys = np.unique(np.concatenate([_pack(lo, hi), _pack(hi, lo)]))
         self.adjacent.set(keys, np.zeros(len(keys), np.int64))
         self.deg[:self.n] -= np.bincount(np.concatenate([lo, hi[hi != lo]]), minlength=self.n)
-        slots = np.unique(self.comp[lo])
+        owner = self.comp[lo]
+        slots = np.unique(owner)
+        searched = slots[self.size[slots] > SEARCH_ABOVE]
+        redo = [slots[self.size[slots] <= SEARCH_ABOVE]]
+        for s in searched.tolist():
+            mine = owner == s
+            if not self._split(s, np.unique(np.concatenate([lo[mine], hi[mine]]))):
+                redo.append(np.array([s], np.int64))
+        self._recompute(np.concatenate(redo))
+
+    def _split(self, slot: int, ends: np.ndarray) -> bool:
+        """Split component ``slot`` after deletions whose endpoints are ``ends``: every
+        piece it falls into holds one of them, so grow a search from each (level by
+        level, the searches uniting when they meet) until at most one is still growing:
+        the others are the pieces that split off, the growing one keeps the slot.
+        False (nothing changed) when the searches visit more than a quarter of the
+        component, or the slot's own vertex splits off or leaves: recompute it instead."""
+        seeds = ends[self.deg[ends] > 0]
+        gone = ends[self.deg[ends] == 0]
+        groups = np.arange(len(seeds), dtype=np.int64)
+        mark = self.mark
+        mark[seeds] = groups
+        visited, frontier, count = [seeds], seeds, len(seeds)
+        budget = max(int(self.size[slot]) // 4, 1)
+        while True:
+            growing = np.unique(groups[mark[frontier]])
+            if len(growing) <= 1 or count > budget:
+                break
+            start = frontier << SHIFT
+            keys = self.adjacent.scan(start, start + (np.int64(1) << SHIFT))
+            u, w = keys >> SHIFT, keys & LOW
+            gu, mw = groups[mark[u]], mark[w]
+            met = mw >= 0
+            left, right = [gu[met]], [groups[mw[met]]]
+            frontier = np.zeros(0, np.int64)
+            if not met.all():
+                fresh, first, at = np.unique(w[~met], return_index=True, return_inverse=True)
+                claim = gu[~met][first]
+                left.append(gu[~met])
+                right.append(claim[at.reshape(-1)])
+                mark[fresh] = claim
+                frontier = fresh
+                visited.append(fresh)
+                count += len(fresh)
+            a, b = np.concatenate(left), np.concatenate(right)
+            if (a != b).any():
+                v, r = forest(a[a != b], b[a != b])
+                relabel = np.arange(len(groups), dtype=np.int64)
+                relabel[v] = r
+                groups = relabel[groups]
+        found = np.concatenate(visited)
+        label = groups[mark[found]]
+        mark[found] = -1
+        if count > budget and len(growing) > 1:
+            return False
+        split = ~np.isin(label, growing)
+        pieces, label = found[split], label[split]
+        if len(growing) and (np.any(pieces == slot) or np.any(gone == slot)):
+            return False
+        self._remember(np.concatenate([pieces, gone]))
+        self.comp[gone] = -1
+        leaving = np.concatenate([self.vid[pieces], self.vid[gone]])
+        if len(growing):
+            self.comp[pieces] = -1
+            self.size[slot] -= len(leaving)
+            if self.low[slot] in leaving:                   # the label goes: every member's changes
+                rest = self._members(np.array([slot]), pop=False)[0]
+                self._remember(rest)
+                self.low[slot] = self.vid[rest].min()
+            if self.size[slot] == 1:
+                self.members.pop(slot, None)
+        else:
+            self.size[slot] = 0
+            self.members.pop(slot, None)
+        self._assign(pieces, label)
+        return True
+
+    def _recompute(self, slots: np.ndarray) -> None:
+        """Recompute components ``slots`` from their remaining edges."""
+        if not len(slots):
+            return
         vertices, _ = self._members(slots, pop=True)
         self._remember(vertices)
         self.comp[vertices] = -1
@@ -210,15 +300,19 @@ class ComponentIndex:
         keys = self.adjacent.scan(start, start + (np.int64(1) << SHIFT))
         u, v = keys >> SHIFT, keys & LOW
         keep = u <= v
-        if not keep.any():
+        verts, roots = forest(u[keep], v[keep])
+        self._assign(verts, roots)
+
+    def _assign(self, verts: np.ndarray, group: np.ndarray) -> None:
+        """Make each group of ``verts`` (by ``group``) a component, slot its smallest dense id."""
+        if not len(verts):
             return
-        verts, roots = forest(u[keep], v[keep])          # roots: the smallest dense id, a member
-        order = np.argsort(roots, kind="stable")
-        verts, roots = verts[order], roots[order]
-        starts = np.flatnonzero(np.concatenate([[True], roots[1:] != roots[:-1]]))
-        heads = roots[starts]
-        sizes = np.diff(np.append(starts, len(roots)))
-        self.comp[verts] = roots
+        order = np.lexsort((verts, group))
+        verts, group = verts[order], group[order]
+        starts = np.flatnonzero(np.concatenate([[True], group[1:] != group[:-1]]))
+        heads = verts[starts]
+        sizes = np.diff(np.append(starts, len(verts)))
+        self.comp[verts] = np.repeat(heads, sizes)
         self.size[heads] = sizes
         self.low[heads] = np.minimum.reduceat(self.vid[verts], starts)
         for head, s, k in zip(heads[sizes > 1].tolist(), starts[sizes > 1].tolist(), sizes[sizes > 1].tolist()):
@@ -266,7 +360,7 @@ class ComponentIndex:
             chunks = self.members.setdefault(head, [np.array([head], np.int64)])
             chunks.append(piece)
             if len(chunks) > MAX_CHUNKS:
-                self.members[head] = [np.concatenate(chunks)]
+                self._members(np.array([head]), pop=False)
 
 
 def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
