@@ -77,7 +77,8 @@ def _pack(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 class ComponentIndex:
     """The state of incremental connected components on one worker (see the module
     docstring); :meth:`update` takes one time's edge changes and returns the changes
-    of the result.
+    of the result.  Components larger than ``search_above`` vertices are split by a
+    search from the deleted edges' ends, smaller ones recomputed.
 
     >>> index = ComponentIndex("Components")
     >>> v, c, d = index.update(0, np.array([1, 3]), np.array([2, 2]), np.array([1, 1]))
@@ -88,8 +89,9 @@ class ComponentIndex:
     [(1, 1, -1), (2, 1, -1), (2, 2, 1), (3, 1, -1), (3, 2, 1)]
     """
 
-    def __init__(self, operator: str) -> None:
+    def __init__(self, operator: str, search_above: int = SEARCH_ABOVE) -> None:
         self.operator = operator
+        self.search_above = search_above
         self.ids = KeyIndex()
         self.counts = KeyIndex(empty=0)
         self.adjacent = KeyIndex(empty=0)
@@ -213,8 +215,8 @@ class ComponentIndex:
         self.deg[:self.n] -= np.bincount(np.concatenate([lo, hi[hi != lo]]), minlength=self.n)
         owner = self.comp[lo]
         slots = np.unique(owner)
-        searched = slots[self.size[slots] > SEARCH_ABOVE]
-        redo = [slots[self.size[slots] <= SEARCH_ABOVE]]
+        searched = slots[self.size[slots] > self.search_above]
+        redo = [slots[self.size[slots] <= self.search_above]]
         for s in searched.tolist():
             mine = owner == s
             if not self._split(s, np.unique(np.concatenate([lo[mine], hi[mine]]))):
