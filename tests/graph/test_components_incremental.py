@@ -233,3 +233,25 @@ def test_bad_input_names_operator_time_and_row():
     with pytest.raises(WorkerError) as info:
         ts.example(strings)
     assert isinstance(info.value.cause, GraphInputError) and info.value.cause.what == "src"
+
+
+@pytest.mark.parametrize("search_above", [0, 64])
+def test_vertex_leaving_a_searched_component_and_coming_back(search_above):
+    index = ComponentIndex("Components", search_above=search_above)
+    log = [[(1, 2, 1), (100, 5, 1)] + [(i, i + 1, 1) for i in range(2, 30)],
+           [(100, 5, 1)],                               # a second copy: no change
+           [(100, 5, -1)],
+           [(100, 5, -1)],                              # 100 loses its last edge
+           [(1, 2, -1)],                                # so does 1, which named the component
+           [(1, 9, 1)],                                 # both come back elsewhere
+           [(9, 100, 1), (100, 100, 1)]]
+    held: Counter = Counter()
+    state: Counter = Counter()
+    for t, rows in enumerate(log):
+        for a, b, d in rows:
+            held[(a, b)] += d
+        v, c, d = index.update(t, *(np.array(col, np.int64) for col in zip(*rows)))
+        for row in zip(v.tolist(), c.tolist(), d.tolist()):
+            state[row[:2]] += row[2]
+        state = Counter({k: w for k, w in state.items() if w})
+        assert dict(state.keys()) == union_find([e for e, n in held.items() if n > 0]), f"time {t}"
