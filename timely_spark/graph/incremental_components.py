@@ -8,7 +8,8 @@ index, all numpy arrays over dense vertex ids (``0..n-1`` in order of first sigh
 
 * ``ids``: vertex id -> dense id (a :class:`~.key_index.KeyIndex`), ``vid``: back;
 * ``counts``: the multiplicity of each directed edge row ``(src, dst)`` (the
-  changelog's collection), so a withdrawal of a row never added is caught;
+  changelog's collection), so a withdrawal of a row never added is caught, and
+  ``undirected``: the same summed over both directions, under ``(min, max)``;
 * ``adjacent``: each present undirected edge under both ``(u, v)`` and ``(v, u)``,
   so the edges of a set of vertices are a range scan, never a scan of the graph;
 * ``comp`` (vertex -> component slot, -1 when the vertex has no edge), ``deg``
@@ -53,6 +54,7 @@ from ..errors import ChangelogError, GraphInputError
 from .components_columnar import forest
 from .edge_changes import edge_changes
 from .key_index import KeyIndex
+from .unique import sorted_unique
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
@@ -94,6 +96,7 @@ class ComponentIndex:
         self.search_above = search_above
         self.ids = KeyIndex()
         self.counts = KeyIndex(empty=0)
+        self.undirected = KeyIndex(empty=0)
         self.adjacent = KeyIndex(empty=0)
         self.n = 0
         self.vid = np.zeros(0, np.int64)
@@ -141,7 +144,7 @@ class ComponentIndex:
             joined = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
             joined = joined[self.comp[joined] == s]          # split-off vertices stay until compaction
             if len(chunks) > 1:
-                joined = np.unique(joined)                    # ... and may come back: once each
+                joined = sorted_unique(joined)                    # ... and may come back: once each
             if not pop:
                 self.members[s] = [joined]
             parts.append(joined)
@@ -199,8 +202,9 @@ class ComponentIndex:
         pairs, at = np.unique(_pack(lo, hi), return_inverse=True)
         udelta = np.bincount(at.reshape(-1), weights=delta, minlength=len(pairs)).astype(np.int64)
         lo, hi = pairs >> SHIFT, pairs & LOW
-        unew = self.counts.get(pairs)[0] + np.where(lo == hi, 0, self.counts.get(_pack(hi, lo))[0])
-        uold = unew - udelta
+        uold, _ = self.undirected.get(pairs)
+        unew = uold + udelta
+        self.undirected.set(pairs, unew)
         gone = (uold > 0) & (unew == 0)
         if gone.any():
             self._delete(lo[gone], hi[gone])
@@ -210,16 +214,16 @@ class ComponentIndex:
         return self._changes()
 
     def _delete(self, lo: np.ndarray, hi: np.ndarray) -> None:
-        keys = np.unique(np.concatenate([_pack(lo, hi), _pack(hi, lo)]))
+        keys = sorted_unique(np.concatenate([_pack(lo, hi), _pack(hi, lo)]))
         self.adjacent.set(keys, np.zeros(len(keys), np.int64))
         self.deg[:self.n] -= np.bincount(np.concatenate([lo, hi[hi != lo]]), minlength=self.n)
         owner = self.comp[lo]
-        slots = np.unique(owner)
+        slots = sorted_unique(owner)
         searched = slots[self.size[slots] > self.search_above]
         redo = [slots[self.size[slots] <= self.search_above]]
         for s in searched.tolist():
             mine = owner == s
-            if not self._split(s, np.unique(np.concatenate([lo[mine], hi[mine]]))):
+            if not self._split(s, sorted_unique(np.concatenate([lo[mine], hi[mine]]))):
                 redo.append(np.array([s], np.int64))
         self._recompute(np.concatenate(redo))
 
@@ -238,7 +242,7 @@ class ComponentIndex:
         visited, frontier, count = [seeds], seeds, len(seeds)
         budget = max(int(self.size[slot]) // 4, 1)
         while True:
-            growing = np.unique(groups[mark[frontier]])
+            growing = sorted_unique(groups[mark[frontier]])
             if len(growing) <= 1 or count > budget:
                 break
             start = frontier << SHIFT
@@ -321,10 +325,10 @@ class ComponentIndex:
             self.members[head] = [verts[s:s + k]]
 
     def _insert(self, lo: np.ndarray, hi: np.ndarray) -> None:
-        keys = np.unique(np.concatenate([_pack(lo, hi), _pack(hi, lo)]))
+        keys = sorted_unique(np.concatenate([_pack(lo, hi), _pack(hi, lo)]))
         self.adjacent.set(keys, np.ones(len(keys), np.int64))
         self.deg[:self.n] += np.bincount(np.concatenate([lo, hi[hi != lo]]), minlength=self.n)
-        touched = np.unique(np.concatenate([lo, hi]))
+        touched = sorted_unique(np.concatenate([lo, hi]))
         fresh = touched[self.comp[touched] < 0]
         if len(fresh):                                   # vertices (re)joining: singletons
             self._remember(fresh)

@@ -58,6 +58,11 @@ class KeyIndex:
         """Per key: the level holding it (-1: none) and its position there."""
         level = np.full(len(keys), -1, np.int64)
         pos = np.zeros(len(keys), np.int64)
+        if len(keys) > 1 and not (keys[1:] >= keys[:-1]).all():
+            order = np.argsort(keys)                         # sorted needles search much faster
+            level_sorted, pos_sorted = self._locate(keys[order])
+            level[order], pos[order] = level_sorted, pos_sorted
+            return level, pos
         for i, held in enumerate(self.keys):
             if not len(held):
                 continue
@@ -95,9 +100,12 @@ class KeyIndex:
             new &= values != self.empty
         if not new.any():
             return
-        order = np.argsort(keys[new], kind="stable")
-        self.keys.append(keys[new][order])
-        self.values.append(values[new][order])
+        keys, values = keys[new], values[new]
+        if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():
+            order = np.argsort(keys, kind="stable")
+            keys, values = keys[order], values[order]
+        self.keys.append(keys)
+        self.values.append(values)
         while len(self.keys) > 1 and 2 * len(self.keys[-1]) >= len(self.keys[-2]):
             k = np.concatenate([self.keys.pop(-2), self.keys.pop()])
             v = np.concatenate([self.values.pop(-2), self.values.pop()])
