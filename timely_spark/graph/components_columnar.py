@@ -1,12 +1,13 @@
 """Vectorized connected components of record-batch edge streams.
 
 :func:`snapshot_components`, the batch form's dataflow, has two stages, all per-row
-work in numpy.  Each worker keeps the edges routed to it (by ``src`` hash) as a spanning forest ``(vertex, local root)``: at every completed
-time the new edges are merged into that forest by :func:`forest` (min-label hooking
-plus pointer jumping over compact ids).  The forest -- at most one row per vertex the
-worker has seen, never the raw edges -- then goes to one worker, which contracts the
-forests of all workers the same way and emits ``(vertex, component)``.  Times are
-cumulative: the result at time ``t`` covers all edges at times up to ``t``.
+work in numpy.  Each worker keeps the edges routed to it (by ``src`` hash) as a
+spanning forest ``(vertex, local root)``: at every completed time the new edges are
+merged into that forest by :func:`forest` (min-label hooking plus pointer jumping
+over compact ids).  The forest -- at most one row per vertex the worker has seen,
+never the raw edges -- then goes to one worker, which contracts the forests of all
+workers the same way and emits ``(vertex, component)``.  Times are cumulative: the
+result at time ``t`` covers all edges at times up to ``t``.
 """
 
 from __future__ import annotations
