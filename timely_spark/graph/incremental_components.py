@@ -253,11 +253,11 @@ class ComponentIndex:
             left, right = [gu[met]], [groups[mw[met]]]
             frontier = np.zeros(0, np.int64)
             if not met.all():
-                fresh, first, at = np.unique(w[~met], return_index=True, return_inverse=True)
-                claim = gu[~met][first]
-                left.append(gu[~met])
-                right.append(claim[at.reshape(-1)])
-                mark[fresh] = claim
+                reached, by = w[~met], gu[~met]
+                mark[reached] = by                           # one claim per vertex wins ...
+                left.append(by)
+                right.append(mark[reached])                  # ... and the others unite with it
+                fresh = sorted_unique(reached)
                 frontier = fresh
                 visited.append(fresh)
                 count += len(fresh)
