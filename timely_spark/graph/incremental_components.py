@@ -375,7 +375,7 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
 
     Input: record batches of int64 edges ``(src, dst)`` with an optional integer
     ``diff`` column (``+1`` adds one copy of the edge, ``-1`` withdraws one; none
-    means ``+1``).  Edges are undirected; the graph at time t holds the edges whose
+    means ``+1``; other columns are ignored).  Edges are undirected; the graph at time t holds the edges whose
     copies, summed over all times <= t, are positive.  Output: at each completed time,
     record batches ``(vertex, component, diff)`` holding only what changed: ``-1`` for
     a vertex's old row, ``+1`` for its new one, ``component`` being the smallest
