@@ -14,7 +14,8 @@ index, all numpy arrays over dense vertex ids (``0..n-1`` in order of first sigh
   so the edges of a set of vertices are a range scan, never a scan of the graph;
 * ``comp`` (vertex -> component slot, -1 when the vertex has no edge), ``deg``
   (present undirected edges per vertex), and per slot ``size``, ``low`` (the smallest
-  vertex id: the component's label) and ``members`` (a few arrays per component;
+  vertex id: the component's label) and ``members`` (O(log n) arrays per component,
+  the newer ones no larger than half the older, merged like a binary counter;
   implicit for singletons).  A slot is the dense id of one of its members.
 
 One time, in order:
@@ -65,8 +66,6 @@ SHIFT = np.int64(32)
 LOW = np.int64((1 << 32) - 1)
 #: Dense vertex ids are packed two to an int64 edge key, so one index holds fewer.
 MAX_VERTICES = 1 << 31
-#: A component's member arrays are joined into one once it has more than this many.
-MAX_CHUNKS = 16
 #: Components larger than this are split by searching from the deleted edges' ends
 #: (:meth:`ComponentIndex._split`); smaller ones are recomputed from their edges.
 SEARCH_ABOVE = 64
@@ -365,8 +364,9 @@ class ComponentIndex:
         for head, piece in zip(target[cut].tolist(), np.split(moved, cut[1:])):
             chunks = self.members.setdefault(head, [np.array([head], np.int64)])
             chunks.append(piece)
-            if len(chunks) > MAX_CHUNKS:
-                self._members(np.array([head]), pop=False)
+            while len(chunks) > 1 and 2 * len(chunks[-1]) >= len(chunks[-2]):
+                merged = np.concatenate([chunks.pop(-2), chunks.pop()])     # a binary counter: each
+                chunks.append(sorted_unique(merged[self.comp[merged] == head]))  # member merged O(log n) times
 
 
 def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
