@@ -4,7 +4,7 @@ import pyarrow as pa
 import pytest
 
 import timely_spark as ts
-from timely_spark.graph import GraphInputError, components, connected_components, forest, union_find
+from timely_spark.graph import GraphInputError, connected_components, forest, snapshot_components, union_find
 
 from .graphs import awkward_graph
 
@@ -66,7 +66,7 @@ def test_stream_form_over_epochs_is_cumulative():
 
         def build(s):
             inp, edges = s.new_input()
-            components(edges).inspect_time(lambda t, rb: seen.append((t, rb)))
+            snapshot_components(edges).inspect_time(lambda t, rb: seen.append((t, rb)))
             return inp
 
         inp = w.dataflow(build)

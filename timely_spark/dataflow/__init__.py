@@ -3,13 +3,16 @@
 For operators written on record batches (as ``ts.graph``'s are): ``ExchangeBy(keys)``,
 the pact routing rows by the hash of key columns; ``destinations(batch, keys, peers)``,
 the worker each row goes to; ``check_batch`` / ``check_columns``, the errors naming
-the operator that columnar operators raise for a row record or a missing column."""
+the operator that columnar operators raise for a row record or a missing column;
+``DIFF``, ``diffs``, ``with_diffs``, ``without_diffs``: the changelog convention (an
+optional integer ``diff`` column), read and written the same way by every operator."""
 
 from .capability import Capability, CapabilitySet, InputCapability
 from .channels import Exchange, Pipeline, stable_hash
 from .input import InputHandle
 from .notificator import Notificator
 from .operator import OperatorBuilder, OperatorInfo
+from .operators.changelog import DIFF, diffs, with_diffs, without_diffs
 from .operators.exchange_by import ExchangeBy, check_batch, check_columns
 from .operators.feedback import LoopHandle
 from .operators.generic import source
@@ -27,4 +30,5 @@ __all__ = [
     "LoopHandle", "Notificator", "OkErrOut", "OperatorBuilder", "OperatorInfo", "OutputHandle", "Pipeline",
     "ProbeHandle", "Scope", "Stream", "Vertex", "Worker", "check_batch", "check_columns", "destinations",
     "source", "stable_hash",
+    "DIFF", "diffs", "with_diffs", "without_diffs",
 ]

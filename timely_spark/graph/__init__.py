@@ -3,8 +3,11 @@
 * :func:`connected_components` -- ``(vertex, component)`` of an edge list, the
   component being the smallest vertex id in it; on Spark barrier workers for a Spark
   DataFrame, on local workers for a ``pyarrow.Table`` or pandas DataFrame;
-* :func:`components` -- the vectorized building block: edge record batches in,
-  ``(vertex, component)`` record batches out, per (cumulative) time;
+* :func:`components` -- the incremental stream form: a changelog of edges in (record
+  batches ``(src, dst[, diff])``), the changelog ``(vertex, component, diff)`` of the
+  result out, per completed time, holding only what changed (:mod:`.incremental_components`);
+* :func:`snapshot_components` -- the whole ``(vertex, component)`` result at every time
+  (what the batch form runs);
 * :func:`label_propagation` -- the same as a building block inside your own dataflow;
 * :func:`pagerank` / :func:`pagerank_stream` -- PageRank (``pagerank_reference``: numpy);
 * :func:`shortest_paths` / :func:`shortest_paths_stream` -- hop counts or weighted distances;
@@ -12,8 +15,9 @@
 * :func:`random_edges` -- a random edge list on Spark, the same on any partitioning.
 """
 
-from .components_columnar import GraphInputError, components, forest
+from .components_columnar import GraphInputError, forest, snapshot_components
 from .connected_components import connected_components, label_propagation
+from .incremental_components import components
 from .pagerank import pagerank, pagerank_reference, pagerank_stream
 from .random_graph import random_edges
 from .shortest_paths import dijkstra_reference, shortest_paths, shortest_paths_stream
@@ -23,4 +27,5 @@ from .unique import sorted_unique
 __all__ = ["shortest_paths", "shortest_paths_stream", "dijkstra_reference",
            "pagerank", "pagerank_stream", "pagerank_reference",
            "components", "forest", "GraphInputError", "connected_components", "label_propagation",
-           "find_root", "union_find", "sorted_unique", "random_edges"]
+           "find_root", "union_find", "sorted_unique", "random_edges",
+           "snapshot_components"]

@@ -1,12 +1,13 @@
 """Vectorized connected components of record-batch edge streams.
 
-Two stages, all per-row work in numpy.  Each worker keeps the edges routed to it
-(by ``src`` hash) as a spanning forest ``(vertex, local root)``: at every completed
-time the new edges are merged into that forest by :func:`forest` (min-label hooking
-plus pointer jumping over compact ids).  The forest -- at most one row per vertex the
-worker has seen, never the raw edges -- then goes to one worker, which contracts the
-forests of all workers the same way and emits ``(vertex, component)``.  Times are
-cumulative: the result at time ``t`` covers all edges at times up to ``t``.
+:func:`snapshot_components`, the batch form's dataflow, has two stages, all per-row
+work in numpy.  Each worker keeps the edges routed to it (by ``src`` hash) as a
+spanning forest ``(vertex, local root)``: at every completed time the new edges are
+merged into that forest by :func:`forest` (min-label hooking plus pointer jumping
+over compact ids).  The forest -- at most one row per vertex the worker has seen,
+never the raw edges -- then goes to one worker, which contracts the forests of all
+workers the same way and emits ``(vertex, component)``.  Times are cumulative: the
+result at time ``t`` covers all edges at times up to ``t``.
 """
 
 from __future__ import annotations
@@ -16,14 +17,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import ExchangeBy, OperatorBuilder, check_batch, check_columns
+from ..dataflow import ExchangeBy, check_columns
 from ..errors import GraphInputError
-from ..progress import sort_key
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
 
-__all__ = ["GraphInputError", "forest", "components", "edge_arrays"]
+__all__ = ["GraphInputError", "forest", "snapshot_components", "edge_arrays"]
 
 
 def edge_arrays(batch: pa.RecordBatch, src: str, dst: str, operator: str) -> tuple[np.ndarray, np.ndarray]:
@@ -86,70 +86,36 @@ def forest(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return vertices, vertices[label]
 
 
-def _held(inp: Any, pending: dict, src: str, dst: str, operator: str) -> None:
-    for cap, data in inp:
-        entry = pending.get(cap.time)
-        if entry is None:
-            entry = pending[cap.time] = [cap.retain(), [], []]
-        for record in data:
-            batch = check_batch(record, operator)
-            if batch.num_rows:
-                a, b = edge_arrays(batch, src, dst, operator)
-                entry[1].append(a)
-                entry[2].append(b)
-
-
-def _complete(inp: Any, pending: dict) -> list:
-    frontier = inp.frontier
-    done = sorted((t for t in pending if not frontier.less_equal(t)), key=sort_key)
-    return [(t, *pending.pop(t)) for t in done]
-
-
-def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
+def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
     """A stream of edge record batches in, record batches ``(vertex, component)`` out:
     at each completed time, every vertex of the edges seen so far (at that time or
-    earlier) with the smallest vertex id of its component.
+    earlier) with the smallest vertex id of its component -- the whole result each
+    time (the batch form :func:`~.connected_components.connected_components` runs it
+    once; :func:`~.incremental_components.components` is the incremental stream form).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> table = pa.table({"src": [1, 3, 5], "dst": [2, 2, 6]})
-    >>> _ = ts.example(lambda s: components(s.to_stream(table))
+    >>> _ = ts.example(lambda s: snapshot_components(s.to_stream(table))
     ...                .inspect(lambda rb: print(rb.to_pydict())))
     {'vertex': [1, 2, 3, 5, 6], 'component': [1, 1, 1, 5, 5]}
     """
-    scope = edges.scope
-    local = OperatorBuilder(scope, "LocalForest")
-    inp = local.new_input(edges, ExchangeBy([src], "LocalForest"))
-    out, forests = local.new_output("forest")
-    local.initial_capability().drop()
-    pending: dict = {}
     state = {"v": np.zeros(0, np.int64), "c": np.zeros(0, np.int64)}
 
-    def local_logic() -> None:
-        _held(inp, pending, src, dst, "LocalForest")
-        for _, cap, a_parts, b_parts in _complete(inp, pending):
-            a = np.concatenate([state["v"], *a_parts])
-            b = np.concatenate([state["c"], *b_parts])
-            if len(a):
-                state["v"], state["c"] = forest(a, b)
-                out.session(cap).give_batch([pa.record_batch(
-                    {"src": state["v"], "dst": state["c"], "to": np.zeros(len(state["v"]), np.int64)})])
-            cap.drop()
+    def local_forest(time: Any, batches: list) -> list:
+        pairs = [edge_arrays(rb, src, dst, "LocalForest") for rb in batches if rb.num_rows]
+        a = np.concatenate([state["v"], *(p[0] for p in pairs)])
+        b = np.concatenate([state["c"], *(p[1] for p in pairs)])
+        if not len(a):
+            return []
+        state["v"], state["c"] = forest(a, b)
+        return [pa.record_batch({"src": state["v"], "dst": state["c"], "to": np.zeros(len(state["v"]), np.int64)})]
 
-    local.build(local_logic, notify=True)
+    def merge_forests(time: Any, batches: list) -> list:
+        pairs = [edge_arrays(rb, "src", "dst", "MergeForests") for rb in batches if rb.num_rows]
+        if not pairs:
+            return []
+        v, c = forest(np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs]))
+        return [pa.record_batch({"vertex": v, "component": c})]
 
-    merge = OperatorBuilder(scope, "MergeForests")
-    minp = merge.new_input(forests, ExchangeBy(["to"], "MergeForests"))
-    mout, result = merge.new_output("components")
-    merge.initial_capability().drop()
-    mpending: dict = {}
-
-    def merge_logic() -> None:
-        _held(minp, mpending, "src", "dst", "MergeForests")
-        for _, cap, a_parts, b_parts in _complete(minp, mpending):
-            if a_parts:
-                v, c = forest(np.concatenate(a_parts), np.concatenate(b_parts))
-                mout.session(cap).give_batch([pa.record_batch({"vertex": v, "component": c})])
-            cap.drop()
-
-    merge.build(merge_logic, notify=True)
-    return result
+    forests = edges.per_time(local_forest, exchange=ExchangeBy([src], "LocalForest"), name="LocalForest")
+    return forests.per_time(merge_forests, exchange=ExchangeBy(["to"], "MergeForests"), name="MergeForests")

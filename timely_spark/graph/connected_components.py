@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..dataflow import OperatorBuilder
-from .components_columnar import components
+from .components_columnar import snapshot_components
 from .union_find import find_root
 
 if TYPE_CHECKING:
@@ -124,5 +124,6 @@ def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers
     """
     from .front import ID, Algorithm, run_graph
 
-    algorithm = Algorithm(lambda batches, a, b, seeds: components(batches, a, b), [("vertex", ID), ("component", ID)])
+    algorithm = Algorithm(lambda batches, a, b, seeds: snapshot_components(batches, a, b),
+                          [("vertex", ID), ("component", ID)])
     return run_graph(edges, algorithm, src, dst, workers, processes, timeout)

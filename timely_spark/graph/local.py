@@ -15,8 +15,8 @@ def run_local(table: pa.Table, build: Callable[[Any, Any], Any], schema: pa.Sche
     processes, each worker fed an even slice of ``table``; the result's batches as a
     table of ``schema`` sorted by its first ``keys`` columns (which identify a row).
 
-    >>> from timely_spark.graph import components
-    >>> run_local(pa.table({"src": [1], "dst": [2]}), lambda s, e: components(e),
+    >>> from timely_spark.graph import snapshot_components
+    >>> run_local(pa.table({"src": [1], "dst": [2]}), lambda s, e: snapshot_components(e),
     ...           pa.schema([("vertex", pa.int64()), ("component", pa.int64())]), 1, 1, 30).num_rows
     2
     """

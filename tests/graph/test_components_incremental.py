@@ -1,0 +1,257 @@
+"""ts.graph.components, the incremental stream form: a changelog of edges in, the
+changelog of (vertex, component) out; folded at every time, it equals the batch form
+(and a union-find reference) on the edges held at that time."""
+
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import timely_spark as ts
+from timely_spark.errors import ChangelogError, GraphInputError, WorkerError
+from timely_spark.graph import components, connected_components, union_find
+from timely_spark.graph.incremental_components import ComponentIndex
+
+
+def changelog(seed: int, epochs: int = 22) -> list:
+    """Per epoch a list of (src, dst, diff) rows: random inserts and withdrawals with
+    duplicates and self-loops, a long path broken in the middle (and mended), a star
+    losing its hub, a vertex losing its last edge."""
+    rng = np.random.default_rng(seed)
+    held: Counter = Counter()
+    out = []
+    path = [int(v) for v in rng.permutation(np.arange(1000, 1200))]        # 200 vertices: the search path
+    for t in range(epochs):
+        rows = []
+
+        def add(a, b, d=1):
+            rows.append((int(a), int(b), d))
+            held[(int(a), int(b))] += d
+
+        for _ in range(int(rng.integers(0, 25))):
+            if any(c > 0 and e[0] < 1000 for e, c in held.items()) and rng.random() < 0.35:
+                edges = sorted(e for e, c in held.items() if c > 0 and e[0] < 1000)   # the random part's
+                e = edges[int(rng.integers(0, len(edges)))]
+                add(*e, -1)
+            else:
+                a = int(rng.integers(0, 60))
+                add(a, a if rng.random() < 0.1 else int(rng.integers(0, 60)))
+        if t == 1:
+            for a, b in zip(path[:-1], path[1:]):
+                add(a, b)
+            add(path[3], path[4])                                         # a duplicate
+        if t == 5:
+            add(path[99], path[100], -1)                                  # broken in the middle
+        if t == 9:
+            add(path[4], path[3])                                         # a duplicate, reversed
+            add(path[3], path[4], -1)                                     # still connected by one copy
+        if t == 12:
+            add(path[99], path[100])                                      # mended
+        if t == 2:
+            for leaf in range(2001, 2101):
+                add(2000, leaf)
+            add(2000, 2000)
+        if t == 7:
+            for leaf in range(2001, 2101):
+                add(2000, leaf, -1)                                        # the star loses its hub
+        if t == 15:
+            add(2000, 2000, -1)                                            # the hub's last edge
+        if t == 16:
+            add(2050, 2051)
+            add(2050, 2051, -1)                                            # in and out at one time
+        out.append(rows)
+    return out
+
+
+def held_at(log: list, t: int) -> list:
+    counts: Counter = Counter()
+    for rows in log[:t + 1]:
+        for a, b, d in rows:
+            counts[(a, b)] += d
+    return [e for e, c in counts.items() for _ in range(c)]
+
+
+def fold(state: Counter, batches: list) -> Counter:
+    for rb in batches:
+        for v, c, d in zip(rb["vertex"].to_pylist(), rb["component"].to_pylist(), rb["diff"].to_pylist()):
+            state[(v, c)] += d
+    state = Counter({k: w for k, w in state.items() if w})
+    assert all(w == 1 for w in state.values()), state
+    return state
+
+
+def batch_of(rows: list) -> pa.RecordBatch:
+    return pa.record_batch({"src": pa.array([r[0] for r in rows], pa.int64()),
+                            "dst": pa.array([r[1] for r in rows], pa.int64()),
+                            "diff": pa.array([r[2] for r in rows], pa.int64())})
+
+
+def run(log: list, threads: int = 1, processes: int = 1) -> dict:
+    """The output batches per time, each worker feeding its share of every epoch."""
+    def work(worker):
+        seen = []
+
+        def build(scope):
+            inp, edges = scope.new_input()
+            components(edges).inspect_time(lambda t, rb: seen.append((t, rb)))
+            return inp
+
+        inp = worker.dataflow(build)
+        for t, rows in enumerate(log):
+            mine = rows[worker.index::worker.peers]
+            if mine:
+                inp.send(batch_of(mine))
+            inp.advance_to(t + 1)
+        inp.close()
+        while worker.step():
+            pass
+        return seen
+
+    per_time: dict = {}
+    for part in ts.execute(work, threads=threads, processes=processes, timeout=120):
+        for t, rb in part:
+            per_time.setdefault(t, []).append(rb)
+    return per_time
+
+
+@pytest.mark.parametrize("layout", [dict(threads=1), dict(threads=2), dict(threads=1, processes=2)])
+def test_folded_changes_equal_the_components_at_every_time(layout):
+    log = changelog(seed=sum(layout.values()))
+    per_time = run(log, **layout)
+    state: Counter = Counter()
+    for t in range(len(log)):
+        state = fold(state, per_time.get(t, []))
+        assert dict(state.keys()) == union_find(held_at(log, t)), f"time {t}"
+    final = held_at(log, len(log) - 1)
+    batch = connected_components(pa.table({"src": [a for a, _ in final], "dst": [b for _, b in final]}))
+    assert dict(state.keys()) == dict(zip(batch["vertex"].to_pylist(), batch["component"].to_pylist()))
+
+
+def test_shapes_change_only_what_they_touch():
+    log = changelog(seed=3)
+    per_time = run(log)
+    rows = {t: Counter((v, d) for rb in per_time.get(t, []) for v, d in
+                       zip(rb["vertex"].to_pylist(), rb["diff"].to_pylist())) for t in range(len(log))}
+    star = set(range(2001, 2101))
+    assert star <= {v for v, d in rows[7] if d == -1}                    # the leaves leave
+    assert 2000 not in {v for v, _ in rows[7]}                           # the hub keeps its self-loop
+    assert (2000, -1) in rows[15]                                        # ... until it goes too
+    assert all(v not in star for v, _ in rows[16])                       # in and out at one time: nothing
+
+
+def expected_rows(before: dict, after: dict) -> Counter:
+    rows: Counter = Counter()
+    for v in set(before) | set(after):
+        if before.get(v) != after.get(v):
+            if v in before:
+                rows[(v, before[v], -1)] += 1
+            if v in after:
+                rows[(v, after[v], 1)] += 1
+    return rows
+
+
+def test_output_is_exactly_the_changed_rows():
+    log = changelog(seed=4)
+    per_time = run(log, threads=2)
+    for t in range(len(log)):
+        got = Counter((v, c, d) for rb in per_time.get(t, []) for v, c, d in
+                      zip(rb["vertex"].to_pylist(), rb["component"].to_pylist(), rb["diff"].to_pylist()))
+        before = union_find(held_at(log, t - 1)) if t else {}
+        assert got == expected_rows(before, union_find(held_at(log, t))), f"time {t}"
+
+
+def test_no_op_epoch_and_edge_inside_a_component_emit_nothing():
+    log = [[(1, 2, 1), (2, 3, 1), (7, 8, 1)],
+           [(1, 3, 1)],                                   # inside the component
+           [(1, 2, 1)],                                   # a second copy
+           [(5, 6, 1), (5, 6, -1)],                       # in and out at one time
+           [(1, 2, -1)],                                  # one copy of two withdrawn
+           [(3, 1, 1), (1, 3, -1)],                       # the other direction replaces it
+           [(9, 9, 1)]]
+    per_time = run(log)
+    assert sorted(per_time) == [0, 6]
+    assert per_time[6][0].to_pydict() == {"vertex": [9], "component": [9], "diff": [1]}
+
+
+def test_merge_emits_only_the_relabelled_side():
+    big = [(i, i + 1, 1) for i in range(10, 60)]
+    per_time = run([big, [(3, 4, 1)], [(4, 10, 1)], [(70, 10, 1)]])
+    relabelled = pa.Table.from_batches(per_time[2]).to_pydict()         # {3, 4} keeps its label 3
+    assert sorted(relabelled["vertex"]) == sorted(list(range(10, 61)) * 2)
+    assert sorted(zip(relabelled["component"], relabelled["diff"])) == [(3, 1)] * 51 + [(10, -1)] * 51
+    moved = per_time[3][0].to_pydict()
+    assert moved == {"vertex": [70], "component": [3], "diff": [1]}       # the newcomer only
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12), st.booleans()), max_size=12),
+                min_size=1, max_size=20),
+       st.sampled_from([0, 2, 64]))
+def test_index_matches_union_find_on_any_changelog(epochs, search_above):
+    index = ComponentIndex("Components", search_above=search_above)
+    held: Counter = Counter()
+    state: Counter = Counter()
+    for t, rows in enumerate(epochs):
+        src, dst, diff = [], [], []
+        for a, b, withdraw in rows:
+            d = -1 if withdraw and held[(a, b)] > 0 else 1
+            held[(a, b)] += d
+            src.append(a), dst.append(b), diff.append(d)
+        v, c, d = index.update(t, np.array(src, np.int64), np.array(dst, np.int64), np.array(diff, np.int64))
+        for row in zip(v.tolist(), c.tolist(), d.tolist()):
+            state[row[:2]] += row[2]
+        state = Counter({k: w for k, w in state.items() if w})
+        assert dict(state.keys()) == union_find([e for e, n in held.items() if n > 0])
+
+
+def test_bad_input_names_operator_time_and_row():
+    with pytest.raises(WorkerError) as info:
+        run([[(1, 2, 1)], [(1, 2, -1), (2, 1, -1)]])
+    assert isinstance(info.value.cause, ChangelogError)
+    assert "'Components' at time 1" in str(info.value.cause) and "src=2, dst=1" in str(info.value.cause)
+
+    def build(scope):
+        inp, edges = scope.new_input()
+        components(edges)
+        inp.send(pa.record_batch({"src": [1], "dst": [2], "diff": [1.0]}))
+        inp.close()
+
+    with pytest.raises(WorkerError) as info:
+        ts.example(build)
+    assert isinstance(info.value.cause, ChangelogError)
+    assert "'Components' at time 0" in str(info.value.cause) and "integer" in str(info.value.cause)
+
+    def strings(scope):
+        inp, edges = scope.new_input()
+        components(edges)
+        inp.send(pa.record_batch({"src": ["a"], "dst": ["b"]}))
+        inp.close()
+
+    with pytest.raises(WorkerError) as info:
+        ts.example(strings)
+    assert isinstance(info.value.cause, GraphInputError) and info.value.cause.what == "src"
+
+
+@pytest.mark.parametrize("search_above", [0, 64])
+def test_vertex_leaving_a_searched_component_and_coming_back(search_above):
+    index = ComponentIndex("Components", search_above=search_above)
+    log = [[(1, 2, 1), (100, 5, 1)] + [(i, i + 1, 1) for i in range(2, 30)],
+           [(100, 5, 1)],                               # a second copy: no change
+           [(100, 5, -1)],
+           [(100, 5, -1)],                              # 100 loses its last edge
+           [(1, 2, -1)],                                # so does 1, which named the component
+           [(1, 9, 1)],                                 # both come back elsewhere
+           [(9, 100, 1), (100, 100, 1)]]
+    held: Counter = Counter()
+    state: Counter = Counter()
+    for t, rows in enumerate(log):
+        for a, b, d in rows:
+            held[(a, b)] += d
+        v, c, d = index.update(t, *(np.array(col, np.int64) for col in zip(*rows)))
+        for row in zip(v.tolist(), c.tolist(), d.tolist()):
+            state[row[:2]] += row[2]
+        state = Counter({k: w for k, w in state.items() if w})
+        assert dict(state.keys()) == union_find([e for e, n in held.items() if n > 0]), f"time {t}"

@@ -1,0 +1,129 @@
+"""A sorted index of int64 keys with int64 values that takes batches of updates:
+the state of the incremental graph operators (:mod:`.incremental_components`).
+
+It is a log-structured merge of sorted levels: each :meth:`KeyIndex.set` of new keys
+adds a sorted level, and the two newest levels merge while the newer one is at least
+half the size of the older (so there are O(log n) levels and each key is merged
+O(log n) times, amortized).  A key lives in exactly one level; updating a key found
+in a level writes its value in place.  Lookups and range scans are ``searchsorted``
+over the levels: a batch of k keys costs O(k log n), never a scan of the index.
+A value equal to ``empty`` (if given) marks a key as absent, and merges drop it.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+__all__ = ["KeyIndex", "expand_ranges"]
+
+
+def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(lo[i], hi[i])`` over ``i``, vectorized.
+
+    >>> expand_ranges(np.array([0, 5, 7]), np.array([2, 5, 9])).tolist()
+    [0, 1, 7, 8]
+    """
+    counts = hi - lo
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    starts = np.repeat(lo - (np.cumsum(counts) - counts), counts)
+    return starts + np.arange(total, dtype=np.int64)
+
+
+class KeyIndex:
+    """int64 keys -> int64 values, sorted levels (see the module docstring).
+
+    >>> index = KeyIndex(empty=0)
+    >>> index.set(np.array([5, 1]), np.array([50, 10]))
+    >>> index.set(np.array([1, 9]), np.array([0, 90]))       # 1 becomes absent
+    >>> values, found = index.get(np.array([1, 5, 7, 9]))
+    >>> values.tolist(), found.tolist()
+    ([0, 50, 0, 90], [False, True, False, True])
+    >>> index.scan(np.array([0]), np.array([9])).tolist()
+    [5]
+    """
+
+    def __init__(self, empty: Optional[int] = None) -> None:
+        self.empty = empty
+        self.keys: list[np.ndarray] = []
+        self.values: list[np.ndarray] = []
+
+    def __len__(self) -> int:
+        return sum(len(k) for k in self.keys)
+
+    def _locate(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per key: the level holding it (-1: none) and its position there."""
+        level = np.full(len(keys), -1, np.int64)
+        pos = np.zeros(len(keys), np.int64)
+        if len(keys) > 1 and not (keys[1:] >= keys[:-1]).all():
+            order = np.argsort(keys)                         # sorted needles search much faster
+            level_sorted, pos_sorted = self._locate(keys[order])
+            level[order], pos[order] = level_sorted, pos_sorted
+            return level, pos
+        for i, held in enumerate(self.keys):
+            if not len(held):
+                continue
+            at = np.minimum(np.searchsorted(held, keys), len(held) - 1)
+            hit = (held[at] == keys) & (level < 0)
+            level[hit] = i
+            pos[hit] = at[hit]
+        return level, pos
+
+    def get(self, keys: np.ndarray, default: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """``(values, found)`` for ``keys`` (``default`` where not found or empty)."""
+        level, pos = self._locate(keys)
+        values = np.full(len(keys), default, np.int64)
+        for i, held in enumerate(self.values):
+            hit = level == i
+            if hit.any():
+                values[hit] = held[pos[hit]]
+        found = level >= 0
+        if self.empty is not None:
+            found &= values != self.empty
+            values[~found] = default
+        return values, found
+
+    def set(self, keys: np.ndarray, values: np.ndarray) -> None:
+        """Set ``keys`` (distinct) to ``values``: in place where held, a new level for the rest."""
+        keys = np.asarray(keys, np.int64)
+        values = np.asarray(values, np.int64)
+        level, pos = self._locate(keys)
+        for i, held in enumerate(self.values):
+            hit = level == i
+            if hit.any():
+                held[pos[hit]] = values[hit]
+        new = level < 0
+        if self.empty is not None:
+            new &= values != self.empty
+        if not new.any():
+            return
+        keys, values = keys[new], values[new]
+        if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():
+            order = np.argsort(keys, kind="stable")
+            keys, values = keys[order], values[order]
+        self.keys.append(keys)
+        self.values.append(values)
+        while len(self.keys) > 1 and 2 * len(self.keys[-1]) >= len(self.keys[-2]):
+            k = np.concatenate([self.keys.pop(-2), self.keys.pop()])
+            v = np.concatenate([self.values.pop(-2), self.values.pop()])
+            order = np.argsort(k, kind="stable")             # two sorted runs: a merge
+            k, v = k[order], v[order]
+            if self.empty is not None:
+                keep = v != self.empty
+                k, v = k[keep], v[keep]
+            self.keys.append(k)
+            self.values.append(v)
+
+    def scan(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """The present keys in any of the ranges ``[lo[i], hi[i])`` (unsorted).  Cost:
+        O(len(lo) log n + the keys returned)."""
+        parts = []
+        for held, values in zip(self.keys, self.values):
+            at = expand_ranges(np.searchsorted(held, lo), np.searchsorted(held, hi))
+            if self.empty is not None:
+                at = at[values[at] != self.empty]
+            parts.append(held[at])
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
