@@ -255,3 +255,8 @@ class Config:
         for i, (host, port) in enumerate(self.addresses):
             check_port(f"address of process {i} ({host})", port)
         return self
+
+
+# incremental graph algorithms (ts.graph.pagerank_stream)
+#: pagerank_stream's default tolerance: a vertex whose rank would move by more propagates.
+PAGERANK_TOLERANCE = 1e-9

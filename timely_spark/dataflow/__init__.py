@@ -28,3 +28,8 @@ __all__ = [
     "ProbeHandle", "Scope", "Stream", "Vertex", "Worker", "check_batch", "check_columns", "destinations",
     "source", "stable_hash",
 ]
+
+# the changelog convention (an optional ``diff`` column), for changelog-aware operators
+from .operators.changelog import DIFF, diffs, with_diffs, without_diffs  # noqa: E402
+
+__all__ += ["DIFF", "diffs", "with_diffs", "without_diffs"]
