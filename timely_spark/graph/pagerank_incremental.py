@@ -35,13 +35,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import DIFF, ExchangeBy, diffs
-from ..errors import ChangelogError, ParameterError
+from ..dataflow import DIFF, ExchangeBy
+from ..errors import ParameterError
 from ..progress import Product
 from ..runtime import PAGERANK_TOLERANCE, check_fraction, check_positive
 from .broadcast import broadcast_keys
 from .changes import net_changes
 from .components_columnar import edge_arrays
+from .edge_input import diffs_at, withdrawn_error
 from .in_order import in_order
 from .sorted_rows import SortedRows
 from .unique import sorted_unique
@@ -49,7 +50,7 @@ from .unique import sorted_unique
 if TYPE_CHECKING:
     from ..dataflow import Stream
 
-__all__ = ["pagerank_stream", "check_stream_parameters", "withdrawn_error", "diffs_at"]
+__all__ = ["pagerank_stream", "check_stream_parameters"]
 
 CONTRIB, DEGREE, COUNT, DANGLING, WAKE = 0, 1, 2, 3, 4
 
@@ -62,21 +63,6 @@ def _msgs(vertex: np.ndarray, value: np.ndarray, kind: int) -> pa.RecordBatch:
 
 def _ranks(vertex: np.ndarray, rank: np.ndarray, diff: np.ndarray) -> pa.RecordBatch:
     return pa.record_batch({"vertex": vertex, "rank": rank, DIFF: diff.astype(np.int64, copy=False)})
-
-
-def withdrawn_error(operator: str, time: Any, row: str, count: int, change: int) -> ChangelogError:
-    """The ChangelogError for a withdrawal of rows the collection does not hold."""
-    return ChangelogError(f"operator {operator!r} at time {time}: the changelog withdraws edge {row} "
-                          f"{-change} time(s) but the collection holds it {count} time(s) (a withdrawal "
-                          f"of a row never added)")
-
-
-def diffs_at(batch: pa.RecordBatch, operator: str, time: Any) -> np.ndarray:
-    """:func:`~timely_spark.dataflow.diffs` of ``batch``, its ChangelogError naming ``time`` too."""
-    try:
-        return diffs(batch, operator)
-    except ChangelogError as e:
-        raise ChangelogError(f"{e} (at time {time}, in a batch of {batch.num_rows} rows)") from None
 
 
 class _Vertices:

@@ -1,0 +1,296 @@
+"""Incremental shortest paths: a changelog of edges in, a changelog of distances out.
+
+Each worker keeps the edges it owns by ``src`` as a sorted multiset of
+``(src, dst, weight)`` rows (:class:`.sorted_rows.SortedRows`) and the distances of
+the vertices it owns, sorted by ``(vertex, source)``.  Per epoch, in the rounds of a
+timely loop (epochs one at a time, :func:`.in_order.in_order`):
+
+0. the edge owners apply the changes; for every edge whose last copy goes, they ask
+   the owner of its target whether it was *tight* (``dist(src) + weight ==
+   dist(dst)``) for some source;
+1. a source with a tight edge withdrawn, or that enters or leaves the graph, is
+   *reset* (broadcast);
+2. every worker drops the reset sources' distances and their owners re-seed them
+   (exact recomputation of just those sources); for the other sources, only the new
+   edges are relaxed, from their ``src``'s known distances;
+3. and on: improved distances are relaxed along their vertex's out-edges until
+   nothing improves (as the batch form does).
+
+Every improvement and every dropped distance is emitted (``-old``/``+new``), and the
+epoch's rows are netted (:func:`.changes.net_changes`), so an epoch emits only the
+distances that differ from the previous epoch's.  The edge collection is a multiset
+of rows: an edge ``(a, b, w2)`` added without withdrawing ``(a, b, w1)`` is a second,
+parallel edge, and the lighter one counts (as in the batch form on those rows).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..dataflow import DIFF, ExchangeBy
+from ..progress import Product
+from .broadcast import broadcast_keys
+from .changes import net_changes
+from .edge_input import diffs_at, source_vertices, weighted_edges, withdrawn_error
+from .in_order import in_order
+from .sorted_rows import SortedRows
+
+if TYPE_CHECKING:
+    from ..dataflow import Stream
+
+__all__ = ["shortest_paths_stream"]
+
+PROPOSAL, CHECK, DEGREE, RESET, WAKE = 0, 1, 2, 3, 4
+
+
+def _msgs(vertex: np.ndarray, source: np.ndarray, distance: np.ndarray, kind: int) -> pa.RecordBatch:
+    return pa.record_batch({"vertex": vertex.astype(np.int64, copy=False),
+                            "source": source.astype(np.int64, copy=False),
+                            "distance": np.asarray(distance, np.float64),
+                            "kind": np.full(len(vertex), kind, np.int8)})
+
+
+def _rows(vertex: np.ndarray, source: np.ndarray, distance: np.ndarray, diff: int) -> pa.RecordBatch:
+    return pa.record_batch({"vertex": vertex, "source": source, "distance": distance,
+                            DIFF: np.full(len(vertex), diff, np.int64)})
+
+
+def _best(v: np.ndarray, s: np.ndarray, d: np.ndarray) -> tuple:
+    """The smallest ``d`` per ``(v, s)``, sorted by ``(v, s)``."""
+    order = np.lexsort((d, s, v))
+    v, s, d = v[order], s[order], d[order]
+    first = np.ones(len(v), bool)
+    first[1:] = (v[1:] != v[:-1]) | (s[1:] != s[:-1])
+    return v[first], s[first], d[first]
+
+
+class _Distances:
+    """Best known distance per ``(vertex, source)`` owned here; tombstones (count 0) until compacted."""
+
+    def __init__(self) -> None:
+        self.keys = SortedRows([np.int64, np.int64])
+        self.d = np.zeros(0)
+
+    def of(self, vertices: np.ndarray) -> tuple:
+        """``(which, source, distance)`` of the known distances of ``vertices``."""
+        which, rows = self.keys.rows_of(vertices, live=True)
+        return which, self.keys.cols[1][rows], self.d[rows]
+
+    def get(self, v: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """The distance of each ``(v, s)``, ``inf`` if unknown."""
+        pos, found = self.keys.find([v, s])
+        out = np.full(len(v), np.inf)
+        hit = np.flatnonzero(found)
+        hit = hit[self.keys.count[pos[hit]] > 0]
+        out[hit] = self.d[pos[hit]]
+        return out
+
+    def merge(self, v: np.ndarray, s: np.ndarray, d: np.ndarray, emit: list) -> tuple:
+        """Take proposals; return the improved ``(vertex, source, distance)``."""
+        v, s, d = _best(v, s, d)
+        pos, found = self.keys.find([v, s])
+        old = np.full(len(v), np.inf)
+        live = np.flatnonzero(found)
+        live = live[self.keys.count[pos[live]] > 0]
+        old[live] = self.d[pos[live]]
+        better = d < old
+        if not better.any():
+            return v[:0], s[:0], d[:0]
+        was = better & np.isfinite(old)
+        if was.any():
+            emit.append(_rows(v[was], s[was], old[was], -1))
+        emit.append(_rows(v[better], s[better], d[better], 1))
+        inplace = better & found
+        self.d[pos[inplace]] = d[inplace]
+        self.keys.count[pos[inplace]] = 1
+        fresh = better & ~found
+        if fresh.any():
+            at = pos[fresh]
+            self.keys.cols = [np.insert(self.keys.cols[0], at, v[fresh]), np.insert(self.keys.cols[1], at, s[fresh])]
+            self.keys.count = np.insert(self.keys.count, at, 1)
+            self.d = np.insert(self.d, at, d[fresh])
+        return v[better], s[better], d[better]
+
+    def drop(self, sources: np.ndarray, emit: list) -> None:
+        """Forget every distance from ``sources`` (emitting their withdrawal)."""
+        gone = np.flatnonzero((self.keys.count > 0) & np.isin(self.keys.cols[1], sources))
+        if len(gone):
+            emit.append(_rows(self.keys.cols[0][gone], self.keys.cols[1][gone], self.d[gone], -1))
+            self.keys.count[gone] = 0
+            self.d[gone] = np.inf
+
+    def compact(self) -> None:
+        dead = self.keys.count == 0
+        if dead.sum() * 4 > len(dead):
+            keep = ~dead
+            self.keys.cols = [c[keep] for c in self.keys.cols]
+            self.keys.count, self.d = self.keys.count[keep], self.d[keep]
+
+
+class _Paths:
+    """One worker's state and the logic of each loop round (see the module doc)."""
+
+    def __init__(self, peers: int, me: int, sources: np.ndarray, weight: Optional[str], src: str, dst: str,
+                 name: str) -> None:
+        self.bkeys, self.me = broadcast_keys(peers), me
+        self.sources = sources
+        self.degree = np.zeros(len(sources), np.int64)     # of the sources this worker owns
+        self.weight, self.src, self.dst, self.name = weight, src, dst, name
+        self.edges = SortedRows([np.int64, np.int64, np.float64])
+        self.dist = _Distances()
+        self.inserted: tuple = ()
+
+    def wake(self) -> pa.RecordBatch:
+        me = self.bkeys[self.me:self.me + 1]
+        return _msgs(me, me, np.zeros(1), WAKE)
+
+    def step(self, t: Any, edge_batches: list, msg_batches: list, _gate: list) -> list:
+        t = t if isinstance(t, Product) else Product(*t)
+        out: list = []
+        if t.inner == 0:
+            self.dist.compact()
+            self.edges.compact()
+            self.edges_in(t.outer, [b for b in edge_batches if b.num_rows], out)
+            return out
+        table = pa.Table.from_batches(msg_batches) if msg_batches else None
+        if table is None or not table.num_rows:
+            return out
+        kind = table["kind"].to_numpy()
+        v, s, d = (table[c].to_numpy() for c in ("vertex", "source", "distance"))
+        if t.inner == 1:
+            self.checks(v[kind == DEGREE], d[kind == DEGREE], v[kind == CHECK], s[kind == CHECK], d[kind == CHECK],
+                        out)
+            if self.inserted:
+                out.append(self.wake())
+            return out
+        proposals = [(v[kind == PROPOSAL], s[kind == PROPOSAL], d[kind == PROPOSAL])]
+        if t.inner == 2:
+            proposals += self.restart(np.unique(s[kind == RESET]), out)
+        pv, ps, pd = (np.concatenate([p[i] for p in proposals]) for i in range(3))
+        if len(pv):
+            self.relax(*self.dist.merge(pv, ps, pd, out), out)
+        return out
+
+    def edges_in(self, time: Any, batches: list, out: list) -> None:
+        """Round 0: apply this worker's edge changes; ask about withdrawn edges."""
+        if not batches:
+            return
+        parts = [weighted_edges(b, self.src, self.dst, self.weight, self.name) for b in batches]
+        a, c, w = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        diff = np.concatenate([diffs_at(b, self.name, time) for b in batches])
+        keys, udiff, _, _, old = self.edges.preview([a, c, w], diff)
+        new = old + udiff
+        bad = np.flatnonzero(new < 0)
+        if len(bad):
+            i = bad[0]
+            row = f"({self.src}={keys[0][i]}, {self.dst}={keys[1][i]}" + (
+                f", {self.weight}={keys[2][i]})" if self.weight else ")")
+            raise withdrawn_error(self.name, time, row, int(old[i]), int(udiff[i]))
+        self.edges.add(keys, udiff)
+        ends = np.concatenate([keys[0], keys[1]])
+        mine = np.isin(ends, self.sources)
+        if mine.any():
+            out.append(_msgs(ends[mine], ends[mine], np.concatenate([udiff, udiff])[mine], DEGREE))
+        added = (old == 0) & (new > 0)
+        self.inserted = tuple(k[added] for k in keys) if added.any() else ()
+        removed = np.flatnonzero((old > 0) & (new == 0))
+        if len(removed):
+            which, s, d = self.dist.of(keys[0][removed])
+            if len(which):
+                at = removed[which]
+                out.append(_msgs(keys[1][at], s, d + keys[2][at], CHECK))
+        out.append(self.wake())
+
+    def checks(self, deg_v: np.ndarray, deg_d: np.ndarray, v: np.ndarray, s: np.ndarray, cand: np.ndarray,
+               out: list) -> None:
+        """Round 1: the sources to recompute -- a tight edge withdrawn, or entering or leaving the graph."""
+        reset = [s[self.dist.get(v, s) == cand]] if len(v) else []
+        if len(deg_v):
+            at = np.searchsorted(self.sources, deg_v)
+            before = self.degree.copy()
+            np.add.at(self.degree, at, deg_d.astype(np.int64))
+            flipped = (before > 0) != (self.degree > 0)
+            reset.append(self.sources[flipped])
+        if reset:
+            gone = np.unique(np.concatenate(reset))
+            if len(gone):
+                b = len(self.bkeys)
+                out.append(_msgs(np.repeat(self.bkeys, len(gone)), np.tile(gone, b), np.zeros(b * len(gone)), RESET))
+
+    def restart(self, reset: np.ndarray, out: list) -> list:
+        """Round 2: drop and re-seed the reset sources; relax the new edges for the others."""
+        found: list = []
+        if len(reset):
+            self.dist.drop(reset, out)
+            mine = reset[self.degree[np.searchsorted(self.sources, reset)] > 0]
+            found.append((mine, mine, np.zeros(len(mine))))
+        if self.inserted:
+            a, c, w = self.inserted
+            self.inserted = ()
+            which, s, d = self.dist.of(a)
+            keep = ~np.isin(s, reset)
+            which, s, d = which[keep], s[keep], d[keep]
+            if len(which):
+                pv, ps, pd = _best(c[which], s, d + w[which])
+                out.append(_msgs(pv, ps, pd, PROPOSAL))
+        return found
+
+    def relax(self, v: np.ndarray, s: np.ndarray, d: np.ndarray, out: list) -> None:
+        if not len(v):
+            return
+        which, rows = self.edges.rows_of(v, live=True)
+        if len(rows):
+            pv, ps, pd = _best(self.edges.cols[1][rows], s[which], d[which] + self.edges.cols[2][rows])
+            out.append(_msgs(pv, ps, pd, PROPOSAL))
+
+
+def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optional[str] = None,
+                          src: str = "src", dst: str = "dst") -> "Stream":
+    """A changelog of int64 edges ``(src, dst[, weight], optional diff)`` in; a changelog
+    of ``(vertex, source, distance, diff)`` out: at each completed time, the distances
+    that changed, appeared or went (``-1`` for the old row, ``+1`` for the new), from
+    each source in the graph to each vertex it reaches -- hop counts (int64) when
+    ``weight`` is None, else minimum sums of the non-negative ``weight`` column.
+
+    Inserted edges are relaxed from their ``src`` only; a withdrawn edge that some
+    source's distances used (or a source entering or leaving the graph) recomputes
+    that source exactly; the others are untouched.  The edges are a multiset of rows
+    (a changed weight without withdrawing the old row is a parallel edge: the lighter
+    one counts).  A ``diff`` that is not an integer, or a withdrawal of an edge not
+    held, raises :class:`~timely_spark.errors.ChangelogError` naming the operator, the
+    time and the edge.
+
+    >>> import pyarrow as pa, timely_spark as ts
+    >>> def build(s):
+    ...     inp, edges = s.new_input()
+    ...     shortest_paths_stream(edges, [1]).inspect_time(lambda t, rb: print(t, rb.sort_by("vertex").to_pydict()))
+    ...     inp.send(pa.record_batch({"src": [1, 2], "dst": [2, 3]}))
+    ...     inp.advance_to(1)
+    ...     inp.send(pa.record_batch({"src": [1], "dst": [3], "diff": [1]}))
+    ...     inp.close()
+    >>> _ = ts.example(build)
+    0 {'vertex': [1, 2, 3], 'source': [1, 1, 1], 'distance': [0, 1, 2], 'diff': [1, 1, 1]}
+    1 {'vertex': [3, 3], 'source': [1, 1], 'distance': [2, 1], 'diff': [-1, 1]}
+    """
+    wanted = source_vertices(sources)
+    scope = edges.scope
+    name = "ShortestPathsStream"
+
+    def loop(inner: Any) -> Any:
+        handle, cycle = inner.feedback(1)
+        entered = edges.enter(inner)
+        gate = in_order(entered, cycle, f"{name}Order")
+        state = _Paths(inner.peers, inner.index, wanted, weight, src, dst, name)
+        out = entered.per_time(state.step, others=(cycle, gate),
+                               exchange=[ExchangeBy([src], name), ExchangeBy(["vertex"], name), None], name=name)
+        out.flat_map(lambda rb: [rb] if "kind" in rb.schema.names else []).connect_loop(handle)
+        return out.flat_map(lambda rb: [] if "kind" in rb.schema.names else [rb]).leave()
+
+    result = net_changes(scope.iterative(loop), "vertex", f"{name}Changes")
+    if weight is None:
+        return result.map(lambda rb: rb.set_column(2, "distance", rb.column(2).cast(pa.int64())))
+    return result
+
