@@ -40,7 +40,6 @@ from ..errors import ParameterError
 from ..progress import Product
 from ..runtime import PAGERANK_TOLERANCE, check_fraction, check_positive
 from .broadcast import broadcast_keys
-from .changes import net_changes
 from .components_columnar import edge_arrays
 from .edge_input import diffs_at, withdrawn_error
 from .in_order import in_order
@@ -75,6 +74,10 @@ class _Vertices:
         self.s = np.zeros(0)
         self.out = np.zeros(0, np.int64)
         self.deg = np.zeros(0, np.int64)
+        self.mark = np.full(0, -1, np.int64)        # the last epoch (sequence number) that changed it
+        self.shown = np.zeros(0)                    # the rank last emitted, NaN if none
+
+    NAMES = ("ids", "x", "s", "out", "deg", "mark", "shown")
 
     def ensure(self, ids: np.ndarray) -> np.ndarray:
         """Positions of ``ids`` (sorted, distinct), creating absent ones (degree 0)."""
@@ -86,6 +89,7 @@ class _Vertices:
             self.ids = np.insert(self.ids, at, ids[fresh])
             self.x, self.s = np.insert(self.x, at, 0.0), np.insert(self.s, at, 0.0)
             self.out, self.deg = np.insert(self.out, at, 0), np.insert(self.deg, at, 0)
+            self.mark, self.shown = np.insert(self.mark, at, -1), np.insert(self.shown, at, np.nan)
             pos = np.searchsorted(self.ids, ids)
         return pos
 
@@ -102,6 +106,11 @@ class _PageRank:
         self.dangling = 0.0          # D: rank of the vertices without out-edges (all workers)
         self.applied = 0.0           # the uniform level folded into this worker's residuals
         self.dirty: list = []        # ids whose residual moved since they were last checked
+        self.seq: dict = {}          # outer time -> epoch sequence number
+        self.next_seq = 0
+        self.finalized = -1          # the last epoch emitted
+        self.changed: dict = {}      # epoch -> [ids changed]
+        self.saved: dict = {}        # epoch -> [(ids, values at its end)] overwritten by a later epoch
 
     def uniform(self) -> float:
         return ((1 - self.d) + self.d * self.dangling) / self.n if self.n else 0.0
@@ -124,19 +133,63 @@ class _PageRank:
         value = table["value"].to_numpy()
         self.n += float(value[kind == COUNT].sum())
         self.dangling += float(value[kind == DANGLING].sum())
+        seq = self.epoch(t.outer)
         if t.inner == 1:
-            self.degrees(vertex[kind == DEGREE], value[kind == DEGREE], out)
+            self.degrees(vertex[kind == DEGREE], value[kind == DEGREE], seq, out)
         self.contributions(vertex[kind == CONTRIB], value[kind == CONTRIB])
         if t.inner >= 2:
-            self.push(out)
+            self.push(seq, out)
         return out
 
     def compact(self) -> None:
         self.edges.compact()
-        keep = self.v.deg > 0
+        keep = (self.v.deg > 0) | (self.v.mark > self.finalized) | ~np.isnan(self.v.shown)
         if (~keep).sum() * 4 > len(keep):
-            for name in ("ids", "x", "s", "out", "deg"):
+            for name in _Vertices.NAMES:
                 setattr(self.v, name, getattr(self.v, name)[keep])
+
+    def epoch(self, outer: Any) -> int:
+        """This worker's sequence number of epoch ``outer`` (epochs come in order)."""
+        seq = self.seq.get(outer)
+        if seq is None:
+            seq = self.seq[outer] = self.next_seq
+            self.next_seq += 1
+        return seq
+
+    def value(self, pos: np.ndarray) -> np.ndarray:
+        """The rank a vertex has in the result: NaN if it is not in the graph."""
+        return np.where(self.v.deg[pos] > 0, self.v.x[pos], np.nan)
+
+    def modify(self, pos: np.ndarray, seq: int, out: list) -> None:
+        """Before epoch ``seq`` changes the rank or presence of the vertices at ``pos``:
+        keep the value of an earlier epoch not yet emitted, note them as changed."""
+        mark = self.v.mark[pos]
+        older = (mark < seq) & (mark > self.finalized)
+        for epoch in np.unique(mark[older]):
+            at = pos[mark == epoch]
+            self.saved.setdefault(int(epoch), []).append((self.v.ids[at], self.value(at)))
+        fresh = pos[mark != seq]
+        if len(fresh):
+            self.changed.setdefault(seq, []).append(self.v.ids[fresh])
+            self.v.mark[fresh] = seq
+            out.append(pa.record_batch({"epoch": np.full(1, seq, np.int64)}))
+
+    def emit(self, time: Any, ticks: list) -> list:
+        """Outside the loop, once epoch ``time`` is complete: its changed ranks, netted."""
+        seq = int(ticks[0]["epoch"][0].as_py())
+        self.finalized = seq
+        self.seq.pop(time, None)
+        ids = sorted_unique(np.concatenate(self.changed.pop(seq, [np.zeros(0, np.int64)])))
+        pos = np.searchsorted(self.v.ids, ids)
+        new = self.value(pos)
+        for saved_ids, saved_values in self.saved.pop(seq, []):      # since changed by a later epoch
+            new[np.searchsorted(ids, saved_ids)] = saved_values
+        old = self.v.shown[pos]
+        self.v.shown[pos] = new
+        gone = ~np.isnan(old) & (np.isnan(new) | (old != new))
+        came = ~np.isnan(new) & (np.isnan(old) | (old != new))
+        return [_ranks(np.concatenate([ids[gone], ids[came]]), np.concatenate([old[gone], new[came]]),
+                       np.concatenate([-np.ones(int(gone.sum())), np.ones(int(came.sum()))]))]
 
     def edges_in(self, time: Any, batches: list, out: list) -> None:
         """Round 0: apply the edge changes this worker owns (by ``src``)."""
@@ -190,7 +243,7 @@ class _PageRank:
             tid, tinv = np.unique(targets, return_inverse=True)
             out.append(_msgs(tid, np.bincount(tinv, weights=adjust, minlength=len(tid)), CONTRIB))
 
-    def degrees(self, vertex: np.ndarray, value: np.ndarray, out: list) -> None:
+    def degrees(self, vertex: np.ndarray, value: np.ndarray, seq: int, out: list) -> None:
         """Round 1: vertices enter (rank 0, residual at the uniform level) or leave."""
         if len(vertex):
             ids, inverse = np.unique(vertex, return_inverse=True)
@@ -198,15 +251,13 @@ class _PageRank:
             pos = self.v.ensure(ids)
             before = self.v.deg[pos]
             after = before + delta
-            self.v.deg[pos] = after
             born, gone = pos[(before == 0) & (after > 0)], pos[(before > 0) & (after == 0)]
+            self.modify(np.concatenate([born, gone]), seq, out)
+            self.v.deg[pos] = after
             self.v.x[born] = 0.0
             self.v.s[born] = self.applied
             self.dirty.append(self.v.ids[born])
-            if len(born):
-                out.append(_ranks(self.v.ids[born], self.v.x[born], np.ones(len(born))))
             if len(gone):
-                out.append(_ranks(self.v.ids[gone], self.v.x[gone], -np.ones(len(gone))))
                 lost = float(self.v.x[gone].sum())
                 if lost:
                     out.append(self.broadcast(-lost, DANGLING))
@@ -224,7 +275,7 @@ class _PageRank:
             self.v.s[pos] += np.bincount(inverse, weights=value, minlength=len(ids))
             self.dirty.append(ids)
 
-    def push(self, out: list) -> None:
+    def push(self, seq: int, out: list) -> None:
         """Rounds 2..: push every vertex whose residual exceeds the tolerance."""
         alive = self.v.deg > 0
         level = self.uniform()
@@ -244,10 +295,9 @@ class _PageRank:
             return
         r = self.v.s[sel]
         ids = self.v.ids[sel]
-        out.append(_ranks(ids, self.v.x[sel], -np.ones(len(sel))))
+        self.modify(sel, seq, out)
         self.v.x[sel] += r
         self.v.s[sel] = 0.0
-        out.append(_ranks(ids, self.v.x[sel], np.ones(len(sel))))
         o = self.v.out[sel]
         dangling = o == 0
         if dangling.any():
@@ -308,11 +358,18 @@ def pagerank_stream(edges: "Stream", tolerance: float = PAGERANK_TOLERANCE, damp
         handle, cycle = inner.feedback(1)
         entered = edges.enter(inner)
         gate = in_order(entered, cycle, f"{name}Order")
-        state = _PageRank(inner.peers, tolerance, damping, src, dst, name)
+        state = make(inner.peers)
         out = entered.per_time(state.step, others=(cycle, gate),
                                exchange=[ExchangeBy([src], name), ExchangeBy(["vertex"], name), None], name=name)
         out.flat_map(lambda rb: [rb] if "kind" in rb.schema.names else []).connect_loop(handle)
         return out.flat_map(lambda rb: [] if "kind" in rb.schema.names else [rb]).leave()
 
-    return net_changes(scope.iterative(loop), "vertex", f"{name}Changes")
+    state: list = []
+
+    def make(peers: int) -> _PageRank:
+        state.append(_PageRank(peers, tolerance, damping, src, dst, name))
+        return state[0]
+
+    ticks = scope.iterative(loop)
+    return ticks.per_time(lambda t, batches: state[0].emit(t, batches), name=f"{name}Emit")
 
