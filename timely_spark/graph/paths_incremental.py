@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["shortest_paths_stream"]
 
 PROPOSAL, CHECK, DEGREE, RESET, WAKE = 0, 1, 2, 3, 4
+Triple = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _msgs(vertex: np.ndarray, source: np.ndarray, distance: np.ndarray, kind: int) -> pa.RecordBatch:
@@ -88,7 +89,7 @@ class _Distances:
         out[hit] = self.d[pos[hit]]
         return out
 
-    def merge(self, v: np.ndarray, s: np.ndarray, d: np.ndarray, emit: list) -> tuple:
+    def merge(self, v: np.ndarray, s: np.ndarray, d: np.ndarray, emit: list) -> Triple:
         """Take proposals; return the improved ``(vertex, source, distance)``."""
         v, s, d = _best(v, s, d)
         pos, found = self.keys.find([v, s])

@@ -52,7 +52,7 @@ class SortedRows:
     """
 
     def __init__(self, dtypes: Sequence[type]) -> None:
-        self.cols = [np.zeros(0, dt) for dt in dtypes]
+        self.cols: list[np.ndarray] = [np.zeros(0, dt) for dt in dtypes]
         self.count = np.zeros(0, np.int64)
 
     def __len__(self) -> int:
