@@ -108,6 +108,7 @@ class _PageRank:
         self.dirty: list = []        # ids whose residual moved since they were last checked
         self.seq: dict = {}          # outer time -> epoch sequence number
         self.next_seq = 0
+        self.left = 0                # vertices that left the graph since the last compaction
         self.finalized = -1          # the last epoch emitted
         self.changed: dict = {}      # epoch -> [ids changed]
         self.saved: dict = {}        # epoch -> [(ids, values at its end)] overwritten by a later epoch
@@ -143,10 +144,14 @@ class _PageRank:
 
     def compact(self) -> None:
         self.edges.compact()
+        if self.left * 4 <= len(self.v.ids):          # vertices left since the last compaction
+            return
+        self.left = 0
         keep = (self.v.deg > 0) | (self.v.mark > self.finalized) | ~np.isnan(self.v.shown)
         if (~keep).sum() * 4 > len(keep):
             for name in _Vertices.NAMES:
                 setattr(self.v, name, getattr(self.v, name)[keep])
+        self.left = int(np.count_nonzero(self.v.deg == 0))
 
     def epoch(self, outer: Any) -> int:
         """This worker's sequence number of epoch ``outer`` (epochs come in order)."""
@@ -253,6 +258,7 @@ class _PageRank:
             after = before + delta
             born, gone = pos[(before == 0) & (after > 0)], pos[(before > 0) & (after == 0)]
             self.modify(np.concatenate([born, gone]), seq, out)
+            self.left += len(gone)
             self.v.deg[pos] = after
             self.v.x[born] = 0.0
             self.v.s[born] = self.applied
@@ -277,16 +283,16 @@ class _PageRank:
 
     def push(self, seq: int, out: list) -> None:
         """Rounds 2..: push every vertex whose residual exceeds the tolerance."""
-        alive = self.v.deg > 0
         level = self.uniform()
-        if abs(level - self.applied) > self.tol:
+        if abs(level - self.applied) > self.tol:          # fold the uniform part in: a full pass
+            alive = self.v.deg > 0
             self.v.s[alive] += level - self.applied
             self.applied = level
             candidates = np.flatnonzero(alive)
         elif self.dirty:
             ids = sorted_unique(np.concatenate(self.dirty))
             candidates = np.searchsorted(self.v.ids, ids)
-            candidates = candidates[alive[candidates]]
+            candidates = candidates[self.v.deg[candidates] > 0]
         else:
             candidates = np.zeros(0, np.intp)
         self.dirty = []

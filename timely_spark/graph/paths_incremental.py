@@ -121,9 +121,13 @@ class _Distances:
         if len(gone):
             emit.append(_rows(self.keys.cols[0][gone], self.keys.cols[1][gone], self.d[gone], -1))
             self.keys.count[gone] = 0
+            self.keys.emptied += len(gone)
             self.d[gone] = np.inf
 
     def compact(self) -> None:
+        if self.keys.emptied * 4 <= len(self.d):
+            return
+        self.keys.emptied = 0
         dead = self.keys.count == 0
         if dead.sum() * 4 > len(dead):
             keep = ~dead

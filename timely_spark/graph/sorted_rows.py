@@ -54,6 +54,7 @@ class SortedRows:
     def __init__(self, dtypes: Sequence[type]) -> None:
         self.cols: list[np.ndarray] = [np.zeros(0, dt) for dt in dtypes]
         self.count = np.zeros(0, np.int64)
+        self.emptied = 0                  # rows whose count went to 0 since the last compaction (a bound)
 
     def __len__(self) -> int:
         return len(self.count)
@@ -91,6 +92,7 @@ class SortedRows:
         if (new < 0).any():
             return ukeys, old, new
         self.count[pos[found]] = new[found]
+        self.emptied += int(np.count_nonzero(new == 0))
         fresh = ~found
         if fresh.any():
             at = pos[fresh]
@@ -120,7 +122,11 @@ class SortedRows:
         return which, rows
 
     def compact(self) -> None:
-        """Drop the tombstones (rows with count 0) when they are a quarter of the rows."""
+        """Drop the tombstones (rows with count 0) when they may be a quarter of the
+        rows (counted as they appear, so a compaction that is not due costs nothing)."""
+        if self.emptied * 4 <= len(self.count):
+            return
+        self.emptied = 0
         dead = self.count == 0
         if dead.sum() * 4 > len(self.count):
             keep = ~dead
