@@ -97,3 +97,13 @@ def test_a_withdrawal_that_changes_no_distance_emits_nothing():
     cut = pa.table({"src": np.array([2], np.int64), "dst": np.array([4], np.int64), "diff": np.array([-1])})
     out = run_epochs([diamond, cut], lambda e: shortest_paths_stream(e, [1]), threads=2)
     assert 1 not in out
+
+
+def test_zero_weight_cycle_through_a_source_keeps_its_own_distance():
+    cycle = pa.table({"src": np.array([1, 2, 2], np.int64), "dst": np.array([2, 1, 3], np.int64),
+                      "w": [0.0, 0.0, 1.0]})
+    cut = pa.table({"src": np.array([2], np.int64), "dst": np.array([1], np.int64), "w": [0.0],
+                    "diff": np.array([-1])})
+    out = run_epochs([cycle, cut], lambda e: shortest_paths_stream(e, [1], "w"), threads=2)
+    assert fold(out[0], ["vertex", "source"]) == {(1, 1): (0.0,), (2, 1): (0.0,), (3, 1): (1.0,)}
+    assert 1 not in out                               # nothing changed

@@ -5,14 +5,16 @@ Each worker keeps the edges it owns by ``src`` as a sorted multiset of
 the vertices it owns, sorted by ``(vertex, source)``.  Per epoch, in the rounds of a
 timely loop (epochs one at a time, :func:`.in_order.in_order`):
 
-0. the edge owners apply the changes; for every edge whose last copy goes, they ask
-   the owner of its target whether it was *tight* (``dist(src) + weight ==
-   dist(dst)``) for some source;
-1. a source with a tight edge withdrawn, or that enters or leaves the graph, is
-   *reset* (broadcast);
-2. every worker drops the reset sources' distances and their owners re-seed them
-   (exact recomputation of just those sources); for the other sources, only the new
-   edges are relaxed, from their ``src``'s known distances;
+0. the edge owners apply the changes; for every edge whose last copy goes, they send
+   its target's owner what the edge gave (``dist(src) + weight``) per source;
+1. where that equals the target's distance (the edge was on a shortest path), the
+   distance is dropped and the invalidation follows the target's out-edges the same
+   way, round after round (only distances that may grow are touched); a source
+   entering or leaving the graph is recomputed whole (broadcast);
+2. once no worker invalidated anything in a round: the dropped distances are
+   re-derived from the in-edges of valid vertices (one vectorized pass over each
+   worker's edges, only in epochs with such withdrawals), re-seeded sources start
+   over, and the new edges are relaxed from their ``src``'s known distances;
 3. and on: improved distances are relaxed along their vertex's out-edges until
    nothing improves (as the batch form does).
 
@@ -43,15 +45,17 @@ if TYPE_CHECKING:
 
 __all__ = ["shortest_paths_stream"]
 
-PROPOSAL, CHECK, DEGREE, RESET, WAKE = 0, 1, 2, 3, 4
+PROPOSAL, CHECK, DEGREE, RESET, WAKE, INVALID, GONE, TICK = 0, 1, 2, 3, 4, 5, 6, 7
 Triple = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def _msgs(vertex: np.ndarray, source: np.ndarray, distance: np.ndarray, kind: int) -> pa.RecordBatch:
+def _msgs(vertex: np.ndarray, source: np.ndarray, distance: np.ndarray, kind: int,
+          aux: Optional[np.ndarray] = None) -> pa.RecordBatch:
     return pa.record_batch({"vertex": vertex.astype(np.int64, copy=False),
                             "source": source.astype(np.int64, copy=False),
                             "distance": np.asarray(distance, np.float64),
-                            "kind": np.full(len(vertex), kind, np.int8)})
+                            "kind": np.full(len(vertex), kind, np.int8),
+                            "aux": np.zeros(len(vertex), np.int64) if aux is None else aux.astype(np.int64)})
 
 
 def _rows(vertex: np.ndarray, source: np.ndarray, distance: np.ndarray, diff: int) -> pa.RecordBatch:
@@ -124,6 +128,17 @@ class _Distances:
             self.keys.emptied += len(gone)
             self.d[gone] = np.inf
 
+    def remove(self, v: np.ndarray, s: np.ndarray, emit: list) -> np.ndarray:
+        """Forget the distances of the known pairs ``(v, s)`` (emitting their
+        withdrawal); return those distances."""
+        pos, _ = self.keys.find([v, s])
+        d = self.d[pos]
+        emit.append(_rows(v, s, d, -1))
+        self.keys.count[pos] = 0
+        self.d[pos] = np.inf
+        self.keys.emptied += len(pos)
+        return d
+
     def compact(self) -> None:
         if self.keys.emptied * 4 <= len(self.d):
             return
@@ -147,6 +162,15 @@ class _Paths:
         self.edges = SortedRows([np.int64, np.int64, np.float64])
         self.dist = _Distances()
         self.inserted: tuple = ()
+        self.current: Any = None     # the epoch being computed
+        self.phase = False           # still finding the distances a withdrawal invalidates
+        self.resets: list = []       # sources to recompute, this epoch
+        self.invalid: list = []      # (vertices, sources) invalidated this epoch, on every worker
+
+    def broadcast(self, source: np.ndarray, aux: np.ndarray, kind: int, value: float = 0.0) -> pa.RecordBatch:
+        b = len(self.bkeys)
+        return _msgs(np.repeat(self.bkeys, len(source)), np.tile(source, b), np.full(b * len(source), value), kind,
+                     np.tile(aux, b))
 
     def wake(self) -> pa.RecordBatch:
         me = self.bkeys[self.me:self.me + 1]
@@ -155,6 +179,8 @@ class _Paths:
     def step(self, t: Any, edge_batches: list, msg_batches: list, _gate: list) -> list:
         t = t if isinstance(t, Product) else Product(*t)
         out: list = []
+        if t.outer != self.current:
+            self.current, self.phase, self.resets, self.invalid = t.outer, True, [], []
         if t.inner == 0:
             self.dist.compact()
             self.edges.compact()
@@ -164,16 +190,20 @@ class _Paths:
         if table is None or not table.num_rows:
             return out
         kind = table["kind"].to_numpy()
-        v, s, d = (table[c].to_numpy() for c in ("vertex", "source", "distance"))
-        if t.inner == 1:
-            self.checks(v[kind == DEGREE], d[kind == DEGREE], v[kind == CHECK], s[kind == CHECK], d[kind == CHECK],
-                        out)
-            if self.inserted:
-                out.append(self.wake())
-            return out
+        v, s, d, aux = (table[c].to_numpy() for c in ("vertex", "source", "distance", "aux"))
         proposals = [(v[kind == PROPOSAL], s[kind == PROPOSAL], d[kind == PROPOSAL])]
-        if t.inner == 2:
-            proposals += self.restart(np.unique(s[kind == RESET]), out)
+        if t.inner == 1:
+            self.checks(v[kind == DEGREE], d[kind == DEGREE], out)
+        if self.phase:
+            self.resets.append(s[kind == RESET])
+            self.invalid.append((aux[kind == GONE], s[kind == GONE]))
+            found = self.invalidate(v[kind == CHECK], s[kind == CHECK], d[kind == CHECK], out)
+            found += self.invalidate(v[kind == INVALID], s[kind == INVALID], d[kind == INVALID], out)
+            if t.inner == 1 or d[kind == TICK].sum() > 0:
+                out.append(self.broadcast(np.zeros(1, np.int64), np.zeros(1, np.int64), TICK, float(found)))
+                return out
+            self.phase = False                            # nothing invalidated in the last round, anywhere
+            proposals += self.restart(out)
         pv, ps, pd = (np.concatenate([p[i] for p in proposals]) for i in range(3))
         if len(pv):
             self.relax(*self.dist.merge(pv, ps, pd, out), out)
@@ -209,25 +239,56 @@ class _Paths:
                 out.append(_msgs(keys[1][at], s, d + keys[2][at], CHECK))
         out.append(self.wake())
 
-    def checks(self, deg_v: np.ndarray, deg_d: np.ndarray, v: np.ndarray, s: np.ndarray, cand: np.ndarray,
-               out: list) -> None:
-        """Round 1: the sources to recompute -- a tight edge withdrawn, or entering or leaving the graph."""
-        reset = [s[self.dist.get(v, s) == cand]] if len(v) else []
+    def checks(self, deg_v: np.ndarray, deg_d: np.ndarray, out: list) -> None:
+        """Round 1: a source entering or leaving the graph is recomputed (broadcast)."""
         if len(deg_v):
             at = np.searchsorted(self.sources, deg_v)
             before = self.degree.copy()
             np.add.at(self.degree, at, deg_d.astype(np.int64))
-            flipped = (before > 0) != (self.degree > 0)
-            reset.append(self.sources[flipped])
-        if reset:
-            gone = np.unique(np.concatenate(reset))
-            if len(gone):
-                b = len(self.bkeys)
-                out.append(_msgs(np.repeat(self.bkeys, len(gone)), np.tile(gone, b), np.zeros(b * len(gone)), RESET))
+            flipped = self.sources[(before > 0) != (self.degree > 0)]
+            if len(flipped):
+                out.append(self.broadcast(flipped, flipped, RESET))
 
-    def restart(self, reset: np.ndarray, out: list) -> list:
-        """Round 2: drop and re-seed the reset sources; relax the new edges for the others."""
+    def invalidate(self, v: np.ndarray, s: np.ndarray, cand: np.ndarray, out: list) -> int:
+        """Distances that relied on a withdrawn edge or an invalidated vertex (``cand``
+        is what that support gave: equal to the distance, it was a shortest path) are
+        dropped and the invalidation follows their out-edges; a source's own 0 stays."""
+        if not len(v):
+            return 0
+        tight = (self.dist.get(v, s) == cand) & (v != s)
+        if not tight.any():
+            return 0
+        v, s, _ = _best(v[tight], s[tight], cand[tight])
+        d = self.dist.remove(v, s, out)
+        out.append(self.broadcast(s, v, GONE))
+        which, rows = self.edges.rows_of(v, live=True)
+        if len(rows):
+            pv, ps, pd = _best(self.edges.cols[1][rows], s[which], d[which] + self.edges.cols[2][rows])
+            out.append(_msgs(pv, ps, pd, INVALID))
+        return len(v)
+
+    def restart(self, out: list) -> list:
+        """When the invalidation is over: drop and re-seed the sources to recompute;
+        re-derive the invalidated distances from the in-edges of valid vertices (one
+        vectorized pass over this worker's edges); relax the new edges."""
         found: list = []
+        reset = np.unique(np.concatenate([np.zeros(0, np.int64)] + self.resets))
+        iv = np.concatenate([np.zeros(0, np.int64)] + [p[0] for p in self.invalid])
+        is_ = np.concatenate([np.zeros(0, np.int64)] + [p[1] for p in self.invalid])
+        keep = ~np.isin(is_, reset)
+        if keep.any():
+            iv, is_, _ = _best(iv[keep], is_[keep], np.zeros(int(keep.sum())))
+            rows = np.flatnonzero(np.isin(self.edges.cols[1], iv) & (self.edges.count > 0))
+            lo = np.searchsorted(iv, self.edges.cols[1][rows], "left")
+            hi = np.searchsorted(iv, self.edges.cols[1][rows], "right")
+            counts = hi - lo
+            row = np.repeat(rows, counts)
+            pair = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+            d = self.dist.get(self.edges.cols[0][row], is_[pair]) + self.edges.cols[2][row]
+            ok = np.isfinite(d)
+            if ok.any():
+                pv, ps, pd = _best(iv[pair][ok], is_[pair][ok], d[ok])
+                out.append(_msgs(pv, ps, pd, PROPOSAL))
         if len(reset):
             self.dist.drop(reset, out)
             mine = reset[self.degree[np.searchsorted(self.sources, reset)] > 0]
@@ -261,8 +322,9 @@ def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optio
     ``weight`` is None, else minimum sums of the non-negative ``weight`` column.
 
     Inserted edges are relaxed from their ``src`` only; a withdrawn edge that some
-    source's distances used (or a source entering or leaving the graph) recomputes
-    that source exactly; the others are untouched.  The edges are a multiset of rows
+    shortest path used invalidates the distances that relied on it (following
+    shortest-path edges) and only those are re-derived, exactly; a source entering
+    or leaving the graph is recomputed.  The edges are a multiset of rows
     (a changed weight without withdrawing the old row is a parallel edge: the lighter
     one counts).  A ``diff`` that is not an integer, or a withdrawal of an edge not
     held, raises :class:`~timely_spark.errors.ChangelogError` naming the operator, the
