@@ -267,3 +267,7 @@ CHANGELOG_READ = "changes"
 CHANGELOG_READS = ("changes", "consolidate")
 
 __all__ += ["CHANGELOG_READ", "CHANGELOG_READS"]
+
+# incremental graph algorithms (ts.graph.pagerank_stream)
+#: pagerank_stream's default tolerance: a vertex whose rank would move by more propagates.
+PAGERANK_TOLERANCE = 1e-9

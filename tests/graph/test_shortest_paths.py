@@ -82,10 +82,21 @@ def test_stream_form_over_epochs():
             pass
         return seen
 
-    per_time: dict = {}
+    changes: dict = {}
     for part in ts.execute(work, threads=2, timeout=60):
         for t, rb in part:
-            per_time.setdefault(t, {}).update(as_dict(pa.Table.from_batches([rb])))
+            changes.setdefault(t, []).append(rb)
+    per_time: dict = {}
+    current: dict = {}                                     # the changelog folded, epoch by epoch
+    for t in sorted(changes):
+        for rb in changes[t]:
+            for v, s, d, c in zip(*(rb[k].to_pylist() for k in ("vertex", "source", "distance", "diff"))):
+                if c < 0:
+                    assert current.pop((v, s)) == d
+            for v, s, d, c in zip(*(rb[k].to_pylist() for k in ("vertex", "source", "distance", "diff"))):
+                if c > 0:
+                    current[(v, s)] = d
+        per_time[t] = dict(current)
     for epoch in range(2):
         so_far = table.slice(0, cuts[epoch + 1])
         src, dst = so_far["src"].to_pylist(), so_far["dst"].to_pylist()

@@ -10,7 +10,9 @@
   (what the batch form runs);
 * :func:`label_propagation` -- the same as a building block inside your own dataflow;
 * :func:`pagerank` / :func:`pagerank_stream` -- PageRank (``pagerank_reference``: numpy);
-* :func:`shortest_paths` / :func:`shortest_paths_stream` -- hop counts or weighted distances;
+  the stream form is incremental: a changelog of edges in, a changelog of ranks out;
+* :func:`shortest_paths` / :func:`shortest_paths_stream` -- hop counts or weighted distances
+  (the stream form incremental and exact, changelogs in and out);
 * :func:`union_find` -- the plain single-threaded reference;
 * :func:`random_edges` -- a random edge list on Spark, the same on any partitioning.
 """

@@ -25,12 +25,13 @@ from ..progress import Product, less_equal, sort_key
 from ..runtime import check_count, check_fraction, check_positive
 from .broadcast import broadcast_keys
 from .components_columnar import edge_arrays
+from .pagerank_incremental import pagerank_stream
 from .unique import sorted_unique
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
 
-__all__ = ["pagerank", "pagerank_stream", "pagerank_reference"]
+__all__ = ["pagerank", "pagerank_stream", "pagerank_reference", "power_iteration"]
 
 CONTRIB, EXISTS, COUNT, DANGLING, DELTA = 0, 1, 2, 3, 4
 
@@ -79,14 +80,15 @@ def _check_parameters(iterations: Any, damping: Any, tolerance: Any) -> None:
     check_positive("tolerance", tolerance)
 
 
-def pagerank_stream(edges: "Stream", iterations: int = 20, damping: float = 0.85,
+def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85,
                     tolerance: Optional[float] = None, src: str = "src", dst: str = "dst") -> "Stream":
     """Edge record batches in, ``(vertex, rank)`` record batches out: at each completed
-    time, the PageRank of all edges seen so far.
+    time, the PageRank of all edges seen so far, from scratch by power iteration (the
+    batch form's engine; :func:`pagerank_stream` is the incremental form).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> table = pa.table({"src": [1, 2, 3], "dst": [2, 3, 1]})
-    >>> _ = ts.example(lambda s: pagerank_stream(s.to_stream(table), iterations=3)
+    >>> _ = ts.example(lambda s: power_iteration(s.to_stream(table), iterations=3)
     ...                .inspect(lambda rb: print(rb["vertex"].to_pylist(), rb["rank"].to_numpy().round(4).tolist())))
     [1, 2, 3] [0.3333, 0.3333, 0.3333]
     """
@@ -225,7 +227,7 @@ def pagerank(edges: Any, iterations: int = 20, damping: float = 0.85, tolerance:
     from .front import ID, Algorithm, run_graph
 
     _check_parameters(iterations, damping, tolerance)
-    algorithm = Algorithm(lambda batches, a, b, seeds: pagerank_stream(batches, iterations, damping, tolerance, a, b),
+    algorithm = Algorithm(lambda batches, a, b, seeds: power_iteration(batches, iterations, damping, tolerance, a, b),
                           [("vertex", ID), ("rank", pa.float64())])
     return run_graph(edges, algorithm, src, dst, workers, processes, timeout)
 

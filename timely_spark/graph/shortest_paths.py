@@ -20,14 +20,14 @@ import pyarrow as pa
 from ..dataflow import ExchangeBy, OperatorBuilder, check_batch
 from ..progress import Product, less_equal, sort_key
 from .broadcast import broadcast_keys
-from .components_columnar import GraphInputError, edge_arrays
-from .unique import sorted_unique
-from .weights import check_weights
+from .components_columnar import GraphInputError
+from .edge_input import weighted_edges
+from .paths_incremental import shortest_paths_stream
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
 
-__all__ = ["shortest_paths", "shortest_paths_stream", "dijkstra_reference"]
+__all__ = ["shortest_paths", "shortest_paths_stream", "dijkstra_reference", "paths_from_seeds"]
 
 PROPOSAL, RESTART = 0, 1
 
@@ -79,28 +79,21 @@ class _Round:
         return pv[keep], ps[keep], pd[keep]
 
 
-def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optional[str] = None,
-                          src: str = "src", dst: str = "dst") -> "Stream":
-    """Edge record batches in; ``(vertex, source, distance)`` record batches out: at each
-    completed time, for the edges seen so far, the distance from each source (in the
-    graph) to each vertex it reaches -- hop counts (int64) when ``weight`` is None,
-    otherwise the minimum sum of the ``weight`` column (float64, non-negative).
+def paths_from_seeds(edges: "Stream", seeds: Callable[[Any], tuple], weight: Optional[str] = None,
+                     src: str = "src", dst: str = "dst") -> "Stream":
+    """Edge record batches in; ``(vertex, source, distance)`` record batches out: at
+    each completed time, for the edges seen so far, recomputed from scratch (the batch
+    form's engine; :func:`shortest_paths_stream` is the incremental form), with the
+    sources given per outer time by ``seeds(time)`` -> ``(vertices, labels)``: each
+    source vertex and the int64 label its paths carry in the ``source`` column.
 
-    >>> import pyarrow as pa, timely_spark as ts
+    >>> import numpy as np, pyarrow as pa, timely_spark as ts
     >>> table = pa.table({"src": [1, 2, 3], "dst": [2, 3, 4]})
-    >>> _ = ts.example(lambda s: shortest_paths_stream(s.to_stream(table), [2])
+    >>> two = np.array([2])
+    >>> _ = ts.example(lambda s: paths_from_seeds(s.to_stream(table), lambda t: (two, two))
     ...                .inspect(lambda rb: print(rb.sort_by("vertex").to_pydict())))
     {'vertex': [2, 3, 4], 'source': [2, 2, 2], 'distance': [0, 1, 2]}
     """
-    wanted = _sources(sources)
-    return paths_from_seeds(edges, lambda outer: (wanted, wanted), weight, src, dst)
-
-
-def paths_from_seeds(edges: "Stream", seeds: Callable[[Any], tuple], weight: Optional[str] = None,
-                     src: str = "src", dst: str = "dst") -> "Stream":
-    """:func:`shortest_paths_stream` with the sources given per outer time by
-    ``seeds(time)`` -> ``(vertices, labels)``: each source vertex and the int64 label
-    its paths carry in the ``source`` column."""
     scope = edges.scope
     name = "ShortestPaths"
 
@@ -164,7 +157,7 @@ def paths_from_seeds(edges: "Stream", seeds: Callable[[Any], tuple], weight: Opt
                 for record in data:
                     batch = check_batch(record, name)
                     if batch.num_rows:
-                        entry[1].append(_weighted(batch, src, dst, weight, name))
+                        entry[1].append(weighted_edges(batch, src, dst, weight, name))
             for cap, data in msg_in:
                 hold(cap)[2].extend(data)
             ef, mf = edge_in.frontier, msg_in.frontier
@@ -193,31 +186,6 @@ def scope_min(stream: "Stream") -> "Stream":
     """Per time, the minimum distance per (vertex, source)."""
     return stream.group_by(["vertex", "source"]).aggregate([("distance", "min")], name="BestDistance").map(
         lambda rb: rb.rename_columns(["vertex", "source", "distance"]))
-
-
-def _sources(sources: Any) -> np.ndarray:
-    try:
-        values = np.asarray(list(sources))
-    except TypeError:
-        raise GraphInputError(f"sources must be a list of integer vertex ids, got {sources!r}", "sources") from None
-    if values.size and not np.issubdtype(values.dtype, np.integer):
-        raise GraphInputError(f"sources must be integer vertex ids, got {list(sources)!r}", "sources")
-    return sorted_unique(values.astype(np.int64))
-
-
-def _weighted(batch: pa.RecordBatch, src: str, dst: str, weight: Optional[str], operator: str) -> tuple:
-    a, c = edge_arrays(batch, src, dst, operator)
-    if weight is None:
-        return a, c, np.ones(len(a))
-    if weight not in batch.schema.names:
-        raise GraphInputError(f"{operator}: no weight column {weight!r} (columns: {', '.join(batch.schema.names)})",
-                              weight)
-    column = batch.column(weight)
-    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)) or column.null_count:
-        raise GraphInputError(f"{operator}: weight column {weight!r} must be numeric without nulls", weight)
-    w = column.to_numpy(zero_copy_only=False).astype(np.float64)
-    check_weights(w, weight, f"{operator}: ")
-    return a, c, w
 
 
 def shortest_paths(edges: Any, sources: Sequence[Any], weight: Optional[str] = None, src: str = "src",

@@ -1,0 +1,130 @@
+"""Random edge changelogs with the awkward moves, and a runner for stream forms.
+
+:func:`random_changelog` makes epochs of ``(src, dst[, weight], diff)`` rows that
+are valid (never withdraw what is not held): random inserts and deletes, duplicates,
+self-loops, a long path broken in the middle, a star losing its hub, an empty epoch
+and an epoch whose changes cancel.  :func:`run_epochs` feeds them to a stream form on
+local workers (each worker sends a slice of each epoch) and returns its output rows
+per time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+import timely_spark as ts
+
+EMPTY_EPOCH, CANCEL_EPOCH = 9, 10
+
+
+def random_changelog(seed: int, epochs: int = 20, n: int = 25, weights: bool = False) -> list:
+    """``epochs`` pyarrow tables of edge changes (see the module doc)."""
+    rng = np.random.default_rng(seed)
+    held: Counter = Counter()
+    out = []
+
+    def weight() -> float:
+        return float(rng.integers(1, 4))
+
+    for epoch in range(epochs):
+        rows: list = []                                       # (src, dst, weight, diff)
+        if epoch == 0:
+            rows += [(100 + i, 101 + i, 1.0, 1) for i in range(12)]          # a long path
+            rows += [(200, 201 + i, 1.0, 1) for i in range(8)]               # a star
+            rows += [(1, 100, 1.0, 1), (0, 200, 2.0, 1), (0, 1, 1.0, 1), (3, 3, 1.0, 1)]
+        elif epoch == 4:
+            rows += [(106, 107, 1.0, -1)] * held[(106, 107, 1.0)]             # the path broken
+        elif epoch == 6:
+            rows += [(200, 201 + i, 1.0, -1) for i in range(8) for _ in range(held[(200, 201 + i, 1.0)])]
+        elif epoch == EMPTY_EPOCH:
+            pass
+        elif epoch == CANCEL_EPOCH:
+            rows += [(7, 8, 1.0, 1), (7, 8, 1.0, -1)]
+        else:
+            for _ in range(int(rng.integers(1, 6))):
+                a, b = int(rng.integers(0, n)), int(rng.integers(0, n))
+                rows.append((a, a if rng.random() < 0.15 else b, weight(), 1))
+            if held and rng.random() < 0.4:                                # a duplicate
+                edge = list(held)[int(rng.integers(0, len(held)))]
+                rows.append((*edge, 1))
+            live = [e for e, c in held.items() if c > 0]
+            for _ in range(int(rng.integers(0, 3))):
+                if live:
+                    edge = live.pop(int(rng.integers(0, len(live))))
+                    rows.append((*edge, -1))
+        for a, b, w, d in rows:
+            held[(a, b, w)] += d
+            assert held[(a, b, w)] >= 0
+        columns: dict = {"src": np.array([r[0] for r in rows], np.int64),
+                         "dst": np.array([r[1] for r in rows], np.int64)}
+        if weights:
+            columns["weight"] = np.array([r[2] for r in rows], np.float64)
+        columns["diff"] = np.array([r[3] for r in rows], np.int64)
+        out.append(pa.table(columns))
+    return out
+
+
+def collection(epochs: list, upto: int, columns: list) -> pa.Table:
+    """The edge multiset after epochs ``0..upto``: one row per copy."""
+    table = pa.concat_tables(epochs[:upto + 1])
+    summed = table.group_by(columns).aggregate([("diff", "sum")])
+    counts = summed["diff_sum"].to_numpy()
+    keep = np.flatnonzero(counts > 0)
+    return summed.select(columns).take(pa.array(np.repeat(keep, counts[keep])))
+
+
+def fold(changes: pa.Table, keys: list) -> dict:
+    """A changelog of results folded into ``{key tuple: value tuple}`` (values: the
+    other columns); a row with a count other than 1 fails."""
+    names = [c for c in changes.column_names if c != "diff"]
+    summed = changes.group_by(names).aggregate([("diff", "sum")])
+    result: dict = {}
+    for row in summed.to_pylist():
+        count = row.pop("diff_sum")
+        if count == 0:
+            continue
+        assert count == 1, row
+        key = tuple(row[k] for k in keys)
+        assert key not in result, key
+        result[key] = tuple(row[c] for c in names if c not in keys)
+    return result
+
+
+def _work(worker: Any, epochs: list, build: Callable) -> list:
+    seen: list = []
+
+    def dataflow(scope: Any) -> Any:
+        inp, edges = scope.new_input()
+        build(edges).inspect_time(lambda t, rb: seen.append((t, rb)))
+        return inp
+
+    inp = worker.dataflow(dataflow)
+    for epoch, table in enumerate(epochs):
+        n = table.num_rows
+        lo, hi = n * worker.index // worker.peers, n * (worker.index + 1) // worker.peers
+        for rb in table.slice(lo, hi - lo).to_batches():
+            inp.send(rb)
+        inp.advance_to(epoch + 1)
+    inp.close()
+    while worker.step():
+        pass
+    return seen
+
+
+def run_epochs(epochs: list, build: Callable, threads: int = 1, processes: int = 1) -> dict:
+    """``{time: table of output rows}`` of ``build(edge stream)`` fed ``epochs``."""
+    import functools
+
+    per_time: dict = {}
+    for part in ts.execute(functools.partial(_work, epochs=epochs, build=build), threads=threads,
+                           processes=processes, timeout=120):
+        for t, rb in part:
+            per_time.setdefault(t, []).append(rb)
+    return {t: pa.Table.from_batches(batches) for t, batches in per_time.items()}
+
+
+LAYOUTS = [dict(threads=1), dict(threads=2), dict(threads=1, processes=2)]

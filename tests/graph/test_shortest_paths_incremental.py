@@ -1,0 +1,109 @@
+"""shortest_paths_stream: a changelog of edges in, a changelog of distances out, equal
+at every epoch to Dijkstra from scratch on the edges so far."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import timely_spark as ts
+from timely_spark.graph import dijkstra_reference, shortest_paths_stream
+
+from .changelogs import CANCEL_EPOCH, EMPTY_EPOCH, LAYOUTS, collection, fold, random_changelog, run_epochs
+
+SOURCES = [0, 100, 200, 7, 24, 99_999]          # the path's start, the hub, a late one, one never present
+
+
+def check_every_epoch(epochs: list, out: dict, weight) -> None:
+    columns = ["src", "dst"] + ([weight] if weight else [])
+    times = sorted(out)
+    for epoch in range(len(epochs)):
+        changes = [out[t] for t in times if t <= epoch]
+        got = {k: v[0] for k, v in fold(pa.concat_tables(changes), ["vertex", "source"]).items()} if changes else {}
+        edges = collection(epochs, epoch, columns)
+        present = set(edges["src"].to_pylist()) | set(edges["dst"].to_pylist())
+        want = dijkstra_reference(edges["src"].to_pylist(), edges["dst"].to_pylist(),
+                                  [s for s in SOURCES if s in present],
+                                  edges[weight].to_pylist() if weight else None)
+        assert got == want, epoch
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("weight", [None, "weight"])
+def test_every_epoch_equals_dijkstra_from_scratch(layout, weight):
+    epochs = random_changelog(5, weights=True)
+    if weight is None:
+        epochs = [t.select(["src", "dst", "diff"]) for t in epochs]
+    out = run_epochs(epochs, lambda e: shortest_paths_stream(e, SOURCES, weight), **layout)
+    check_every_epoch(epochs, out, weight)
+    assert EMPTY_EPOCH not in out and CANCEL_EPOCH not in out       # no change, no rows
+    if weight is None:
+        assert all(t.schema.field("distance").type == pa.int64() for t in out.values())
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000))
+def test_random_weighted_changelogs_property(seed):
+    epochs = random_changelog(seed, weights=True)
+    out = run_epochs(epochs, lambda e: shortest_paths_stream(e, SOURCES, "weight"), threads=2)
+    check_every_epoch(epochs, out, "weight")
+
+
+def test_inserts_touch_only_what_they_improve():
+    path = np.arange(3000, dtype=np.int64)
+    epochs = [pa.table({"src": path[:-1], "dst": path[1:]}),
+              pa.table({"src": np.array([2990], np.int64), "dst": np.array([5000], np.int64)}),
+              pa.table({"src": np.array([0], np.int64), "dst": np.array([2995], np.int64)})]
+    out = run_epochs(epochs, lambda e: shortest_paths_stream(e, [0]), threads=2)
+    assert out[1].num_rows == 1                          # the new vertex only
+    assert out[2].num_rows == 2 * 5                      # 2995..2999 move closer: -old, +new
+
+
+def test_a_reweighted_edge_without_withdrawal_is_a_parallel_edge():
+    epochs = [pa.table({"src": [1, 2], "dst": [2, 3], "w": [5.0, 1.0]}),
+              pa.table({"src": [1], "dst": [2], "w": [2.0]}),                  # lighter: counts
+              pa.table({"src": [1], "dst": [2], "w": [9.0]}),                  # heavier: no change
+              pa.table({"src": [1], "dst": [2], "w": [2.0], "diff": [-1]})]    # back to 5.0
+    epochs = [t.cast(pa.schema([(f.name, pa.int64() if f.name != "w" else pa.float64()) for f in t.schema]))
+              for t in epochs]
+    out = run_epochs(epochs, lambda e: shortest_paths_stream(e, [1], "w"), threads=2)
+    dist = {}
+    for t in sorted(out):
+        dist.update({(v, s): d for v, s, d, c in zip(*(out[t][c].to_pylist() for c in
+                                                     ("vertex", "source", "distance", "diff"))) if c > 0})
+        dist[t] = dict(dist)
+    assert dist[1][(3, 1)] == 3.0 and 2 not in out and dist[3][(3, 1)] == 6.0
+
+
+def test_bad_changelogs_raise_changelog_errors_naming_operator_time_and_row():
+    added = pa.table({"src": np.array([1], np.int64), "dst": np.array([2], np.int64), "w": [1.0]})
+    never = pa.table({"src": np.array([1], np.int64), "dst": np.array([2], np.int64), "w": [3.0],
+                      "diff": np.array([-1], np.int64)})
+    with pytest.raises(ts.WorkerError) as info:
+        run_epochs([added, never], lambda e: shortest_paths_stream(e, [1], "w"))
+    message = str(info.value.cause)
+    assert isinstance(info.value.cause, ts.errors.ChangelogError)
+    assert "ShortestPathsStream" in message and "time 1" in message and "src=1, dst=2, w=3.0" in message
+    strings = added.append_column("diff", pa.array(["+1"]))
+    with pytest.raises(ts.WorkerError) as info:
+        run_epochs([strings], lambda e: shortest_paths_stream(e, [1], "w"))
+    assert isinstance(info.value.cause, ts.errors.ChangelogError) and "time 0" in str(info.value.cause)
+
+
+def test_a_withdrawal_that_changes_no_distance_emits_nothing():
+    # 1->2->4 and 1->3->4: withdrawing 2->4 recomputes source 1, but no distance moves
+    diamond = pa.table({"src": np.array([1, 2, 1, 3], np.int64), "dst": np.array([2, 4, 3, 4], np.int64)})
+    cut = pa.table({"src": np.array([2], np.int64), "dst": np.array([4], np.int64), "diff": np.array([-1])})
+    out = run_epochs([diamond, cut], lambda e: shortest_paths_stream(e, [1]), threads=2)
+    assert 1 not in out
+
+
+def test_zero_weight_cycle_through_a_source_keeps_its_own_distance():
+    cycle = pa.table({"src": np.array([1, 2, 2], np.int64), "dst": np.array([2, 1, 3], np.int64),
+                      "w": [0.0, 0.0, 1.0]})
+    cut = pa.table({"src": np.array([2], np.int64), "dst": np.array([1], np.int64), "w": [0.0],
+                    "diff": np.array([-1])})
+    out = run_epochs([cycle, cut], lambda e: shortest_paths_stream(e, [1], "w"), threads=2)
+    assert fold(out[0], ["vertex", "source"]) == {(1, 1): (0.0,), (2, 1): (0.0,), (3, 1): (1.0,)}
+    assert 1 not in out                               # nothing changed

@@ -1,0 +1,381 @@
+"""Incremental PageRank: a changelog of edges in, a changelog of ranks out.
+
+The ranks ``x`` are kept in the workers with a *residual* ``r`` per vertex, so that
+always (N vertices, ``out(u)`` counting duplicate edges, ``D`` the rank of the
+vertices without out-edges)::
+
+    r(v) = (1 - d)/N + d * (D/N + sum_{u->v} x(u)/out(u)) - x(v)
+
+``r = 0`` is PageRank exactly (the definition of :mod:`.pagerank`, as a fixed point).
+An epoch's edge changes only move residuals: the out-neighbours of a vertex whose
+out-degree changed, and the uniform part ``(1 - d + d*D)/N`` when ``N`` or ``D`` change.
+Then, round after round, every vertex whose residual exceeds ``tolerance`` *pushes*
+it: ``x(v) += r(v)``, ``r(v) = 0``, and ``d * r(v) * c/out(v)`` goes to each out-edge's
+target (``c`` copies of the edge), or to everyone through ``D`` if ``v`` has no
+out-edge.  Only pushed vertices change rank, and only they are re-emitted; the work
+follows the change and fades where it is smaller than the tolerance.
+
+Error bound.  When an epoch's result is out, every vertex's own residual is within
+``tolerance`` and the not yet distributed uniform part is within ``tolerance`` too,
+so ``|r(v)| <= 2 * tolerance``.  Since ``x* - x = (I - d M)^-1 r`` with ``M``
+column-stochastic, the emitted ranks satisfy::
+
+    sum_v |x(v) - x*(v)| <= 2 * N * tolerance / (1 - d)
+
+(and so does each vertex's error on its own).  State per worker, sharded by vertex
+id like the batch form: the edges it owns by ``src`` as a sorted multiset
+(:class:`.sorted_rows.SortedRows`) and its vertices' ``x``, ``r``, out-degree and
+degree in arrays sorted by id; an update touches the rows it names.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..dataflow import DIFF, ExchangeBy
+from ..errors import ParameterError
+from ..progress import Product
+from ..runtime import PAGERANK_TOLERANCE, check_fraction, check_positive
+from .broadcast import broadcast_keys
+from .components_columnar import edge_arrays
+from .edge_input import diffs_at, withdrawn_error
+from .in_order import in_order
+from .sorted_rows import SortedRows
+from .unique import sorted_unique
+
+if TYPE_CHECKING:
+    from ..dataflow import Stream
+
+__all__ = ["pagerank_stream", "check_stream_parameters"]
+
+CONTRIB, DEGREE, COUNT, DANGLING, WAKE = 0, 1, 2, 3, 4
+
+
+def _msgs(vertex: np.ndarray, value: np.ndarray, kind: int) -> pa.RecordBatch:
+    return pa.record_batch({"vertex": vertex.astype(np.int64, copy=False),
+                            "value": np.asarray(value, np.float64),
+                            "kind": np.full(len(vertex), kind, np.int8)})
+
+
+def _ranks(vertex: np.ndarray, rank: np.ndarray, diff: np.ndarray) -> pa.RecordBatch:
+    return pa.record_batch({"vertex": vertex, "rank": rank, DIFF: diff.astype(np.int64, copy=False)})
+
+
+class _Vertices:
+    """This worker's vertices, sorted by id: rank ``x``, residual ``s`` (relative to
+    the uniform level ``applied``), out-degree and degree (edges in + out)."""
+
+    def __init__(self) -> None:
+        self.ids = np.zeros(0, np.int64)
+        self.x = np.zeros(0)
+        self.s = np.zeros(0)
+        self.out = np.zeros(0, np.int64)
+        self.deg = np.zeros(0, np.int64)
+        self.mark = np.full(0, -1, np.int64)        # the last epoch (sequence number) that changed it
+        self.shown = np.zeros(0)                    # the rank last emitted, NaN if none
+
+    NAMES = ("ids", "x", "s", "out", "deg", "mark", "shown")
+
+    def ensure(self, ids: np.ndarray) -> np.ndarray:
+        """Positions of ``ids`` (sorted, distinct), creating absent ones (degree 0)."""
+        pos = np.searchsorted(self.ids, ids)
+        fresh = (pos == len(self.ids)) | (self.ids[np.minimum(pos, len(self.ids) - 1)] != ids) if len(
+            self.ids) else np.ones(len(ids), bool)
+        if fresh.any():
+            at = pos[fresh]
+            self.ids = np.insert(self.ids, at, ids[fresh])
+            self.x, self.s = np.insert(self.x, at, 0.0), np.insert(self.s, at, 0.0)
+            self.out, self.deg = np.insert(self.out, at, 0), np.insert(self.deg, at, 0)
+            self.mark, self.shown = np.insert(self.mark, at, -1), np.insert(self.shown, at, np.nan)
+            pos = np.searchsorted(self.ids, ids)
+        return pos
+
+
+class _PageRank:
+    """One worker's state and the logic of each loop round (see the module doc)."""
+
+    def __init__(self, peers: int, tolerance: float, damping: float, src: str, dst: str, name: str) -> None:
+        self.bkeys = broadcast_keys(peers)
+        self.tol, self.d, self.src, self.dst, self.name = tolerance, damping, src, dst, name
+        self.edges = SortedRows([np.int64, np.int64])
+        self.v = _Vertices()
+        self.n = 0.0                 # vertices in the graph (all workers)
+        self.dangling = 0.0          # D: rank of the vertices without out-edges (all workers)
+        self.applied = 0.0           # the uniform level folded into this worker's residuals
+        self.dirty: list = []        # ids whose residual moved since they were last checked
+        self.seq: dict = {}          # outer time -> epoch sequence number
+        self.next_seq = 0
+        self.left = 0                # vertices that left the graph since the last compaction
+        self.finalized = -1          # the last epoch emitted
+        self.changed: dict = {}      # epoch -> [ids changed]
+        self.saved: dict = {}        # epoch -> [(ids, values at its end)] overwritten by a later epoch
+
+    def uniform(self) -> float:
+        return ((1 - self.d) + self.d * self.dangling) / self.n if self.n else 0.0
+
+    def broadcast(self, value: float, kind: int) -> pa.RecordBatch:
+        return _msgs(self.bkeys, np.full(len(self.bkeys), value), kind)
+
+    def step(self, t: Any, edge_batches: list, msg_batches: list, _gate: list) -> list:
+        t = t if isinstance(t, Product) else Product(*t)
+        out: list = []
+        if t.inner == 0:
+            self.compact()
+            self.edges_in(t.outer, [b for b in edge_batches if b.num_rows], out)
+            return out
+        table = pa.Table.from_batches(msg_batches) if msg_batches else None
+        if table is None or not table.num_rows:
+            return out
+        kind = table["kind"].to_numpy()
+        vertex = table["vertex"].to_numpy()
+        value = table["value"].to_numpy()
+        self.n += float(value[kind == COUNT].sum())
+        self.dangling += float(value[kind == DANGLING].sum())
+        seq = self.epoch(t.outer)
+        if t.inner == 1:
+            self.degrees(vertex[kind == DEGREE], value[kind == DEGREE], seq, out)
+        self.contributions(vertex[kind == CONTRIB], value[kind == CONTRIB])
+        if t.inner >= 2:
+            self.push(seq, out)
+        return out
+
+    def compact(self) -> None:
+        self.edges.compact()
+        if self.left * 4 <= len(self.v.ids):          # vertices left since the last compaction
+            return
+        self.left = 0
+        keep = (self.v.deg > 0) | (self.v.mark > self.finalized) | ~np.isnan(self.v.shown)
+        if (~keep).sum() * 4 > len(keep):
+            for name in _Vertices.NAMES:
+                setattr(self.v, name, getattr(self.v, name)[keep])
+        self.left = int(np.count_nonzero(self.v.deg == 0))
+
+    def epoch(self, outer: Any) -> int:
+        """This worker's sequence number of epoch ``outer`` (epochs come in order)."""
+        seq = self.seq.get(outer)
+        if seq is None:
+            seq = self.seq[outer] = self.next_seq
+            self.next_seq += 1
+        return seq
+
+    def value(self, pos: np.ndarray) -> np.ndarray:
+        """The rank a vertex has in the result: NaN if it is not in the graph."""
+        return np.where(self.v.deg[pos] > 0, self.v.x[pos], np.nan)
+
+    def modify(self, pos: np.ndarray, seq: int, out: list) -> None:
+        """Before epoch ``seq`` changes the rank or presence of the vertices at ``pos``:
+        keep the value of an earlier epoch not yet emitted, note them as changed."""
+        mark = self.v.mark[pos]
+        older = (mark < seq) & (mark > self.finalized)
+        for epoch in np.unique(mark[older]):
+            at = pos[mark == epoch]
+            self.saved.setdefault(int(epoch), []).append((self.v.ids[at], self.value(at)))
+        fresh = pos[mark != seq]
+        if len(fresh):
+            self.changed.setdefault(seq, []).append(self.v.ids[fresh])
+            self.v.mark[fresh] = seq
+            out.append(pa.record_batch({"epoch": np.full(1, seq, np.int64)}))
+
+    def emit(self, time: Any, ticks: list) -> list:
+        """Outside the loop, once epoch ``time`` is complete: its changed ranks, netted."""
+        seq = int(ticks[0]["epoch"][0].as_py())
+        self.finalized = seq
+        self.seq.pop(time, None)
+        ids = sorted_unique(np.concatenate(self.changed.pop(seq, [np.zeros(0, np.int64)])))
+        pos = np.searchsorted(self.v.ids, ids)
+        new = self.value(pos)
+        for saved_ids, saved_values in self.saved.pop(seq, []):      # since changed by a later epoch
+            new[np.searchsorted(ids, saved_ids)] = saved_values
+        old = self.v.shown[pos]
+        self.v.shown[pos] = new
+        gone = ~np.isnan(old) & (np.isnan(new) | (old != new))
+        came = ~np.isnan(new) & (np.isnan(old) | (old != new))
+        return [_ranks(np.concatenate([ids[gone], ids[came]]), np.concatenate([old[gone], new[came]]),
+                       np.concatenate([-np.ones(int(gone.sum())), np.ones(int(came.sum()))]))]
+
+    def edges_in(self, time: Any, batches: list, out: list) -> None:
+        """Round 0: apply the edge changes this worker owns (by ``src``)."""
+        if not batches:
+            return
+        pairs = [edge_arrays(b, self.src, self.dst, self.name) for b in batches]
+        a = np.concatenate([p[0] for p in pairs])
+        c = np.concatenate([p[1] for p in pairs])
+        diff = np.concatenate([diffs_at(b, self.name, time) for b in batches])
+        keys, udiff, pos, found, old = self.edges.preview([a, c], diff)
+        bad = np.flatnonzero(old + udiff < 0)
+        if len(bad):
+            i = bad[0]
+            raise withdrawn_error(self.name, time, f"({self.src}={keys[0][i]}, {self.dst}={keys[1][i]})",
+                                  int(old[i]), int(udiff[i]))
+        self.edges.add(keys, udiff)
+        if not len(udiff):
+            return
+        ends = np.concatenate(keys)
+        ids, inverse = np.unique(ends, return_inverse=True)
+        degree = np.bincount(inverse, weights=np.concatenate([udiff, udiff]), minlength=len(ids))
+        out.append(_msgs(ids, degree, DEGREE))
+        # out-degree changes of this worker's sources, and what they move downstream
+        srcs, at = np.unique(keys[0], return_inverse=True)
+        dout = np.bincount(at, weights=udiff, minlength=len(srcs)).astype(np.int64)
+        pos_u = self.v.ensure(srcs)
+        o_old = self.v.out[pos_u]
+        o_new = o_old + dout
+        self.v.out[pos_u] = o_new
+        x_u = self.v.x[pos_u]
+        d_dangling = float(x_u[(o_old == 0) & (o_new > 0)].sum() - x_u[(o_old > 0) & (o_new == 0)].sum())
+        if d_dangling:
+            out.append(self.broadcast(-d_dangling, DANGLING))
+        moved = np.flatnonzero(x_u != 0)              # every source with a changed edge
+        if len(moved):
+            which, rows = self.edges.rows_of(srcs[moved])
+            change = np.zeros(len(rows), np.int64)
+            changed_pos, _ = self.edges.find(keys)
+            hit = np.searchsorted(rows, changed_pos)
+            ok = hit < len(rows)
+            ok[ok] &= rows[hit[ok]] == changed_pos[ok]
+            change[hit[ok]] = udiff[ok]
+            c_new = self.edges.count[rows]
+            c_old = c_new - change
+            u = moved[which]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share_new = np.where(o_new[u] > 0, c_new / np.maximum(o_new[u], 1), 0.0)
+                share_old = np.where(o_old[u] > 0, c_old / np.maximum(o_old[u], 1), 0.0)
+            adjust = self.d * x_u[u] * (share_new - share_old)
+            targets = self.edges.cols[1][rows]
+            tid, tinv = np.unique(targets, return_inverse=True)
+            out.append(_msgs(tid, np.bincount(tinv, weights=adjust, minlength=len(tid)), CONTRIB))
+
+    def degrees(self, vertex: np.ndarray, value: np.ndarray, seq: int, out: list) -> None:
+        """Round 1: vertices enter (rank 0, residual at the uniform level) or leave."""
+        if len(vertex):
+            ids, inverse = np.unique(vertex, return_inverse=True)
+            delta = np.bincount(inverse, weights=value, minlength=len(ids)).astype(np.int64)
+            pos = self.v.ensure(ids)
+            before = self.v.deg[pos]
+            after = before + delta
+            born, gone = pos[(before == 0) & (after > 0)], pos[(before > 0) & (after == 0)]
+            self.modify(np.concatenate([born, gone]), seq, out)
+            self.left += len(gone)
+            self.v.deg[pos] = after
+            self.v.x[born] = 0.0
+            self.v.s[born] = self.applied
+            self.dirty.append(self.v.ids[born])
+            if len(gone):
+                lost = float(self.v.x[gone].sum())
+                if lost:
+                    out.append(self.broadcast(-lost, DANGLING))
+                self.v.x[gone] = 0.0
+                self.v.s[gone] = 0.0
+            count = len(born) - len(gone)
+        else:
+            count = 0
+        out.append(self.broadcast(float(count), COUNT))      # also wakes every worker for round 2
+
+    def contributions(self, vertex: np.ndarray, value: np.ndarray) -> None:
+        if len(vertex):
+            ids, inverse = np.unique(vertex, return_inverse=True)
+            pos = self.v.ensure(ids)
+            self.v.s[pos] += np.bincount(inverse, weights=value, minlength=len(ids))
+            self.dirty.append(ids)
+
+    def push(self, seq: int, out: list) -> None:
+        """Rounds 2..: push every vertex whose residual exceeds the tolerance."""
+        level = self.uniform()
+        if abs(level - self.applied) > self.tol:          # fold the uniform part in: a full pass
+            alive = self.v.deg > 0
+            self.v.s[alive] += level - self.applied
+            self.applied = level
+            candidates = np.flatnonzero(alive)
+        elif self.dirty:
+            ids = sorted_unique(np.concatenate(self.dirty))
+            candidates = np.searchsorted(self.v.ids, ids)
+            candidates = candidates[self.v.deg[candidates] > 0]
+        else:
+            candidates = np.zeros(0, np.intp)
+        self.dirty = []
+        sel = candidates[np.abs(self.v.s[candidates]) > self.tol]
+        if not len(sel):
+            return
+        r = self.v.s[sel]
+        ids = self.v.ids[sel]
+        self.modify(sel, seq, out)
+        self.v.x[sel] += r
+        self.v.s[sel] = 0.0
+        o = self.v.out[sel]
+        dangling = o == 0
+        if dangling.any():
+            out.append(self.broadcast(float(r[dangling].sum()), DANGLING))
+        spread = np.flatnonzero(~dangling)
+        if len(spread):
+            which, rows = self.edges.rows_of(ids[spread], live=True)
+            share = self.d * r[spread][which] * self.edges.count[rows] / o[spread][which]
+            targets = self.edges.cols[1][rows]
+            tid, tinv = np.unique(targets, return_inverse=True)
+            out.append(_msgs(tid, np.bincount(tinv, weights=share, minlength=len(tid)), CONTRIB))
+
+
+def check_stream_parameters(tolerance: Any, damping: Any) -> None:
+    """ParameterError naming ``tolerance`` (not > 0) or ``damping`` (not in [0, 1))."""
+    check_positive("tolerance", tolerance, allow_none=False)
+    check_fraction("damping", damping)
+    if damping >= 1:
+        raise ParameterError(f"damping must be in [0, 1) for pagerank_stream (at 1 the pushes need not end), "
+                             f"got {damping!r}", "damping")
+
+
+def pagerank_stream(edges: "Stream", tolerance: float = PAGERANK_TOLERANCE, damping: float = 0.85,
+                    src: str = "src", dst: str = "dst") -> "Stream":
+    """A changelog of int64 edges ``(src, dst, optional diff)`` in; a changelog of
+    ``(vertex, rank, diff)`` out: at each completed time, ``-1`` rows for the ranks
+    that changed or left and ``+1`` rows for the new ones, nothing for the rest.
+
+    Each time continues from the previous ranks (a warm start); only vertices whose
+    rank moves by more than ``tolerance`` are updated, propagate and are re-emitted, so
+    the work follows the change.  The collection the output describes (its diffs
+    summed) is within ``2 * N * tolerance / (1 - damping)`` in L1 of the exact PageRank
+    of the edge multiset so far (N vertices; see the module doc).  Duplicate edges
+    count as often as they are held; a vertex whose last edge is withdrawn leaves.
+    A ``diff`` that is not an integer, or a withdrawal of an edge not held, raises
+    :class:`~timely_spark.errors.ChangelogError` naming the operator, time and edge.
+
+    >>> import pyarrow as pa, timely_spark as ts
+    >>> def build(s):
+    ...     inp, edges = s.new_input()
+    ...     pagerank_stream(edges, tolerance=1e-12).inspect_time(
+    ...         lambda t, rb: print(t, rb.sort_by("vertex")["vertex"].to_pylist(),
+    ...                             rb.sort_by("vertex")["rank"].to_numpy().round(4).tolist(),
+    ...                             rb.sort_by("vertex")["diff"].to_pylist()))
+    ...     inp.send(pa.record_batch({"src": [1, 2], "dst": [2, 1]}))
+    ...     inp.advance_to(1)
+    ...     inp.send(pa.record_batch({"src": [1], "dst": [2], "diff": [-1]}))
+    ...     inp.close()
+    >>> _ = ts.example(build)
+    0 [1, 2] [0.5, 0.5] [1, 1]
+    1 [1, 1, 2, 2] [0.5, 0.6491, 0.5, 0.3509] [-1, 1, -1, 1]
+    """
+    check_stream_parameters(tolerance, damping)
+    scope = edges.scope
+    name = "PageRankStream"
+
+    def loop(inner: Any) -> Any:
+        handle, cycle = inner.feedback(1)
+        entered = edges.enter(inner)
+        gate = in_order(entered, cycle, f"{name}Order")
+        state = make(inner.peers)
+        out = entered.per_time(state.step, others=(cycle, gate),
+                               exchange=[ExchangeBy([src], name), ExchangeBy(["vertex"], name), None], name=name)
+        out.flat_map(lambda rb: [rb] if "kind" in rb.schema.names else []).connect_loop(handle)
+        return out.flat_map(lambda rb: [] if "kind" in rb.schema.names else [rb]).leave()
+
+    state: list = []
+
+    def make(peers: int) -> _PageRank:
+        state.append(_PageRank(peers, tolerance, damping, src, dst, name))
+        return state[0]
+
+    ticks = scope.iterative(loop)
+    return ticks.per_time(lambda t, batches: state[0].emit(t, batches), name=f"{name}Emit")
+
