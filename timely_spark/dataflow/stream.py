@@ -18,6 +18,7 @@ from .operators import capture as capture_ops
 from .operators import delay as delay_ops
 from .operators import join as join_ops
 from .operators import per_time as per_time_ops
+from .operators import window as window_ops
 from .probe import probe, probe_with
 from .vertex import vertex
 
@@ -89,6 +90,7 @@ class Stream:
     rebatch = batches.rebatch
     to_records = batches.to_records
     from_records = batches.from_records
+    group_by_window = window_ops.group_by_window      # event-time windows
     # aggregation
     count = aggregation.count
     accumulate = aggregation.accumulate
