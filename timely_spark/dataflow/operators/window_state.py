@@ -116,11 +116,11 @@ class Panes:
     def close(self, bound: float, send: Callable[[Any, pa.Table], None]) -> None:
         """``send(capability, table)`` the windows that ``bound`` closes (``end <=
         bound``), aggregated; then release the panes no open window holds."""
-        self.bound = bound
+        before, self.bound = self.bound, bound        # windows ending by `before` were sent already
         period, pane = self.period, self.pane
-        if not self.panes or min(self._starts(min(self.panes))) + period > bound:
+        if not self.panes or bound <= before or min(self._starts(min(self.panes))) + period > bound:
             return
-        starts = sorted({s for p in self.panes for s in self._starts(p) if s + period <= bound})
+        starts = sorted({s for p in self.panes for s in self._starts(p) if before < s + period <= bound})
         by_time: dict[Any, list] = {}            # logical time -> [capability, [(start, batches)]]
         for s in starts:
             entries = [self.panes[q] for q in range(s, s + period, pane) if q in self.panes]
@@ -169,9 +169,14 @@ class Sessions:
     def _sessions(self) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
         """The pending rows sorted by key and event time, each row's session number,
         and each session's start and end."""
-        table = tables_of(self.pending, self.operator, "(pending)") if len(self.pending) > 1 else self.pending[0]
-        order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in self.keys] + [("__x", "ascending")],
-                                null_placement="at_end")
+        table = self.pending[0]
+        if len(self.pending) > 1:
+            try:
+                table = pa.concat_tables(self.pending)
+            except pa.ArrowInvalid as exc:
+                raise ValueError(f"operator {self.operator!r}: batches have different schemas ({exc}); this "
+                                 f"operator needs one schema") from exc
+        order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in self.keys] + [("__x", "ascending")])
         table = table.take(order)
         x = table.column("__x").to_numpy()
         new = np.ones(len(x), bool)
