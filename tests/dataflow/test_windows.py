@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 import timely_spark as ts
-from timely_spark.testing import collect
 from timely_spark.errors import ParameterError, WindowError, WorkerError
+from timely_spark.testing import collect
 
 RUNS = [dict(threads=1), dict(threads=2), dict(processes=2)]
 EPOCH, LATENESS, EPOCHS = 10, 5, 12
@@ -110,7 +110,8 @@ def stream_windows(params, layout, seed=1):
             if w.peers == 1:      # as soon as complete: every window the bound closes is sent, without more input
                 b = EPOCH * (e + 1) - LATENESS
                 on_time = [r for rs in epochs[:e + 1] for r in rs if r not in late_rows(epochs)]
-                due = {(s, k) for s, end, k, *_ in reference(on_time, **params) if end < b or (end == b and not session)}
+                due = {(s, k) for s, end, k, *_ in reference(on_time, **params)
+                       if end < b or (end == b and not session)}
                 w.step_while(lambda: not due <= {(r["window_start"], r["k"]) for r in sent}, timeout=10)
                 slow.extend(due - {(r["window_start"], r["k"]) for r in sent})
         advanced[w.index] = math.inf                      # the input ends: every window may close
