@@ -86,6 +86,7 @@ class Windowed:
         self._state: Any = None
         self._late: Optional["Stream"] = None
         self._late_rows = 0
+        self._lateness = 0                  # allowed_lateness in the column's unit, once known
 
     @property
     def late(self) -> "Stream":
