@@ -272,3 +272,15 @@ def test_bad_time_columns_are_window_errors_naming_the_column(column, message):
 def test_a_timedelta_on_an_integer_column_names_the_parameter():
     with pytest.raises(WorkerError, match=r"every=datetime.timedelta\(seconds=5\) is a timedelta but time column 't'"):
         run_on(pa.table({"t": [1]}), time_column="t", every=timedelta(seconds=5))
+
+
+def test_panes_fed_many_small_batches_aggregate_the_same():
+    """A pane receiving more batches than WINDOW_PANE_BATCHES combines them (twice here)."""
+    rng = np.random.default_rng(8)
+    rows = [(int(x), k, int(v)) for x, k, v in zip(rng.integers(0, 40, 400), rng.choice(["a", "b"], 400),
+                                                    rng.integers(0, 50, 400))]
+    out = [r for _, r in collect(lambda s: s.to_stream(table(rows)).rebatch(5)
+                                 .group_by_window("t", keys="k", every=10, period=20)
+                                 .aggregate([([], "count_all"), ("v", "sum")]).to_records())]
+    got = sorted(((r["window_start"], r["window_end"], r["k"], r["count_all"], r["v_sum"]) for r in out), key=str)
+    assert got == reference(rows, every=10, period=20)

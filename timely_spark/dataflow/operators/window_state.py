@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...progress import less_equal, sort_key
+from ...runtime import WINDOW_PANE_BATCHES
 from .agg_spec import output_names
 from .group_by import tables_of
 
@@ -103,6 +104,8 @@ class Panes:
                 entry = self.panes[start] = [HeldTimes(), []]
             entry[0].add(icap)
             entry[1].append(part)
+            if len(entry[1]) >= WINDOW_PANE_BATCHES:     # few large chunks aggregate much faster than many small
+                entry[1] = tables_of(entry[1], self.operator, icap.time).combine_chunks().to_batches()
 
     def _starts(self, pane: int) -> range:
         """The starts of the windows that hold ``pane``, latest first."""
@@ -132,10 +135,14 @@ class Panes:
         for cap, windows in by_time.values():
             batches = [b for _, bs in windows for b in bs]
             table = tables_of(batches, self.operator, cap.time)
-            lengths = [sum(b.num_rows for b in bs) for _, bs in windows]
-            ws = np.repeat(np.array([s for s, _ in windows], np.int64), lengths)
-            table = table.append_column(_WS, pa.array(ws))
-            out = _aggregate(table, [_WS] + self.keys, self.spec, self.operator)
+            if len(windows) == 1:                    # the streaming case: one chunk, grouped by the keys alone
+                out = _aggregate(table.combine_chunks(), self.keys, self.spec, self.operator)
+                out = out.add_column(0, _WS, pa.array(np.full(out.num_rows, windows[0][0], np.int64)))
+            else:
+                lengths = [sum(b.num_rows for b in bs) for _, bs in windows]
+                ws = np.repeat(np.array([s for s, _ in windows], np.int64), lengths)
+                table = table.append_column(_WS, pa.array(ws))
+                out = _aggregate(table, [_WS] + self.keys, self.spec, self.operator)
             end = pc.add(out.column(_WS), pa.scalar(period, pa.int64()))
             send(cap, out.add_column(1, _WE, end))
         for p in [p for p in self.panes if max(self._starts(p)) + period <= bound]:
