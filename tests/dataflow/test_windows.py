@@ -284,3 +284,18 @@ def test_panes_fed_many_small_batches_aggregate_the_same():
                                  .aggregate([([], "count_all"), ("v", "sum")]).to_records())]
     got = sorted(((r["window_start"], r["window_end"], r["k"], r["count_all"], r["v_sum"]) for r in out), key=str)
     assert got == reference(rows, every=10, period=20)
+
+
+def test_late_stream_needs_late_output_and_aggregate_runs_once():
+    from timely_spark.errors import BuildError
+
+    def build(s):
+        windows = s.to_stream(pa.table({"t": [1]})).group_by_window("t", every=5)
+        with pytest.raises(BuildError, match="late='output'"):
+            windows.late
+        windows.aggregate([([], "count_all")])
+        with pytest.raises(BuildError, match="already called"):
+            windows.aggregate([([], "count_all")])
+        return s.to_stream([])
+
+    collect(build)

@@ -87,6 +87,7 @@ class Windowed:
         self._late: Optional["Stream"] = None
         self._late_rows = 0
         self._lateness = 0                  # allowed_lateness in the column's unit, once known
+        self._built = False
 
     @property
     def late(self) -> "Stream":
@@ -122,8 +123,9 @@ class Windowed:
         """
         operator = name or self.name
         spec = aggregation_spec(aggregations, operator)
-        if self._state is not None or self._late is not None:
+        if self._built:
             raise BuildError(f"operator {operator!r}: aggregate() was already called on this group_by_window")
+        self._built = True
         w, keys = self.spec, self.keys
         needed = list(dict.fromkeys(keys + [w.column] + [c for a in spec for c in _columns(a[0])]))
         b = OperatorBuilder(self.stream.scope, operator)
