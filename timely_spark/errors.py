@@ -13,6 +13,7 @@ __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "Operat
            "describe_error", "rebuild_error", "type_name", "EventLogError",
            "EventStreamError", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError",
            "GraphInputError", "ChangelogError"]
+__all__ += ["WindowError"]   # event-time windows (group_by_window)
 
 
 class TimelyError(Exception):
@@ -187,6 +188,13 @@ class ChangelogError(TimelyError, ValueError):
     """A changelog that breaks its convention: a ``diff`` column that is not an
     integer or holds nulls, or a withdrawal (diff -1) of a row the collection does not
     hold.  The message names the operator and, where known, the time and the row."""
+
+
+class WindowError(TimelyError, ValueError):
+    """Rows that an event-time window operator (``group_by_window``) cannot place: a
+    time column that is not a timestamp or an integer, or that holds nulls, or a
+    logical time the declared ``epoch`` cannot turn into an event time.  The message
+    names the operator, the column and, where known, the logical time."""
 
 
 class WorkerAborted(TimelyError):

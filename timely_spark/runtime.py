@@ -135,6 +135,10 @@ DEFAULT_PORT = 2101
 #: to take them; the worker waits while this many do (so memory holds only these).
 OUTPUT_BATCHES_IN_FLIGHT = 4
 
+#: ``group_by_window``: a pane of open windows combines its record batches into one once
+#: it holds this many (Arrow aggregates a few large chunks much faster than many small).
+WINDOW_PANE_BATCHES = 32
+
 
 def new_secret() -> bytes:
     """A fresh per-run secret (32 random bytes).

@@ -33,7 +33,3 @@ __all__ = [
     "DIFF", "diffs", "with_diffs", "without_diffs",
 ]
 
-# the changelog convention (an optional ``diff`` column), for changelog-aware operators
-from .operators.changelog import DIFF, diffs, with_diffs, without_diffs  # noqa: E402
-
-__all__ += ["DIFF", "diffs", "with_diffs", "without_diffs"]

@@ -18,6 +18,7 @@ from .operators import capture as capture_ops
 from .operators import delay as delay_ops
 from .operators import join as join_ops
 from .operators import per_time as per_time_ops
+from .operators import window as window_ops
 from .operators.consolidate import consolidate as consolidate_op
 from .operators.distinct import distinct as distinct_op
 from .probe import probe, probe_with
@@ -94,6 +95,7 @@ class Stream:
     # changelogs (a ``diff`` column: see operators/changelog.py)
     consolidate = consolidate_op
     distinct = distinct_op
+    group_by_window = window_ops.group_by_window      # event-time windows
     # aggregation
     count = aggregation.count
     accumulate = aggregation.accumulate

@@ -28,6 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import BuildError
+from .agg_spec import aggregation_spec as _spec
+from .agg_spec import output_name as _output_name
 from .arrangement import Arrangement
 from .changelog import DIFF, check_counts, consolidate_table, diffs, require_total_order, with_diffs, with_int64_diffs
 from .exchange_by import ExchangeBy, check_columns, key_list
@@ -58,24 +60,6 @@ def tables_of(batches: list, operator: str, time: Any) -> pa.Table:
         schemas = sorted({str(b.schema).replace("\n", ", ") for b in batches})
         raise ValueError(f"operator {operator!r}: batches at time {time!r} have different schemas "
                          f"({' | '.join(schemas)}); this operator needs one schema") from exc
-
-
-def _spec(aggregations: Sequence[Any], operator: str) -> list[tuple[Any, str]]:
-    spec = []
-    for a in aggregations:
-        if not isinstance(a, (tuple, list)) or len(a) not in (2, 3):
-            raise BuildError(f"operator {operator!r}: an aggregation is (column, function), got {a!r}")
-        fn = a[1]
-        try:
-            pc.get_function(f"hash_{fn}")
-        except (pa.ArrowKeyError, KeyError, ValueError):
-            raise BuildError(f"operator {operator!r}: pyarrow has no aggregate function {fn!r}") from None
-        spec.append(tuple(a))
-    return spec
-
-
-def _output_name(column: Any, fn: str) -> str:
-    return fn if column in ([], (), None) else f"{column}_{fn}"
 
 
 class GroupBy:

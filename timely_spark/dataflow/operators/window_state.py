@@ -1,0 +1,233 @@
+"""The open windows of ``group_by_window`` on one worker, and how they close.
+
+* :class:`Panes` -- tumbling and sliding windows.  Rows are kept once, in *panes* of
+  ``gcd(every, period)`` event time (a tumbling window is one pane, a 5-minute window
+  sliding by 1 minute is five); a window ``[s, s + period)`` closes once the event-time
+  bound reaches ``s + period``, and a pane is released once the last window holding
+  it has closed.
+* :class:`Sessions` -- session windows per key: rows within ``gap`` of each other
+  (Spark's rule: the next row at most ``gap`` after the last) form one session
+  ``[first, last + gap)``, which closes once the bound passes its end.
+
+Both hold, per open window, a capability for the earliest logical time among its rows
+and send the window's result at that time.  ``close(bound, send)`` calls
+``send(capability, table)`` with columns ``window_start, window_end, keys, aggregates``
+(window bounds as int64 of the column's unit; the operator casts them); all per-row
+work is Arrow's or numpy's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...progress import less_equal, sort_key
+from ...runtime import WINDOW_PANE_BATCHES
+from .agg_spec import output_names
+from .group_by import tables_of
+
+__all__ = ["HeldTimes", "Panes", "Sessions"]
+
+_WS, _WE = "window_start", "window_end"
+
+
+class HeldTimes:
+    """The capabilities for the minimal logical times of a window's rows (an antichain;
+    one capability for totally ordered times)."""
+
+    __slots__ = ("caps",)
+
+    def __init__(self) -> None:
+        self.caps: list = []
+
+    def add(self, icap: Any) -> None:
+        """Hold ``icap``'s time too, unless a held time is already ``<=`` it."""
+        t = icap.time
+        if any(less_equal(c.time, t) for c in self.caps):
+            return
+        keep = []
+        for c in self.caps:
+            if less_equal(t, c.time):
+                c.drop()
+            else:
+                keep.append(c)
+        keep.append(icap.retain())
+        self.caps = keep
+
+    def earliest(self) -> Any:
+        """The held capability first in the total order ``sort_key`` (a minimal time)."""
+        return min(self.caps, key=lambda c: sort_key(c.time))
+
+    def drop(self) -> None:
+        """Give every held capability up."""
+        for c in self.caps:
+            c.drop()
+        self.caps = []
+
+
+def _aggregate(table: pa.Table, group: list[str], spec: list, operator: str) -> pa.Table:
+    grouped = table.group_by(group, use_threads=False).aggregate(spec)
+    return grouped.select(group + output_names(spec))
+
+
+def _split_by(values: np.ndarray, batch: Any) -> list[tuple[int, Any]]:
+    """``batch`` cut into one slice per distinct value of ``values`` (one per row)."""
+    first, last = values.min(), values.max()
+    if first == last:
+        return [(int(first), batch)]
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    taken = batch.take(pa.array(order))
+    bounds = np.concatenate([[0], cuts, [len(values)]])
+    return [(int(ordered[a]), taken.slice(a, b - a)) for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+
+
+class Panes:
+    """Tumbling and sliding windows (``every``, ``period`` in the column's unit)."""
+
+    def __init__(self, keys: list[str], spec: list, every: int, period: int, operator: str) -> None:
+        self.keys, self.spec, self.every, self.period, self.operator = keys, spec, every, period, operator
+        self.pane = math.gcd(every, period)
+        self.panes: dict[int, list] = {}        # pane start -> [HeldTimes, [batches]]
+        self.bound: float = -math.inf           # the event-time bound of the last close
+
+    def add(self, icap: Any, batch: Any, x: np.ndarray) -> None:
+        """Keep the rows of ``batch`` (event times ``x``), received with ``icap``."""
+        for start, part in _split_by(x - x % self.pane, batch):
+            entry = self.panes.get(start)
+            if entry is None:
+                entry = self.panes[start] = [HeldTimes(), []]
+            entry[0].add(icap)
+            entry[1].append(part)
+            if len(entry[1]) >= WINDOW_PANE_BATCHES:     # few large chunks aggregate much faster than many small
+                entry[1] = tables_of(entry[1], self.operator, icap.time).combine_chunks().to_batches()
+
+    def _starts(self, pane: int) -> range:
+        """The starts of the windows that hold ``pane``, latest first."""
+        last = pane - pane % self.every
+        return range(last, pane - self.period, -self.every)
+
+    def open_windows(self) -> int:
+        """How many windows hold rows and have not closed."""
+        return len({s for p in self.panes for s in self._starts(p) if s + self.period > self.bound})
+
+    def close(self, bound: float, send: Callable[[Any, pa.Table], None]) -> None:
+        """``send(capability, table)`` the windows that ``bound`` closes (``end <=
+        bound``), aggregated; then release the panes no open window holds."""
+        before, self.bound = self.bound, bound        # windows ending by `before` were sent already
+        period, pane = self.period, self.pane
+        if not self.panes or bound <= before or min(self._starts(min(self.panes))) + period > bound:
+            return
+        starts = sorted({s for p in self.panes for s in self._starts(p) if before < s + period <= bound})
+        by_time: dict[Any, list] = {}            # logical time -> [capability, [(start, batches)]]
+        for s in starts:
+            entries = [self.panes[q] for q in range(s, s + period, pane) if q in self.panes]
+            if not entries:
+                continue
+            cap = min((e[0].earliest() for e in entries), key=lambda c: sort_key(c.time))
+            group = by_time.setdefault(cap.time, [cap, []])
+            group[1].append((s, [b for e in entries for b in e[1]]))
+        for cap, windows in by_time.values():
+            batches = [b for _, bs in windows for b in bs]
+            table = tables_of(batches, self.operator, cap.time)
+            if len(windows) == 1:                    # the streaming case: one chunk, grouped by the keys alone
+                out = _aggregate(table.combine_chunks(), self.keys, self.spec, self.operator)
+                out = out.add_column(0, _WS, pa.array(np.full(out.num_rows, windows[0][0], np.int64)))
+            else:
+                lengths = [sum(b.num_rows for b in bs) for _, bs in windows]
+                ws = np.repeat(np.array([s for s, _ in windows], np.int64), lengths)
+                table = table.append_column(_WS, pa.array(ws))
+                out = _aggregate(table, [_WS] + self.keys, self.spec, self.operator)
+            end = pc.add(out.column(_WS), pa.scalar(period, pa.int64()))
+            send(cap, out.add_column(1, _WE, end))
+        for p in [p for p in self.panes if max(self._starts(p)) + period <= bound]:
+            self.panes.pop(p)[0].drop()
+
+
+class Sessions:
+    """Session windows of ``gap`` (in the column's unit) per key."""
+
+    def __init__(self, keys: list[str], spec: list, gap: int, operator: str) -> None:
+        self.keys, self.spec, self.gap, self.operator = keys, spec, gap, operator
+        self.pending: list = []                  # tables of the rows of open sessions (+ __x, __tid)
+        self.caps: dict[int, Any] = {}           # time id -> capability
+        self.tids: dict[Any, int] = {}           # logical time -> time id
+        self.next_tid = 0
+        self.min_end: float = math.inf           # no open session ends before this
+
+    def add(self, icap: Any, batch: Any, x: np.ndarray) -> None:
+        """Keep the rows of ``batch`` (event times ``x``), received with ``icap``."""
+        tid = self.tids.get(icap.time)
+        if tid is None:
+            tid = self.tids[icap.time] = self.next_tid
+            self.next_tid += 1
+            self.caps[tid] = icap.retain()
+        n = batch.num_rows
+        table = pa.Table.from_batches([batch]).append_column("__x", pa.array(x)) \
+            .append_column("__tid", pa.array(np.full(n, tid, np.int64)))
+        self.pending.append(table)
+        self.min_end = min(self.min_end, int(x.min()) + self.gap)
+
+    def _sessions(self) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
+        """The pending rows sorted by key and event time, each row's session number,
+        and each session's start and end."""
+        table = self.pending[0]
+        if len(self.pending) > 1:
+            try:
+                table = pa.concat_tables(self.pending)
+            except pa.ArrowInvalid as exc:
+                raise ValueError(f"operator {self.operator!r}: batches have different schemas ({exc}); this "
+                                 f"operator needs one schema") from exc
+        order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in self.keys] + [("__x", "ascending")])
+        table = table.take(order)
+        x = table.column("__x").to_numpy()
+        new = np.ones(len(x), bool)
+        new[1:] = (x[1:] - x[:-1]) > self.gap
+        for k in self.keys:
+            col = table.column(k).combine_chunks()
+            a, b = col.slice(1), col.slice(0, len(col) - 1)
+            same = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(a.is_null(), b.is_null()))
+            new[1:] |= ~same.to_numpy(zero_copy_only=False)
+        sid = np.cumsum(new) - 1
+        firsts = np.flatnonzero(new)
+        lasts = np.append(firsts[1:] - 1, len(x) - 1)
+        return table, sid, x[firsts], x[lasts] + self.gap
+
+    def open_windows(self) -> int:
+        """How many sessions hold rows and have not closed."""
+        return len(self._sessions()[2]) if self.pending else 0
+
+    def close(self, bound: float, send: Callable[[Any, pa.Table], None]) -> None:
+        """``send(capability, table)`` the sessions whose end is before ``bound``,
+        aggregated; then release their rows and the capabilities no row needs."""
+        if not self.pending or not self.min_end < bound:
+            return
+        table, sid, starts, ends = self._sessions()
+        closed = ends < bound
+        rows = closed[sid]
+        rest = table.filter(pa.array(~rows))
+        self.pending = [rest] if rest.num_rows else []
+        self.min_end = float(ends[~closed].min()) if (~closed).any() else math.inf
+        done = table.filter(pa.array(rows)).append_column("__sid", pa.array(sid[rows]))
+        # the earliest logical time of each session: time ids ranked in the time order
+        order = sorted(self.tids, key=sort_key)
+        rank_of = np.zeros(self.next_tid, np.int64)
+        rank_of[[self.tids[t] for t in order]] = np.arange(len(order))
+        done = done.set_column(done.schema.get_field_index("__tid"), "__tid",
+                               pa.array(rank_of[done.column("__tid").to_numpy()]))
+        out = _aggregate(done, ["__sid"] + self.keys, self.spec + [("__tid", "min")], self.operator)
+        s = out.column("__sid").to_numpy()
+        first_rank = out.column("__tid_min").to_numpy()
+        out = out.drop_columns(["__sid", "__tid_min"])
+        out = out.add_column(0, _WS, pa.array(starts[s])).add_column(1, _WE, pa.array(ends[s]))
+        for r in np.unique(first_rank).tolist():
+            send(self.caps[self.tids[order[r]]], out.filter(pa.array(first_rank == r)))
+        still = set(np.unique(rest.column("__tid").to_numpy()).tolist()) if rest.num_rows else set()
+        for t, tid in [(t, tid) for t, tid in self.tids.items() if tid not in still]:
+            del self.tids[t]
+            self.caps.pop(tid).drop()
