@@ -255,3 +255,10 @@ class Config:
         for i, (host, port) in enumerate(self.addresses):
             check_port(f"address of process {i} ({host})", port)
         return self
+
+# ---- following live event logs (ts.capture.follow) -------------------------------------
+#: Seconds between a follower's looks at a live event log (a directory listing; new
+#: files are read once): a time completed in the log reaches the stream within about
+#: this long.  Between looks the worker sleeps; it never spins.
+FOLLOW_POLL_INTERVAL = 0.1
+__all__ += ["FOLLOW_POLL_INTERVAL"]
