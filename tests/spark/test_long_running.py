@@ -1,7 +1,8 @@
-"""A long-running timely job on Spark: barrier workers follow a live log and capture
-into another for as long as the input is open; cancelling the caller's job group stops
-them; while they hold their slots a second job (or a job leaving a streaming query no
-slot) fails at once with SparkSetupError instead of waiting.
+"""A long-running timely job on Spark (barrier workers following a live log; the whole
+pipeline, for as long as its input is open, is tests/spark/test_streaming_pipeline.py):
+cancelling the caller's job group stops it; while it holds its slots a second job (or
+a job leaving a streaming query no slot) fails at once with SparkSetupError instead of
+waiting.
 
 Every wait is bounded; no test asserts a timing."""
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import timely_spark as ts
-from timely_spark.capture import LogIndex, Messages, ParquetEventWriter, Progress, follow
+from timely_spark.capture import Messages, ParquetEventWriter, Progress, follow
 from timely_spark.errors import SparkJobError, SparkSetupError
 
 WAIT = 60.0
@@ -42,28 +43,6 @@ def wait_for(condition, what):
     while not condition():
         assert time.monotonic() < deadline, f"not within {WAIT} s: {what}"
         time.sleep(0.05)
-
-
-def test_workers_follow_a_log_for_as_long_as_it_is_open(spark, tmp_path):
-    inp, out = str(tmp_path / "in"), str(tmp_path / "out")
-    source = ParquetEventWriter(inp, flush_seconds=0.0)
-
-    def feed():
-        wait_for(lambda: (Path(out) / "worker=1").is_dir(), "the timely job started")
-        for t in range(6):
-            source.push(Messages(t, [{"n": t * 10 + i} for i in range(3)]))
-            source.push(Progress([(t, -1), (t + 1, 1)]))
-            time.sleep(0.05)
-        source.push(Progress([(6, -1)]))
-        source.close()
-
-    feeder = threading.Thread(target=feed, daemon=True)
-    feeder.start()
-    assert ts.spark.run(spark, follow_and_capture(inp, out), workers=2, timeout=WAIT) == [0, 1]
-    feeder.join(WAIT)
-    rows = ts.spark.read_event_log(spark, out).select("time", "n").collect()
-    assert sorted((r["time"], r["n"]) for r in rows) == [(t, 2 * (t * 10 + i)) for t in range(6) for i in range(3)]
-    assert not LogIndex(out).snapshot().frontier       # the output log is closed too
 
 
 def test_a_cancelled_job_group_stops_it_and_held_slots_fail_a_second_job_at_once(spark, tmp_path):

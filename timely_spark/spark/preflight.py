@@ -118,19 +118,20 @@ def _streaming_queries(spark: Any) -> int:
 
 def free_slots(spark: Any, sc: Any) -> int:
     """Task slots a new barrier job may take now: all of them, less those this driver's
-    running timely jobs hold and one per active streaming query of ``spark``."""
-    return task_slots(sc) - held_slots(sc) - _streaming_queries(spark)
+    running timely jobs hold and one left for the active streaming queries of ``spark``
+    (if any: their short micro-batch tasks take turns on it)."""
+    return task_slots(sc) - held_slots(sc) - min(1, _streaming_queries(spark))
 
 
 def check_free_slots(spark: Any, sc: Any, workers: int) -> None:
     """SparkSetupError, at once, unless ``workers`` barrier tasks can get slots now and
-    leave one for each active streaming query of session ``spark``: slots held by this
+    leave one for the active streaming queries of session ``spark``: slots held by this
     driver's running timely jobs are not free (Spark would wait for them forever), and
-    a streaming query with no slot left would stall while the timely job runs."""
+    streaming queries with no slot left would stall while the timely job runs."""
     slots, held, queries = task_slots(sc), held_slots(sc), _streaming_queries(spark)
-    if workers + held + queries > slots:
+    if workers + held + min(1, queries) > slots:
         parts = [f"{held} held by running timely jobs"] if held else []
-        parts += [f"one for each of the session's {queries} active streaming queries"] if queries else []
+        parts += [f"one for the session's {queries} active streaming queries"] if queries else []
         raise SparkSetupError(
             f"{workers} timely workers need {workers} free task slots, but of the {slots} task slots "
             f"({sc.getConf().get('spark.master', '?')}) {' and '.join(parts)} must stay free: a barrier job holds "
