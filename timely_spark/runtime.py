@@ -262,3 +262,12 @@ class Config:
 #: this long.  Between looks the worker sleeps; it never spins.
 FOLLOW_POLL_INTERVAL = 0.1
 __all__ += ["FOLLOW_POLL_INTERVAL"]
+
+# ---- compaction of event logs (ts.capture.compact) ---------------------------------------
+#: Seconds the files a compacted file replaces are kept after it appears, so that reads
+#: planned on them (a Spark job's tasks, a reader in the middle of them) can finish.
+COMPACT_GRACE = 60.0
+
+#: Files of a worker (all at complete times) that make a compaction worth doing.
+COMPACT_MIN_FILES = 16
+__all__ += ["COMPACT_GRACE", "COMPACT_MIN_FILES"]

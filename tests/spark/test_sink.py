@@ -143,3 +143,31 @@ def test_a_path_holding_another_log_fails_naming_it(spark, tmp_path):
     with pytest.raises(EventLogError, match="not an event log written by a Structured Streaming sink"):
         ts.spark.close_sink_log(log)
     shutil.rmtree(log)
+
+
+def test_compaction_in_the_sink_while_a_readstream_reads_each_epoch_once(spark, tmp_path):
+    src, log = tmp_path / "src", tmp_path / "log"
+    src.mkdir()
+    ts.spark.register(spark)
+    for n in range(4):
+        add_file(src, n, range(n * 10, n * 10 + 3))
+    got = []
+
+    def collect(frame, batch_id):
+        got.extend((r["time"], r["id"]) for r in frame.collect())
+
+    reader = (spark.readStream.format("timely").schema("time long, worker long, id long, email string")
+              .load(str(log)).writeStream.option("checkpointLocation", str(tmp_path / "ckpt-read"))
+              .foreachBatch(collect).start())
+    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(src)).repartition(2)
+    sink = (df.writeStream.format("timely").option("compact_every", "4")
+            .option("checkpointLocation", str(tmp_path / "ckpt")).start(str(log)))
+    try:
+        sink.processAllAvailable()
+        reader.processAllAvailable()
+    finally:
+        sink.stop()
+        reader.stop()
+    assert sorted(got) == [(n, n * 10 + i) for n in range(4) for i in range(3)]
+    assert any("-" in p.name[len("part-"):] for p in (log / "worker=0").glob("part-*.parquet"))   # compacted
+    assert epochs(spark, log) == {n: [n * 10 + i for i in range(3)] for n in range(4)}

@@ -9,6 +9,7 @@ keep them as Parquet datasets that Spark reads.
 
 from ..dataflow.operators.event import Event, EventQueue, Messages, Progress, as_source
 from ..dataflow.operators.replay import replay_into
+from .compact import compact
 from .extract import extract
 from .follow import LogFollower, follow
 from .log import LogCapture, capture_log
@@ -20,4 +21,4 @@ __all__ = ["LogCapture", "capture_log", "LogIndex", "LogSnapshot",
            "EventLogError", "ParquetEventReader", "ParquetEventWriter", "worker_dirs",
            "EventReader", "EventStreamError", "EventWriter", "Event", "EventQueue", "Messages", "Progress", "as_source",
            "extract", "replay_into"]
-__all__ += ["follow", "LogFollower"]
+__all__ += ["follow", "LogFollower", "compact"]

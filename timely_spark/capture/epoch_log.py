@@ -243,8 +243,10 @@ class EpochLog:
         numbered = self._numbered()
         if not numbered or numbered[-1][0] < int(self.state["parts"]):
             return
+        from .parquet import part_range
+
         snap = LogIndex(self.path).snapshot()
-        ends = [i for i, part in enumerate(snap.parts) if part.progress]
+        ends = [(part_range(Path(part.path).name) or (0, 0))[1] for part in snap.parts if part.progress]
         front = snap.frontier.elements()
         if not ends:
             return

@@ -42,6 +42,7 @@ read); a damaged or foreign part file fails the run with ``EventLogError`` namin
 
 from __future__ import annotations
 
+import os
 import time as _time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -73,9 +74,12 @@ def follow(path: Any, scope: Any, since: Any = None, poll: float = FOLLOW_POLL_I
     >>> path = tempfile.mkdtemp()
     >>> w = ParquetEventWriter(path)
     >>> ts.example(lambda s: s.to_stream([5, 6]).capture_into(w)); w.close()
-    >>> _ = ts.execute(lambda worker: worker.dataflow(lambda s: follow(path, s).inspect(print)), threads=2)
-    5
-    6
+    >>> def work(worker):
+    ...     got = []
+    ...     worker.dataflow(lambda s: follow(path, s).inspect(got.append))
+    ...     return got
+    >>> ts.execute(work, threads=2)          # 2 workers: one record each
+    [[5], [6]]
     """
     from ..dataflow.operators.replay import replay_into
 
@@ -129,7 +133,11 @@ class LogFollower:
                 raise EventLogError(f"{self.path}: every writer closed the log, but times from "
                                     f"{snap.frontier.elements()} on were never completed: the log ends incomplete")
             return None
-        self._advance(snap)
+        try:
+            self._advance(snap)
+        except _Vanished:              # compaction replaced a file under this look: look again
+            self._last = float("-inf")
+            return None
         return self._pending.pop(0) if self._pending else None
 
     def _all_closed(self) -> list:
@@ -182,9 +190,14 @@ class LogFollower:
         from .arrow_times import mask_at
 
         if path not in tables:
-            with open_part(path) as part:
-                self._layout = _layout(path, part)
-                table = read_columns(path, part)
+            try:
+                with open_part(path) as part:
+                    self._layout = _layout(path, part)
+                    table = read_columns(path, part)
+            except EventLogError as exc:
+                if not os.path.lexists(path):
+                    raise _Vanished(str(exc)) from exc
+                raise
             tables[path] = table.filter(pc.equal(table["kind"], DATA))
         table = tables[path]
         mask = mask_at(table["time"], pa.array([plain], table.schema.field("time").type))
@@ -208,6 +221,10 @@ class LogFollower:
         if layout == "tuple":
             return list(zip(*columns))
         return columns[0]
+
+
+class _Vanished(EventLogError):
+    """A file of the snapshot went away before it was read (a compaction replaced it)."""
 
 
 def _layout(path: str, part: Any) -> str:

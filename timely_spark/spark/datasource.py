@@ -119,9 +119,9 @@ class TimelyDataSource(DataSource):
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         """The Structured Streaming sink: each micro-batch becomes the epoch of its
         batch id (see :mod:`.sink`)."""
-        from .sink import TimelyStreamWriter
+        from .sink import TimelyStreamWriter, compact_option
 
-        return TimelyStreamWriter(_path(self.options), schema)
+        return TimelyStreamWriter(_path(self.options), schema, compact_option(self.options))
 
 
 class TimelyBatchReader(DataSourceReader):

@@ -22,6 +22,11 @@ reader knows when an epoch is whole.  One query writes one log: give each query 
 own path (and keep its checkpoint with it).  :func:`close_sink_log` closes the log
 once the query has stopped: its readers then end.
 
+Option ``compact_every`` (a number of files, default 0: off): after a commit, when the
+log has that many part files since its last compaction, the driver compacts it
+(:func:`timely_spark.capture.compact`: complete epochs into one file, safe for running
+readers).
+
 A column the log cannot hold (a type Arrow cannot carry, a name the log uses itself:
 ``seq``, ``kind``, ``time``, ``diff``, ``worker``) and a path that holds another kind of
 log fail the query with ``EventLogError`` naming them.
@@ -33,6 +38,7 @@ from typing import Any, Iterator, List, Optional
 
 from pyspark.sql.datasource import WriterCommitMessage
 
+from ..capture.compact import compact_due
 from ..capture.epoch_log import EpochLog, Staged
 from ..capture.log_index import local_path
 from ..errors import EventLogError
@@ -41,10 +47,11 @@ try:   # PySpark >= 4.1: executors get Arrow record batches
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _Base
     _ARROW = True
 except ImportError:       # pragma: no cover -- PySpark 4.0: rows
-    from pyspark.sql.datasource import DataSourceStreamWriter as _Base
+    from pyspark.sql.datasource import DataSourceStreamWriter as _Base  # type: ignore[assignment]
     _ARROW = False
 
-__all__ = ["TimelyStreamWriter", "StagedMessage", "close_sink_log", "record_columns", "BATCH_ID_PROPERTY"]
+__all__ = ["TimelyStreamWriter", "StagedMessage", "close_sink_log", "compact_option", "record_columns",
+           "BATCH_ID_PROPERTY"]
 
 #: The Spark local property holding the id of the micro-batch a task belongs to.
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
@@ -80,8 +87,9 @@ class TimelyStreamWriter(_Base):
     """The sink's writer: made on the driver (which checks the log and the columns),
     pickled to the executors for :meth:`write`."""
 
-    def __init__(self, path: str, schema: Any) -> None:
+    def __init__(self, path: str, schema: Any, compact_every: int = 0) -> None:
         self.path = local_path(path)
+        self.compact_every = compact_every
         self.records = record_columns(schema, self.path)
         EpochLog.create(self.path, self.records)         # fails on another log or other columns
 
@@ -92,7 +100,7 @@ class TimelyStreamWriter(_Base):
 
         ctx = TaskContext.get()
         batch_id = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
-        if batch_id is None:
+        if ctx is None or batch_id is None:
             raise EventLogError(f"{self.path}: the timely sink runs in a streaming query only (no micro-batch id)")
         if _ARROW:
             batches = list(iterator)
@@ -105,6 +113,8 @@ class TimelyStreamWriter(_Base):
     def commit(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
         """Publish the micro-batch as epoch ``batchId`` (on the driver)."""
         EpochLog.open(self.path).commit(batchId, [_staged(m) for m in messages])
+        if self.compact_every:
+            compact_due(self.path, self.compact_every)
 
     def abort(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
         """Drop the micro-batch's staged files: nothing of it is visible."""
@@ -113,6 +123,14 @@ class TimelyStreamWriter(_Base):
 
 def _staged(message: Any) -> Optional[Staged]:
     return message.staged if isinstance(message, StagedMessage) else None
+
+
+def compact_option(options: Any) -> int:
+    """The sink's ``compact_every`` option as a whole number >= 0; EventLogError naming it otherwise."""
+    raw = str(options.get("compact_every", "0")).strip()
+    if not raw.isdigit():
+        raise EventLogError(f"option compact_every must be a whole number of files >= 0 (0: off), got {raw!r}")
+    return int(raw)
 
 
 def close_sink_log(path: Any) -> None:
