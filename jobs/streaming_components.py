@@ -61,6 +61,7 @@ class Generator(threading.Thread):
         self.stop_event = threading.Event()
         self.next_id = 0
         self.files = 0
+        self.written: list[float] = []      # when each file landed (wall clock)
 
     def write_file(self) -> None:
         n = max(1, int(self.rate * self.interval))
@@ -73,6 +74,7 @@ class Generator(threading.Thread):
         tmp = self.folder / f".records-{self.files:06d}.json"
         tmp.write_text("\n".join(lines) + "\n")
         os.replace(tmp, self.folder / f"records-{self.files:06d}.json")
+        self.written.append(time.time())
         self.files += 1
 
     def run(self) -> None:
@@ -82,7 +84,8 @@ class Generator(threading.Thread):
 
 
 # ---- stage 1: records -> edges -> the timely sink ----------------------------------------
-def edges_query(spark: Any, source: Path, edges_log: Path, checkpoint: Path, files_per_trigger: int = 1) -> Any:
+def edges_query(spark: Any, source: Path, edges_log: Path, checkpoint: Path, files_per_trigger: int = 1,
+                compact_every: int = 0) -> Any:
     """The Structured Streaming query writing edges ``(src, dst)`` to the timely sink."""
     from pyspark.sql import functions as F
 
@@ -94,7 +97,7 @@ def edges_query(spark: Any, source: Path, edges_log: Path, checkpoint: Path, fil
     edges = (records.select(F.col("id").alias("src"),
                             F.explode(F.array(attribute("e:", "email"), attribute("p:", "phone"))).alias("dst"))
              .where(F.col("dst").isNotNull()))
-    return (edges.writeStream.format("timely").queryName("edges")
+    return (edges.writeStream.format("timely").queryName("edges").option("compact_every", str(compact_every))
             .option("checkpointLocation", str(checkpoint)).start(str(edges_log)))
 
 
@@ -138,10 +141,21 @@ class _Discard:
         pass
 
 
-def timely_job(edges_log: str, changes_log: str, poll: float = ts.runtime.FOLLOW_POLL_INTERVAL) -> Callable:
+def rss_mb() -> float:
+    """This process's resident set size, MiB (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def timely_job(edges_log: str, changes_log: str, poll: float = ts.runtime.FOLLOW_POLL_INTERVAL,
+               sample_every: float = 0.0) -> Callable:
     """The worker function: follow the edges log, keep the components, capture the
-    changes (on worker 0, a log of one writer) until the edges log is closed."""
-    def work(worker: Any) -> int:
+    changes (on worker 0, a log of one writer) until the edges log is closed.  Returns
+    the worker's RSS samples ``[(seconds, MiB)]`` every ``sample_every`` seconds (0: none)."""
+    def work(worker: Any) -> list:
         writer = ParquetEventWriter(changes_log, flush_seconds=0.0) if worker.index == 0 else _Discard()
 
         def build(scope: Any) -> Any:
@@ -151,10 +165,19 @@ def timely_job(edges_log: str, changes_log: str, poll: float = ts.runtime.FOLLOW
             return changes.probe()
 
         probe = worker.dataflow(build)
-        worker.step_while(lambda: not probe.done())
+        samples: list = []
+        start = time.monotonic()
+
+        def running() -> bool:
+            now = time.monotonic() - start
+            if sample_every and (not samples or now - samples[-1][0] >= sample_every):
+                samples.append((now, rss_mb()))
+            return not probe.done()
+
+        worker.step_while(running)
         if isinstance(writer, ParquetEventWriter):
             writer.close()
-        return worker.index
+        return samples
 
     return work
 
@@ -205,30 +228,60 @@ def final_check(spark: Any, edges_log: Path, changes_log: Path) -> dict:
 
 def run_pipeline(spark: Any, workdir: Path, seconds: float, rate: int = 200, interval: float = 1.0,
                  pool: int = 2000, workers: Optional[int] = None, printer: Optional[Callable] = print,
-                 min_epochs: int = 0, timeout: float = 600.0) -> dict:
+                 min_epochs: int = 0, timeout: float = 600.0, compact_every: int = 0, sample_every: float = 0.0,
+                 watch: bool = False) -> dict:
     """Run the three stages for ``seconds`` (and until at least ``min_epochs`` epochs
-    were committed), stop them in order, and return the final check and the counts."""
+    were committed), stop them in order, and return the final check and the counts.
+    ``compact_every``: the sink's option (and the changes log is compacted as often);
+    ``sample_every``: the timely workers' RSS samples; ``watch``: record when each
+    epoch's commit became visible in the edges log (``committed``)."""
     workdir = Path(workdir)
     source, edges_log, changes_log = workdir / "input", workdir / "edges", workdir / "changes"
     source.mkdir(parents=True, exist_ok=True)
     ts.spark.register(spark)
     generator = Generator(source, rate, interval, pool)
     generator.write_file()                               # the sink's first micro-batch
-    sink = edges_query(spark, source, edges_log, workdir / "ckpt-edges")
+    sink = edges_query(spark, source, edges_log, workdir / "ckpt-edges", compact_every=compact_every)
     counts = ChangeCounts(printer)
     reader = changes_query(spark, changes_log, workdir / "ckpt-changes", counts)
     outcome: dict = {}
 
     def timely() -> None:
         try:
-            outcome["result"] = ts.spark.run(spark, timely_job(str(edges_log), str(changes_log)), workers=workers,
-                                             timeout=timeout)
+            outcome["result"] = ts.spark.run(spark, timely_job(str(edges_log), str(changes_log),
+                                                               sample_every=sample_every),
+                                             workers=workers, timeout=timeout)
         except BaseException as exc:        # reported by the main thread
             outcome["error"] = exc
 
+    committed: dict[int, float] = {}
+    stop_watch = threading.Event()
+
+    def watcher() -> None:          # when each epoch's commit is visible: the sink's state, polled
+        state_file, last = edges_log / "_sink" / "state.json", 0
+        while not stop_watch.wait(0.01):
+            try:
+                frontier = json.loads(state_file.read_text())["frontier"]
+            except (OSError, ValueError, KeyError):
+                continue
+            now = time.time()
+            for e in range(last, frontier):
+                committed[e] = now
+            last = max(last, frontier)
+        stop_watch.set()
+
+    def compactor() -> None:
+        while not stop_watch.wait(10.0):
+            if (changes_log / "worker=0").is_dir():
+                ts.capture.compact(changes_log, min_files=compact_every)
+
+    helpers = [threading.Thread(target=watcher, daemon=True)] if watch else []
+    helpers += [threading.Thread(target=compactor, daemon=True)] if compact_every else []
     job = threading.Thread(target=timely, name="timely job", daemon=True)
     started = time.monotonic()
     try:
+        for helper in helpers:
+            helper.start()
         job.start()
         generator.start()
         while time.monotonic() - started < seconds or generator.files < min_epochs:
@@ -247,10 +300,16 @@ def run_pipeline(spark: Any, workdir: Path, seconds: float, rate: int = 200, int
         if reader.isActive:
             reader.processAllAvailable()
         reader.stop()
+        stop_watch.set()
+        for helper in helpers:
+            helper.join()
     if "error" in outcome:
         raise outcome["error"]
     check = final_check(spark, edges_log, changes_log)
-    return {**check, "records": generator.next_id, "changes": dict(counts.counts), "seen": dict(counts.seen)}
+    files = {name: sum(1 for _ in (workdir / name).glob("worker=*/part-*.parquet")) for name in ("edges", "changes")}
+    return {**check, "records": generator.next_id, "changes": dict(counts.counts), "seen": dict(counts.seen),
+            "committed": committed, "written": list(generator.written), "rss": outcome.get("result"),
+            "files": files}
 
 
 def main() -> None:
