@@ -137,8 +137,15 @@ def close_sink_log(path: Any) -> None:
     """Close the event log a ``writeStream.format("timely")`` query wrote at ``path``
     (after the query stopped): its frontier becomes empty, so its followers
     (:func:`timely_spark.capture.follow`) end and a ``readStream`` has read everything.
-    Nothing can be written to it afterwards.  Idempotent.
+    Nothing can be written to it afterwards.  Idempotent.  (In a job:
+    ``query.stop(); ts.spark.close_sink_log("/data/edges-log")``.)
 
-        query.stop(); ts.spark.close_sink_log("/data/edges-log")
+    >>> import tempfile, pyarrow as pa
+    >>> from timely_spark.capture import LogIndex
+    >>> from timely_spark.capture.epoch_log import EpochLog
+    >>> path = tempfile.mkdtemp() + "/edges-log"
+    >>> _ = EpochLog.create(path, pa.schema([("src", pa.int64())]))     # what the sink makes
+    >>> close_sink_log(path); LogIndex(path).snapshot().frontier
+    Antichain([])
     """
     EpochLog.open(path).close()
