@@ -93,3 +93,8 @@ def test_bench_graph_runs_small_and_every_method_agrees():
     assert "all methods agree" in out      # the benchmark asserts each method's result against the references
     for method in ("ts.graph (Spark, 2 workers)", "ts.graph (pyarrow.Table, 2 threads)", "scipy dijkstra"):
         assert method in out
+
+
+def test_streaming_jobs_have_help():
+    for job in ["streaming_components.py", "bench_streaming.py"]:
+        assert "usage" in run_job(job, "--help")

@@ -275,3 +275,19 @@ __all__ += ["CHANGELOG_READ", "CHANGELOG_READS"]
 # incremental graph algorithms (ts.graph.pagerank_stream)
 #: pagerank_stream's default tolerance: a vertex whose rank would move by more propagates.
 PAGERANK_TOLERANCE = 1e-9
+
+# ---- following live event logs (ts.capture.follow) -------------------------------------
+#: Seconds between a follower's looks at a live event log (a directory listing; new
+#: files are read once): a time completed in the log reaches the stream within about
+#: this long.  Between looks the worker sleeps; it never spins.
+FOLLOW_POLL_INTERVAL = 0.1
+__all__ += ["FOLLOW_POLL_INTERVAL"]
+
+# ---- compaction of event logs (ts.capture.compact) ---------------------------------------
+#: Seconds the files a compacted file replaces are kept after it appears, so that reads
+#: planned on them (a Spark job's tasks, a reader in the middle of them) can finish.
+COMPACT_GRACE = 60.0
+
+#: Files of a worker (all at complete times) that make a compaction worth doing.
+COMPACT_MIN_FILES = 16
+__all__ += ["COMPACT_GRACE", "COMPACT_MIN_FILES"]

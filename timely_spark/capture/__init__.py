@@ -9,7 +9,9 @@ keep them as Parquet datasets that Spark reads.
 
 from ..dataflow.operators.event import Event, EventQueue, Messages, Progress, as_source
 from ..dataflow.operators.replay import replay_into
+from .compact import compact
 from .extract import extract
+from .follow import LogFollower, follow
 from .log import LogCapture, capture_log
 from .log_index import LogIndex, LogSnapshot
 from .parquet import EventLogError, ParquetEventReader, ParquetEventWriter, worker_dirs
@@ -19,3 +21,4 @@ __all__ = ["LogCapture", "capture_log", "LogIndex", "LogSnapshot",
            "EventLogError", "ParquetEventReader", "ParquetEventWriter", "worker_dirs",
            "EventReader", "EventStreamError", "EventWriter", "Event", "EventQueue", "Messages", "Progress", "as_source",
            "extract", "replay_into"]
+__all__ += ["follow", "LogFollower", "compact"]

@@ -148,10 +148,15 @@ _FILES = _FileCache(LOG_INDEX_CACHE_FILES)
 
 def _read(file: Path, stat: tuple) -> tuple:
     """``(stat, metadata, schema, summary)`` of a part file, from one open of it."""
-    with open_part(file) as part:
-        schema = part.schema_arrow
-        meta = check_meta(file, schema)
-        table = read_columns(file, part, ["kind", "time", "diff"])
+    try:
+        with open_part(file) as part:
+            schema = part.schema_arrow
+            meta = check_meta(file, schema)
+            table = read_columns(file, part, ["kind", "time", "diff"])
+    except EventLogError as exc:
+        if not os.path.lexists(file):
+            raise _Gone(f"{file}: went away while the log was read") from exc
+        raise
     check_rows(file, table)
     return stat, meta, schema.remove_metadata(), _summarize(file, stat, meta, table)
 
@@ -230,7 +235,19 @@ class LogIndex:
         return self._entry(file)[1]
 
     def snapshot(self) -> LogSnapshot:
-        """The log as it is now: its checked part files, summarized, and their frontier."""
+        """The log as it is now: its checked part files, summarized, and their frontier.
+        A file that goes away between the listing and its reading (compaction removed a
+        replaced file) makes the index list again, a few times at most."""
+        for attempt in range(_RELIST):
+            try:
+                return self._snapshot()
+            except _Gone:
+                if attempt == _RELIST - 1:
+                    raise
+                self._reset()
+        raise AssertionError("unreachable")
+
+    def _snapshot(self) -> LogSnapshot:
         if self.desc is not None and not _started(Path(self.path)):
             start = timestamp.minimum_described(self.desc)
             return LogSnapshot(self.path, self.desc, 0, [], Antichain([start]), {})
@@ -319,9 +336,19 @@ def _started(root: Path) -> bool:
     return root.is_dir() and any(p.name.startswith("worker=") for p in root.iterdir())
 
 
+class _Gone(EventLogError):
+    """A part file went away between a listing and its reading."""
+
+
+#: Listings a snapshot makes at most while files go away under it.
+_RELIST = 5
+
+
 def _stat(file: Path) -> tuple[int, ...]:
     try:
         st = os.stat(file)
+    except FileNotFoundError as exc:
+        raise _Gone(f"{file}: went away while the log was read ({exc})") from exc
     except OSError as exc:
         raise EventLogError(f"{file}: went away while the log was read ({exc})") from exc
     return st.st_size, st.st_mtime_ns, st.st_ino

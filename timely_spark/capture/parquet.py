@@ -43,11 +43,12 @@ from .part_file import FORMAT, PROGRESS, check_meta, check_rows, open_part, read
 from .record_columns import RecordColumns, layout_of
 
 __all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_dirs", "time_type", "part_files",
-           "log_files", "worker_files", "missing_workers", "not_started", "read_footer", "read_meta", "FORMAT"]
+           "log_files", "worker_files", "missing_workers", "part_range", "not_started", "read_footer", "read_meta",
+           "FORMAT"]
 __all__ += ["is_changelog"]
 
 RESERVED = ("seq", "kind", "time", "diff", "worker")
-_PART = re.compile(r"^part-(\d{6,})\.parquet$")
+_PART = re.compile(r"^part-(\d{6,})(?:-(\d{6,}))?\.parquet$")     # part-<n>, or part-<first>-<last> (compacted)
 _WORKER = re.compile(r"^worker=(\d+)$")
 
 
@@ -313,22 +314,45 @@ def read_meta(file: Any) -> dict:
     return read_footer(file)[0]
 
 
+def part_range(name: str) -> Optional[tuple[int, int]]:
+    """``(first, last)`` part numbers a file named ``name`` holds (``part-<n>.parquet``:
+    ``(n, n)``; a compacted ``part-<first>-<last>.parquet``: the range), None if the name
+    is not a part file's."""
+    m = _PART.match(name)
+    if not m:
+        return None
+    first = int(m.group(1))
+    return first, int(m.group(2)) if m.group(2) is not None else first
+
+
 def part_files(worker_dir: Path, meta: Callable[[Path], dict] = read_meta) -> list[Path]:
     """The part files of one worker's stream, in order, checked to be its own: each
     names this worker, the same stream (writer) as the first, and its own number, with
     no number missing.  Files not named like part files (another tool's, a writer's
     hidden temporary file) are ignored; a part file that is not this stream's raises
     EventLogError naming it.  ``meta`` reads a file's metadata (a caching reader may
-    stand in for :func:`read_meta`)."""
+    stand in for :func:`read_meta`).
+
+    A compacted file ``part-<first>-<last>.parquet`` stands for parts ``first`` to
+    ``last``: the files it replaces, while they are still there (compaction removes them
+    after a grace period, see :mod:`.compact`), are left out."""
     numbered = []
     for p in worker_dir.iterdir():
-        m = _PART.match(p.name)
-        if m:
-            numbered.append((int(m.group(1)), p))
+        span = part_range(p.name)
+        if span is not None and span[1] >= span[0]:
+            numbered.append((span[0], -span[1], p))
     numbered.sort()
     stream = None
     expected_worker = int(worker_dir.name.split("=", 1)[1]) if worker_dir.name.startswith("worker=") else None
-    for i, (n, p) in enumerate(numbered):
+    out = []
+    expected = 0
+    for n, minus_last, p in numbered:
+        last = -minus_last
+        if n < expected:
+            if last >= expected:
+                raise EventLogError(f"{p}: holds parts {n} to {last}, overlapping another compacted file of "
+                                    f"{worker_dir} (up to part {expected - 1})")
+            continue                       # replaced by a compacted file
         info = meta(p)
         if expected_worker is not None and info.get("worker") != expected_worker:
             raise EventLogError(f"{p}: written by worker {info.get('worker')}, not by worker {expected_worker}")
@@ -337,10 +361,12 @@ def part_files(worker_dir: Path, meta: Callable[[Path], dict] = read_meta) -> li
         elif info.get("stream") != stream:
             raise EventLogError(f"{p}: a part file of another event log (stream {info.get('stream')}, "
                                 f"not {stream})")
-        if n != i or info.get("part", n) != n:
-            raise EventLogError(f"{p}: part {n} where part {i} was expected: the stream of {worker_dir} is "
+        if n != expected or info.get("part", n) != n or info.get("through", last) != last:
+            raise EventLogError(f"{p}: part {n} where part {expected} was expected: the stream of {worker_dir} is "
                                 "missing a file")
-    return [p for _, p in numbered]
+        out.append(p)
+        expected = last + 1
+    return out
 
 
 def worker_files(path: Any, meta: Callable[[Path], dict] = read_meta) -> tuple[dict[int, list[Path]], int, list]:
@@ -465,18 +491,37 @@ class ParquetEventReader:
     def next(self) -> Any:
         """The next event, None when no more has been written yet, StopIteration once the log is closed and read."""
         while not self._pending:
-            files = self._part_files()
-            if self._next_part < len(files):
-                file = files[self._next_part]
-                self._next_part += 1
+            file = self._next_file()
+            if file is not None:
                 self._load(file)
                 continue
             if (self.dir / "_CLOSED").exists():
-                if self._next_part < len(self._part_files()):
+                if self._next_file(peek=True) is not None:
                     continue
                 raise StopIteration
             return None
         return self._pending.pop(0)
+
+    def _next_file(self, peek: bool = False) -> Optional[Path]:
+        """The file holding the next part number, if it is there yet.  A reader behind a
+        compaction reads the replaced files while they are kept; once they are gone it
+        cannot go on (EventLogError naming the compacted file)."""
+        n = self._next_part
+        for p in self._part_files():
+            first, last = part_range(p.name) or (-1, -1)
+            if first == n:
+                if not peek:
+                    self._next_part = last + 1
+                return p
+            if first < n <= last:
+                old = self.dir / f"part-{n:06d}.parquet"
+                if old.is_file():
+                    if not peek:
+                        self._next_part = n + 1
+                    return old
+                raise EventLogError(f"{p}: compacted (parts {first} to {last}) after this reader had read up to part "
+                                    f"{n - 1}, and the replaced files are gone: read the log again from the start")
+        return None
 
     def __iter__(self) -> Any:
         """Every event written so far (stops at the end of what exists)."""

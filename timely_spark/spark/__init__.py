@@ -24,7 +24,8 @@ from .preflight import SparkSetupError, check_session, task_slots
 from .rendezvous import RENDEZVOUS_CONF, RendezvousError
 from .runner import SparkJobError, run
 from .session import get_session, read_conf
+from .sink import close_sink_log
 
 __all__ = ["event_log_frontier", "read_event_log", "RENDEZVOUS_CONF", "RendezvousError", "SchemaMismatch",
-           "SparkJobError", "SparkSetupError",
+           "SparkJobError", "SparkSetupError", "close_sink_log",
            "check_session", "get_session", "read_conf", "register", "run", "task_slots", "transform"]

@@ -1,4 +1,13 @@
-"""Cancelling a Spark job from the driver: on Ctrl-C, and at a deadline."""
+"""Cancelling a Spark job from the driver: on Ctrl-C, at a deadline, or by the caller's
+own job group.
+
+The block's jobs carry a job tag of their own (what Ctrl-C and the deadline cancel),
+with task threads interrupted on cancel.  A caller that set a job group
+(``sc.setJobGroup``) keeps it: cancelling that group (``sc.cancelJobGroup``, a
+notebook's stop button) cancels the timely job too -- a long-running job can be
+stopped from another thread that way.  Without one, the block runs in a job group
+named for timely_spark (as it shows in Spark's UI).
+"""
 
 from __future__ import annotations
 
@@ -7,32 +16,45 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional
 
-__all__ = ["cancelled_on_interrupt_or_deadline"]
+__all__ = ["cancelled_on_interrupt_or_deadline", "caller_job_group"]
+
+
+def caller_job_group(sc: Any) -> Optional[str]:
+    """The job group the calling thread set (None: none)."""
+    return sc.getLocalProperty("spark.jobGroup.id")
 
 
 @contextmanager
 def cancelled_on_interrupt_or_deadline(sc: Any, deadline: Optional[float]) -> Iterator[threading.Event]:
-    """Run the block's Spark jobs in a job group of their own, cancelled when the block
+    """Run the block's Spark jobs under a job tag of their own, cancelled when the block
     is interrupted (KeyboardInterrupt, which is re-raised) or ``deadline`` seconds pass.
     Yields an Event that is set if the deadline cancelled the jobs."""
-    group = f"timely_spark-{uuid.uuid4().hex}"
+    tag = f"timely_spark-{uuid.uuid4().hex}"
     expired = threading.Event()
+    own_group = caller_job_group(sc) is None
+    interrupt = sc.getLocalProperty("spark.job.interruptOnCancel")
 
     def cancel() -> None:
         expired.set()
-        sc.cancelJobGroup(group)
+        sc.cancelJobsWithTag(tag)
 
     timer = threading.Timer(deadline, cancel) if deadline is not None else None
-    sc.setJobGroup(group, "timely_spark barrier job", interruptOnCancel=True)
+    if own_group:
+        sc.setJobGroup(tag, "timely_spark barrier job", interruptOnCancel=True)
+    sc.addJobTag(tag)
+    sc.setInterruptOnCancel(True)
     if timer is not None:
         timer.daemon = True
         timer.start()
     try:
         yield expired
     except KeyboardInterrupt:
-        sc.cancelJobGroup(group)
+        sc.cancelJobsWithTag(tag)
         raise
     finally:
         if timer is not None:
             timer.cancel()
-        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.removeJobTag(tag)
+        sc.setLocalProperty("spark.job.interruptOnCancel", interrupt)
+        if own_group:
+            sc.setLocalProperty("spark.jobGroup.id", None)

@@ -138,6 +138,13 @@ class TimelyDataSource(DataSource):
         """A stream reader: each micro-batch, the rows of the times completed since the last."""
         return TimelyStreamReader(_path(self.options), schema)
 
+    def streamWriter(self, schema: Any, overwrite: bool) -> Any:
+        """The Structured Streaming sink: each micro-batch becomes the epoch of its
+        batch id (see :mod:`.sink`)."""
+        from .sink import TimelyStreamWriter, compact_option
+
+        return TimelyStreamWriter(_path(self.options), schema, compact_option(self.options))
+
 
 class TimelyBatchReader(DataSourceReader):
     """Reads one snapshot of the log: the rows at its complete times (or all rows)."""

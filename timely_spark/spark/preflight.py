@@ -7,13 +7,16 @@ dynamic allocation); these checks say what is wrong at once instead.
 
 from __future__ import annotations
 
+import threading
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from ..errors import SparkSetupError
 from ..runtime import check_count
 
-__all__ = ["SparkSetupError", "check_session", "task_slots"]
+__all__ = ["SparkSetupError", "check_session", "task_slots", "check_free_slots", "holding_slots", "held_slots",
+           "free_slots"]
 
 
 def _spark_context(spark: Any) -> Any:
@@ -75,3 +78,62 @@ def check_session(spark: Any, workers: int, wait: float = 60.0) -> Any:
             f"{workers} timely workers need {workers} task slots running at once, but the cluster "
             f"({master}) has {slots}: use workers <= {slots}, or more executors / cores")
     return sc
+
+
+# ---- slots held by running barrier jobs --------------------------------------------------
+# A barrier job holds its task slots for its whole life: a long-running timely job (one
+# following a live log) holds them for hours.  Spark would make a second barrier job
+# wait for slots that never come free, and starve a streaming query of the same
+# application; so the driver counts the slots its running jobs hold, and a job that
+# cannot get its slots fails at once.
+
+_held_lock = threading.Lock()
+_held: dict[int, int] = {}          # id(SparkContext) -> slots held by running ts.spark.run jobs
+
+
+def held_slots(sc: Any) -> int:
+    """Task slots of ``sc`` held now by this driver's running ``ts.spark.run`` jobs."""
+    with _held_lock:
+        return _held.get(id(sc), 0)
+
+
+@contextmanager
+def holding_slots(sc: Any, workers: int) -> Iterator[None]:
+    """Count ``workers`` slots of ``sc`` as held while the block runs (a barrier job)."""
+    with _held_lock:
+        _held[id(sc)] = _held.get(id(sc), 0) + workers
+    try:
+        yield
+    finally:
+        with _held_lock:
+            _held[id(sc)] -= workers
+
+
+def _streaming_queries(spark: Any) -> int:
+    try:
+        return len(spark.streams.active) if hasattr(spark, "streams") else 0
+    except Exception:       # a session without streaming state
+        return 0
+
+
+def free_slots(spark: Any, sc: Any) -> int:
+    """Task slots a new barrier job may take now: all of them, less those this driver's
+    running timely jobs hold and one left for the active streaming queries of ``spark``
+    (if any: their short micro-batch tasks take turns on it)."""
+    return task_slots(sc) - held_slots(sc) - min(1, _streaming_queries(spark))
+
+
+def check_free_slots(spark: Any, sc: Any, workers: int) -> None:
+    """SparkSetupError, at once, unless ``workers`` barrier tasks can get slots now and
+    leave one for the active streaming queries of session ``spark``: slots held by this
+    driver's running timely jobs are not free (Spark would wait for them forever), and
+    streaming queries with no slot left would stall while the timely job runs."""
+    slots, held, queries = task_slots(sc), held_slots(sc), _streaming_queries(spark)
+    if workers + held + min(1, queries) > slots:
+        parts = [f"{held} held by running timely jobs"] if held else []
+        parts += [f"one for the session's {queries} active streaming queries"] if queries else []
+        raise SparkSetupError(
+            f"{workers} timely workers need {workers} free task slots, but of the {slots} task slots "
+            f"({sc.getConf().get('spark.master', '?')}) {' and '.join(parts)} must stay free: a barrier job holds "
+            "its slots for its whole life. Use fewer workers, or more slots (more executors or cores; on one "
+            "machine local[N] with N above the number of cores), or run the timely job in its own application")

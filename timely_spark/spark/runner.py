@@ -10,10 +10,10 @@ import cloudpickle
 from ..errors import RunTimeout, SparkJobError, TimelyError, most_telling, picklable
 from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, check_count, check_timeout, new_secret
 from .barrier import run_in_barrier_task
-from .cancel import cancelled_on_interrupt_or_deadline
+from .cancel import caller_job_group, cancelled_on_interrupt_or_deadline
 from .job_errors import chained, spark_summary, timely_cause
 from .job_errors import install as install_error_translation
-from .preflight import check_session, task_slots
+from .preflight import check_free_slots, check_session, free_slots, holding_slots
 from .rendezvous import Ticket, session_rendezvous
 
 __all__ = ["run", "SparkJobError"]
@@ -42,7 +42,7 @@ def _partition_fn(fn_bytes: bytes, secret: bytes, peer_timeout: float, timeout: 
 def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max_attempts: int = 1,
         timeout: Optional[float] = None, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
         stats: Optional[dict] = None) -> list:
-    """Run ``fn(worker)`` in ``workers`` Spark barrier tasks (default: all task slots)
+    """Run ``fn(worker)`` in ``workers`` Spark barrier tasks (default: all free task slots, see below)
     and return the results in worker order.
 
     Each task binds a listener on its host, learns the others' addresses through the
@@ -59,7 +59,10 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     :class:`~timely_spark.errors.RunTimeout` naming what was incomplete (the barrier
     job is cancelled if the tasks do not end by themselves).  ``peer_timeout`` is how
     long a task may stay silent before the others fail.  Ctrl-C (KeyboardInterrupt)
-    cancels the barrier job.  ``SparkJobError`` is raised only when Spark itself
+    cancels the barrier job, and so does cancelling the caller's job group (set with
+    ``sc.setJobGroup`` before the call; ``SparkJobError`` saying so): a long-running job
+    (one following a live log, :func:`timely_spark.capture.follow`) is stopped that way
+    from another thread.  ``SparkJobError`` is raised only when Spark itself
     failed the job (an executor died...), its message leading with the cause;
     ``SparkSetupError`` if the executors cannot import timely_spark.
 
@@ -70,8 +73,9 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     peer_timeout = check_timeout("peer_timeout", peer_timeout, allow_none=False)  # type: ignore[assignment]
     sc = check_session(spark, 1 if workers is None else workers)
     if workers is None:
-        workers = task_slots(sc)
+        workers = max(1, free_slots(spark, sc))
         check_session(spark, workers)
+    check_free_slots(spark, sc, workers)
     fn_bytes = cloudpickle.dumps(fn, protocol=5)
     install_error_translation()
     service = session_rendezvous(sc, getattr(spark, "conf", None))
@@ -82,7 +86,7 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
         sc.setJobDescription(f"timely_spark.run: {workers} workers (attempt {attempt} of {max_attempts})")
         backstop = None if timeout is None else timeout + 2 * STOP_GRACE + 10
         try:
-            with cancelled_on_interrupt_or_deadline(sc, backstop) as expired:
+            with holding_slots(sc, workers), cancelled_on_interrupt_or_deadline(sc, backstop) as expired:
                 rows = (sc.parallelize(range(workers), workers).barrier()
                         .mapPartitions(_partition_fn(fn_bytes, secret, peer_timeout, timeout, ticket)).collect())
         except Exception as exc:  # the stage failed; Spark will not retry it
@@ -93,6 +97,10 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
                 failure.__cause__ = exc
             elif isinstance(exc, TimelyError):   # translated already (see job_errors)
                 failure = exc
+            elif "cancelled" in str(exc) and caller_job_group(sc) is not None:
+                failure = chained(SparkJobError(f"the timely job was cancelled with its Spark job group "
+                                                f"{caller_job_group(sc)!r}; its workers were stopped"), exc)
+                break       # the caller stopped it: no retry
             else:
                 failure = chained(timely_cause(exc) or SparkJobError(
                     f"the barrier job failed (attempt {attempt} of {max_attempts}): {spark_summary(exc)}"), exc)

@@ -1,0 +1,97 @@
+"""ts.capture.compact: complete times rewritten into larger files while a writer appends
+and a streaming reader (follow) reads -- each epoch exactly once; retention drops only
+complete times and never passes the log's frontier; a reader behind a compaction
+finishes on the replaced files during the grace period, then is told.
+
+Real threads and files; every wait is bounded; no test asserts a timing."""
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import timely_spark as ts
+from timely_spark.capture import LogIndex, Messages, ParquetEventReader, ParquetEventWriter, Progress, compact, follow
+from timely_spark.errors import EventLogError
+
+EPOCHS = 30
+
+
+def write(path, epochs, delay=0.0):
+    w = ParquetEventWriter(path, flush_seconds=0.0)
+    for t in range(epochs):
+        w.push(Messages(t, [{"n": t * 10 + i} for i in range(3)]))
+        w.push(Progress([(t, -1), (t + 1, 1)]))
+        time.sleep(delay)
+    return w
+
+
+def test_compaction_while_the_writer_and_a_follower_run_shows_each_epoch_once(tmp_path):
+    path = str(tmp_path / "log")
+    done = threading.Event()
+    compactions = []
+
+    def writer():
+        w = write(path, EPOCHS, delay=0.01)
+        w.push(Progress([(EPOCHS, -1)]))
+        w.close()
+        done.set()
+
+    def compactor():
+        while not done.is_set():
+            if (Path(path) / "worker=0").is_dir():
+                compactions.append(compact(path, min_files=2, grace=0.0))     # replaced files go at once
+            time.sleep(0.005)
+
+    threads = [threading.Thread(target=writer, daemon=True), threading.Thread(target=compactor, daemon=True)]
+    for thread in threads:
+        thread.start()
+
+    def work(worker):
+        seen = []
+        worker.dataflow(lambda s: follow(path, s, poll=0.005).inspect_time(lambda t, r: seen.append((t, r["n"]))))
+        return seen
+
+    results = ts.execute(work, threads=2, timeout=60)
+    for thread in threads:
+        thread.join(30)
+    seen = sorted(x for r in results for x in r)
+    assert seen == [(t, t * 10 + i) for t in range(EPOCHS) for i in range(3)]
+    assert sum(c["compacted"] for c in compactions) > 0
+    compact(path, min_files=2, grace=0.0)
+    files = [p.name for p in (Path(path) / "worker=0").glob("part-*")]
+    assert len(files) <= 2, files                      # the whole closed log in one file (and maybe its tail)
+    snap = LogIndex(path).snapshot()
+    assert not snap.frontier and sum(s.rows for s in snap.complete()) == 3 * EPOCHS
+
+
+def test_retention_drops_only_complete_times_and_never_passes_the_frontier(tmp_path):
+    path = str(tmp_path / "log")
+    w = write(path, 5)                 # frontier 5; time 5 gets data but is not complete
+    w.push(Messages(5, [{"n": 99}]))
+    w.flush()
+    with pytest.raises(EventLogError, match="past the log's frontier"):
+        compact(path, retain_before=6, grace=0.0)
+    counts = compact(path, retain_before=3, min_files=2, grace=0.0)
+    assert counts["dropped"] == 9
+    snap = LogIndex(path).snapshot()
+    assert snap.frontier.elements() == [5]
+    rows = ts.capture.extract(iter(ParquetEventReader(path)))
+    assert [(t, sorted(r["n"] for r in records)) for t, records in rows] == [(3, [30, 31, 32]), (4, [40, 41, 42]),
+                                                                           (5, [99])]
+
+
+def test_a_reader_behind_a_compaction_finishes_during_the_grace_period_then_is_told(tmp_path):
+    path = str(tmp_path / "log")
+    write(path, 6)
+    reader, late = ParquetEventReader(path), ParquetEventReader(path)
+    first = [reader.next() for _ in range(2)]           # part 0 read
+    assert first[0].time == 0 and late.next().time == 0
+    compact(path, min_files=2, grace=3600.0)             # replaced files kept
+    rest = list(reader)
+    assert ts.capture.extract(first + rest) == ts.capture.extract(iter(ParquetEventReader(path)))
+
+    compact(path, min_files=2, grace=0.0)                # replaced files removed
+    with pytest.raises(EventLogError, match=r"part-000000-000005\.parquet: compacted"):
+        list(late)

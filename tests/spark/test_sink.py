@@ -1,0 +1,173 @@
+"""df.writeStream.format("timely"): micro-batches land as epochs (epoch = batch id), exactly
+once across a failure injected in the commit and a restart from the checkpoint; an
+aborted batch leaves nothing visible; bad input fails naming the column or the path.
+
+A real file source feeds each query one file per micro-batch; every wait is bounded;
+no test asserts a timing."""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import timely_spark as ts
+from timely_spark.capture import Messages, ParquetEventWriter, Progress
+from timely_spark.errors import EventLogError
+
+SCHEMA = "id long, email string"
+
+
+def add_file(src, n, ids):
+    """One input file (a micro-batch's worth), its modification time after the last."""
+    path = Path(src) / f"in-{n:03d}.json"
+    tmp = Path(src) / f".in-{n:03d}.tmp"
+    tmp.write_text("".join(json.dumps({"id": i, "email": f"e{i}"}) + "\n" for i in ids))
+    os.utime(tmp, (1_000_000 + n, 1_000_000 + n))
+    os.replace(tmp, path)
+
+
+def run_query(spark, src, log, ckpt, partitions):
+    """Run the sink over every file in ``src`` (one per micro-batch), then stop;
+    returns the query's exception, or None."""
+    df = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(src))
+          .repartition(partitions))
+    query = df.writeStream.format("timely").option("checkpointLocation", str(ckpt)).start(str(log))
+    try:
+        query.processAllAvailable()
+    except Exception as exc:
+        return exc
+    finally:
+        query.stop()
+    return None
+
+
+def epochs(spark, log):
+    rows = ts.spark.read_event_log(spark, log).select("time", "id").collect()
+    out = {}
+    for r in rows:
+        out.setdefault(r["time"], []).append(r["id"])
+    return {t: sorted(ids) for t, ids in out.items()}
+
+
+def test_batches_land_as_epochs_once_across_a_failed_commit_and_a_restart(spark, tmp_path):
+    src, log, ckpt = tmp_path / "src", tmp_path / "log", tmp_path / "ckpt"
+    src.mkdir()
+    ts.spark.register(spark)
+    add_file(src, 0, range(0, 7))
+    add_file(src, 1, range(7, 12))
+    assert run_query(spark, src, log, ckpt, partitions=3) is None
+    assert epochs(spark, log) == {0: list(range(7)), 1: list(range(7, 12))}
+    assert ts.spark.event_log_frontier(spark, log).elements() == [2]
+
+    # batch 2's commit fails after its data files are in place (its progress file
+    # cannot be written: a directory stands where it goes) -- a real failure
+    add_file(src, 2, range(12, 20))
+    blocker = log / "worker=0" / "part-000011.parquet"      # 2 epochs of 3 tasks + 1 progress file each
+    blocker.mkdir()
+    failure = run_query(spark, src, log, ckpt, partitions=3)
+    assert failure is not None and "part-000011.parquet" in str(failure)
+    blocker.rmdir()
+    assert epochs(spark, log) == {0: list(range(7)), 1: list(range(7, 12))}   # nothing of batch 2 visible
+
+    # restart from the checkpoint (with fewer partitions): batch 2 is run again and
+    # replaces what the failed commit left (files past its one data file and progress)
+    assert run_query(spark, src, log, ckpt, partitions=1) is None
+    assert epochs(spark, log) == {0: list(range(7)), 1: list(range(7, 12)), 2: list(range(12, 20))}
+    assert ts.spark.event_log_frontier(spark, log).elements() == [3]
+    assert not any((log / "_sink" / "staging").glob("*/*/*.parquet"))
+
+    ts.spark.close_sink_log(log)
+    assert ts.spark.event_log_frontier(spark, log).elements() == []
+    add_file(src, 4, [99])
+    failure = run_query(spark, src, log, ckpt, partitions=1)
+    assert failure is not None and "closed" in str(failure)
+
+
+def test_an_aborted_batch_leaves_nothing_visible(spark, tmp_path):
+    from pyspark.sql import functions as F
+
+    src, log, ckpt = tmp_path / "src", tmp_path / "log", tmp_path / "ckpt"
+    src.mkdir()
+    ts.spark.register(spark)
+    add_file(src, 0, range(5))
+    add_file(src, 1, [5, 6, -1])            # -1 fails its task: the batch is aborted
+
+    @F.udf("long")
+    def checked(i):
+        if i < 0:
+            raise ValueError("bad id")
+        return i
+
+    df = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(src))
+          .repartition(2).withColumn("id", checked("id")))
+    query = df.writeStream.format("timely").option("checkpointLocation", str(ckpt)).start(str(log))
+    with pytest.raises(Exception, match="bad id"):
+        query.processAllAvailable()
+    query.stop()
+    assert epochs(spark, log) == {0: [0, 1, 2, 3, 4]}
+    assert ts.spark.read_event_log(spark, log, complete_only=False).count() == 5
+    assert not any((log / "_sink" / "staging").glob("*/*/*.parquet"))
+
+
+@pytest.mark.parametrize("select, column", [(["id", "email AS time"], "'time'"),
+                                            (["id", "make_interval(0, 0, 0, 0, 0, 0, id) AS gap"], "'gap'")])
+def test_a_column_the_log_cannot_hold_fails_naming_it(spark, tmp_path, select, column):
+    src = tmp_path / "src"
+    src.mkdir()
+    ts.spark.register(spark)
+    add_file(src, 0, [1])
+    df = spark.readStream.schema(SCHEMA).json(str(src)).selectExpr(*select)
+    query = df.writeStream.format("timely").option("checkpointLocation", str(tmp_path / "ckpt")) \
+        .start(str(tmp_path / "log"))
+    with pytest.raises(Exception, match=column):
+        query.processAllAvailable()
+    query.stop()
+
+
+def test_a_path_holding_another_log_fails_naming_it(spark, tmp_path):
+    src, log = tmp_path / "src", tmp_path / "captured"
+    src.mkdir()
+    ts.spark.register(spark)
+    add_file(src, 0, [1])
+    writer = ParquetEventWriter(log, flush_seconds=0.0)
+    writer.push(Messages(0, [{"x": 1}]))
+    writer.push(Progress([(0, -1)]))
+    writer.close()
+    df = spark.readStream.schema(SCHEMA).json(str(src))
+    query = df.writeStream.format("timely").option("checkpointLocation", str(tmp_path / "ckpt")).start(str(log))
+    with pytest.raises(Exception, match="captured.*timely job captured"):
+        query.processAllAvailable()
+    query.stop()
+    with pytest.raises(EventLogError, match="not an event log written by a Structured Streaming sink"):
+        ts.spark.close_sink_log(log)
+    shutil.rmtree(log)
+
+
+def test_compaction_in_the_sink_while_a_readstream_reads_each_epoch_once(spark, tmp_path):
+    src, log = tmp_path / "src", tmp_path / "log"
+    src.mkdir()
+    ts.spark.register(spark)
+    for n in range(4):
+        add_file(src, n, range(n * 10, n * 10 + 3))
+    got = []
+
+    def collect(frame, batch_id):
+        got.extend((r["time"], r["id"]) for r in frame.collect())
+
+    reader = (spark.readStream.format("timely").schema("time long, worker long, id long, email string")
+              .load(str(log)).writeStream.option("checkpointLocation", str(tmp_path / "ckpt-read"))
+              .foreachBatch(collect).start())
+    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(src)).repartition(2)
+    sink = (df.writeStream.format("timely").option("compact_every", "4")
+            .option("checkpointLocation", str(tmp_path / "ckpt")).start(str(log)))
+    try:
+        sink.processAllAvailable()
+        reader.processAllAvailable()
+    finally:
+        sink.stop()
+        reader.stop()
+    assert sorted(got) == [(n, n * 10 + i) for n in range(4) for i in range(3)]
+    assert any("-" in p.name[len("part-"):] for p in (log / "worker=0").glob("part-*.parquet"))   # compacted
+    assert epochs(spark, log) == {n: [n * 10 + i for i in range(3)] for n in range(4)}

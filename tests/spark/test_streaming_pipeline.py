@@ -1,0 +1,31 @@
+"""End to end on local[2]: records -> Structured Streaming -> timely sink -> a timely job
+following the log (ts.graph.components) -> a captured log of changes -> readStream,
+for at least 10 epochs; the consolidated changes equal the batch algorithm on all input.
+
+The job is jobs/streaming_components.py, run here in-process on the test session."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_job():
+    spec = importlib.util.spec_from_file_location("streaming_components", ROOT / "jobs" / "streaming_components.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_three_stage_pipeline_for_ten_epochs_equals_the_batch_algorithm(spark, tmp_path):
+    job = load_job()
+    result = job.run_pipeline(spark, tmp_path, seconds=0, rate=40, interval=0.25, pool=60, printer=None,
+                              min_epochs=10, timeout=240)
+    assert result["epochs"] >= 10
+    assert result["edges"] == 2 * result["records"]
+    assert result["ok"], result
+    assert 0 < sum(result["changes"].values()) and max(result["changes"]) == result["epochs"] - 1

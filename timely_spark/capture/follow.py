@@ -1,0 +1,236 @@
+"""follow: a live Parquet event log as a stream -- its records at their times, as they
+become complete, for any number of workers, until the log is closed.
+
+Each worker of the dataflow polls the log (a :class:`~.log_index.LogIndex`: a listing
+of its directories, new files read once) every ``poll`` seconds
+(:data:`~timely_spark.runtime.FOLLOW_POLL_INTERVAL` by default; between polls the
+worker sleeps on its channels, it never spins).  When the log's frontier moves from
+``F`` to ``G``, every time complete at ``G`` and not at ``F`` is sent, then the stream's
+frontier moves to ``G``: the stream's frontier is the log's, and never passes a time
+the log has not completed (its rows are all in the files ``G`` was computed from).
+
+**Shares.**  A time's rows, in the log's order (by writer, then file, then row), are
+cut into ``peers`` contiguous shares; worker ``i`` sends share ``i``.  So any number of
+writers feed any number of workers, each row goes to exactly one of them, and the
+shares stay the same when the log is compacted (compaction keeps each time's rows in
+order).  Exchange the stream by key for keyed work.
+
+**Records.**  A log of Arrow records (a Structured Streaming sink's, or a capture of a
+columnar stream) gives one ``pyarrow.RecordBatch`` per time and worker (the record
+columns only); other layouts give their Python records (dicts, tuples, values).
+
+**The end.**  A log is *closed* when its frontier is empty: every capturing writer's
+stream ended (its last progress released its last time; ``ParquetEventWriter.close``,
+:func:`timely_spark.spark.close_sink_log`).  The stream then ends too.
+
+**Starting later.**  ``since`` (a frontier: an Antichain, a list of times or one time)
+starts the stream there: only times not complete at ``since`` are sent.
+
+Files appear whole (writers rename them into place; a hidden temporary file is never
+read); a damaged or foreign part file fails the run with ``EventLogError`` naming it.
+
+>>> import tempfile, timely_spark as ts
+>>> from timely_spark.capture import Messages, ParquetEventWriter, Progress
+>>> path = tempfile.mkdtemp()
+>>> w = ParquetEventWriter(path, flush_seconds=0.0)
+>>> w.push(Messages(0, [{"n": 1}])); w.push(Messages(1, [{"n": 2}])); w.push(Progress([(0, -1)]))
+>>> w.close()
+>>> _ = ts.example(lambda s: follow(path, s).inspect_time(lambda t, r: print(t, r)))
+0 {'n': 1}
+1 {'n': 2}
+"""
+
+from __future__ import annotations
+
+import os
+import time as _time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..errors import EventLogError, ParameterError
+from ..progress import Antichain, timestamp
+from ..runtime import FOLLOW_POLL_INTERVAL
+from .event import Messages, Progress
+from .log_index import LogIndex, LogSnapshot, local_path
+from .parquet import RESERVED
+from .part_file import DATA, open_part, read_columns
+
+if TYPE_CHECKING:
+    from ..dataflow.stream import Stream
+
+__all__ = ["follow", "LogFollower"]
+
+
+def follow(path: Any, scope: Any, since: Any = None, poll: float = FOLLOW_POLL_INTERVAL, time: Any = 0,
+           name: str = "Follow") -> "Stream":
+    """A stream in ``scope`` of the records of the event log at ``path`` at their times,
+    this worker's share of each time (see the module's docstring), sent once the log
+    proves the time complete; it ends when the log is closed.  ``since``: start at this
+    frontier.  ``poll``: seconds between looks at the log.  ``time``: an example of the
+    log's time type (int by default), so a log not started yet can be followed.
+
+    >>> import tempfile, timely_spark as ts
+    >>> from timely_spark.capture import ParquetEventWriter
+    >>> path = tempfile.mkdtemp()
+    >>> w = ParquetEventWriter(path)
+    >>> ts.example(lambda s: s.to_stream([5, 6]).capture_into(w)); w.close()
+    >>> def work(worker):
+    ...     got = []
+    ...     worker.dataflow(lambda s: follow(path, s).inspect(got.append))
+    ...     return got
+    >>> ts.execute(work, threads=2)          # 2 workers: one record each
+    [[5], [6]]
+    """
+    from ..dataflow.operators.replay import replay_into
+
+    if isinstance(poll, bool) or not isinstance(poll, (int, float)) or not 0 < poll < float("inf"):
+        raise ParameterError(f"follow: poll must be a positive number of seconds, got {poll!r}")
+    source = LogFollower(path, scope.index, scope.peers, since=since, poll=poll, time=time)
+    return replay_into([source], scope, name=name)
+
+
+def _frontier(since: Any) -> Optional[Antichain]:
+    if since is None or isinstance(since, Antichain):
+        return since
+    if isinstance(since, (list, tuple, set)) and not hasattr(since, "_fields"):
+        return Antichain(since)
+    return Antichain([since])
+
+
+class LogFollower:
+    """The event source behind :func:`follow` for worker ``index`` of ``peers``: ``next()``
+    gives the next event, None until a poll finds more, StopIteration once the log is
+    closed and everything was sent."""
+
+    def __init__(self, path: Any, index: int, peers: int, since: Any = None, poll: float = FOLLOW_POLL_INTERVAL,
+                 time: Any = 0) -> None:
+        self.path = local_path(path)
+        self.index, self.peers, self.poll = index, peers, poll
+        self.desc = timestamp.describe(time)
+        self._index = LogIndex(self.path, self.desc)
+        start = Antichain([timestamp.minimum_described(self.desc)])
+        self.frontier = _frontier(since) or start
+        self._pending: list[Any] = []
+        if self.frontier != start:
+            self._pending.append(Progress([(t, -1) for t in start] + [(t, 1) for t in self.frontier]))
+        self._last = float("-inf")
+        self._ended = False
+
+    def next(self) -> Any:
+        """The next event (see the class docstring)."""
+        if self._pending:
+            return self._pending.pop(0)
+        if self._ended:
+            raise StopIteration
+        now = _time.monotonic()
+        if now - self._last < self.poll:
+            return None
+        self._last = now
+        closed = self._all_closed()          # looked at before the files: a closed writer wrote them all
+        snap = self._index.snapshot()
+        if snap.frontier == self.frontier:
+            if closed and snap.frontier and len(closed) == snap.peers:
+                raise EventLogError(f"{self.path}: every writer closed the log, but times from "
+                                    f"{snap.frontier.elements()} on were never completed: the log ends incomplete")
+            return None
+        try:
+            self._advance(snap)
+        except _Vanished:              # compaction replaced a file under this look: look again
+            self._last = float("-inf")
+            return None
+        return self._pending.pop(0) if self._pending else None
+
+    def _all_closed(self) -> list:
+        """The worker directories, if every one of them is closed (``_CLOSED``); else []."""
+        root = Path(self.path)
+        dirs = [p for p in root.iterdir() if p.name.startswith("worker=")] if root.is_dir() else []
+        return dirs if dirs and all((d / "_CLOSED").exists() for d in dirs) else []
+
+    def _advance(self, snap: LogSnapshot) -> None:
+        old, new = self.frontier, snap.frontier
+        if any(not old.less_equal(t) for t in new):
+            raise EventLogError(f"{self.path}: the log's frontier went back from {old.elements()} to "
+                                f"{new.elements()}: it was rewritten under its followers")
+        for t, batch in self._shares(snap, old, new):
+            self._pending.append(Messages(t, batch))
+        self._pending.append(Progress([(t, -1) for t in old] + [(t, 1) for t in new]))
+        self.frontier = new
+        if not new:
+            self._ended = True
+
+    def _shares(self, snap: LogSnapshot, old: Antichain, new: Antichain) -> list:
+        """``(time, records)`` of this worker's share of every time complete at ``new``
+        and not at ``old``."""
+        by_time: dict[Any, list] = {}      # time -> [(part, plain, rows)] in log order
+        for part in snap.parts:
+            for t, plain, rows in zip(part.times, part.plain, part.counts):
+                if old.less_equal(t) and not new.less_equal(t):
+                    by_time.setdefault(t, []).append((part.path, plain, rows))
+        tables: dict[str, Any] = {}
+        out = []
+        for t, pieces in by_time.items():
+            total = sum(rows for _, _, rows in pieces)
+            lo, hi = total * self.index // self.peers, total * (self.index + 1) // self.peers
+            if lo == hi:
+                continue
+            slices, at = [], 0
+            for path, plain, rows in pieces:
+                start, end = max(lo, at), min(hi, at + rows)
+                if start < end:
+                    slices.append(self._rows(tables, path, plain).slice(start - at, end - start))
+                at += rows
+            out.append((t, self._records(slices)))
+        return out
+
+    def _rows(self, tables: dict, path: str, plain: Any) -> Any:
+        """The data rows of part file ``path`` at the plain time ``plain`` (record columns)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from .arrow_times import mask_at
+
+        if path not in tables:
+            try:
+                with open_part(path) as part:
+                    self._layout = _layout(path, part)
+                    table = read_columns(path, part)
+            except EventLogError as exc:
+                if not os.path.lexists(path):
+                    raise _Vanished(str(exc)) from exc
+                raise
+            tables[path] = table.filter(pc.equal(table["kind"], DATA))
+        table = tables[path]
+        mask = mask_at(table["time"], pa.array([plain], table.schema.field("time").type))
+        names = [n for n in table.column_names if n not in RESERVED]
+        return table.filter(mask).select(names)
+
+    def _records(self, slices: list) -> list:
+        import pickle
+
+        import pyarrow as pa
+
+        table = pa.concat_tables(slices) if len(slices) > 1 else slices[0]
+        layout = self._layout
+        if layout == "arrow":
+            return table.combine_chunks().to_batches()[:1] if table.num_rows else []
+        if layout == "pickle":
+            return [pickle.loads(b) for b in table["payload"].to_pylist()]
+        if layout == "dict":
+            return table.to_pylist()
+        columns = [table[n].to_pylist() for n in table.column_names]
+        if layout == "tuple":
+            return list(zip(*columns))
+        return columns[0]
+
+
+class _Vanished(EventLogError):
+    """A file of the snapshot went away before it was read (a compaction replaced it)."""
+
+
+def _layout(path: str, part: Any) -> str:
+    import json
+
+    try:
+        return str(json.loads(part.schema_arrow.metadata[b"timely"])["records"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EventLogError(f"{path}: not part of a timely_spark event log ({exc})") from exc
