@@ -12,7 +12,7 @@ __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "Operat
            "operator_of", "most_telling", "picklable",
            "describe_error", "rebuild_error", "type_name", "EventLogError",
            "EventStreamError", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError",
-           "GraphInputError", "ChangelogError"]
+           "GraphInputError", "ChangelogError", "FrameLimitReached"]
 
 
 class TimelyError(Exception):
@@ -187,6 +187,12 @@ class ChangelogError(TimelyError, ValueError):
     """A changelog that breaks its convention: a ``diff`` column that is not an
     integer or holds nulls, or a withdrawal (diff -1) of a row the collection does not
     hold.  The message names the operator and, where known, the time and the row."""
+
+
+class FrameLimitReached(WorkerFailure):
+    """A connection sealed as many frames in one direction as one key may
+    (:data:`~timely_spark.runtime.MAX_FRAMES_PER_KEY`): it closes rather than reuse a
+    nonce.  The message names the peer."""
 
 
 class WorkerAborted(TimelyError):
