@@ -157,20 +157,6 @@ def frame_keys(secret: bytes, challenge: bytes, nonce: bytes, magic: bytes = MAG
     return a, b
 
 
-def _send_parts(sock: socket.socket, parts: list) -> None:
-    views = [memoryview(p).cast("B") for p in parts]
-    views = [v for v in views if v.nbytes]
-    while views:
-        sent = sock.sendmsg(views)
-        while sent:
-            if sent >= views[0].nbytes:
-                sent -= views[0].nbytes
-                views.pop(0)
-            else:
-                views[0] = views[0][sent:]
-                sent = 0
-
-
 class _Connection:
     """One authenticated connection: sealing and writing frames (any thread, under
     ``lock``), and reading, opening and delivering them (whoever holds ``read_lock``:
@@ -202,9 +188,6 @@ class _Connection:
         self.last_heard = time.monotonic()
         sock.settimeout(None)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        # a send blocked this long (the peer reads nothing) fails, as a silent peer does
-        seconds = max(1.0, float(mesh.peer_timeout))
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", int(seconds), 0))
 
     def describe(self) -> str:
         host, port = self.mesh.addresses[self.peer]
@@ -244,10 +227,50 @@ class _Connection:
                 raise failure from exc
 
     def _write(self) -> None:
+        """Write the gathered frames (under ``lock``).  While the socket cannot take more,
+        read what the peer sends meanwhile (so two processes sending each other large
+        messages never wait on each other); a peer that takes nothing for ``peer_timeout``
+        seconds fails the send."""
         out = self._out
-        if out:
-            self._out, self._out_bytes = [], 0
-            _send_parts(self.sock, out)
+        if not out:
+            return
+        self._out, self._out_bytes = [], 0
+        views = [memoryview(p).cast("B") for p in out]
+        views = [v for v in views if v.nbytes]
+        sock = self.sock
+        waiter = None
+        while views:
+            try:
+                sent = sock.sendmsg(views, (), socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                if waiter is None:
+                    waiter = select.poll()
+                    waiter.register(sock.fileno(), select.POLLOUT | select.POLLIN)
+                stuck = time.monotonic()
+                while True:
+                    ready = 0
+                    for _, ev in waiter.poll(POLL_INTERVAL * 1000.0):
+                        ready |= ev
+                    if ready & (select.POLLIN | select.POLLHUP | select.POLLERR) and not self.reader_done.is_set():
+                        if self.read_lock.acquire(blocking=False):
+                            try:
+                                self.pump()
+                            finally:
+                                self.read_lock.release()
+                    if ready & (select.POLLOUT | select.POLLERR | select.POLLHUP):
+                        break
+                    if self.mesh.fabric.failure is not None or self.reader_done.is_set():
+                        raise OSError("the connection failed while sending")
+                    if time.monotonic() - stuck > self.mesh.peer_timeout:
+                        raise OSError(f"the peer took nothing for {self.mesh.peer_timeout} s")
+                continue
+            while sent:
+                if sent >= views[0].nbytes:
+                    sent -= views[0].nbytes
+                    views.pop(0)
+                else:
+                    views[0] = views[0][sent:]
+                    sent = 0
 
     def flush(self) -> None:
         """Write the gathered frames now."""
@@ -393,34 +416,29 @@ class _Connection:
         return WorkerFailure(f"{self.describe()} failed: {exc!r}")
 
     def read_loop(self) -> None:
-        """The reader thread: reads while no worker of this process waits to read itself,
-        and fails the run when the peer stays silent for ``peer_timeout`` seconds."""
+        """The watchdog thread: every so often (a quarter of ``peer_timeout``, at most
+        POLL_INTERVAL) it reads what waits while no worker of this process does (so a
+        peer's error, goodbye or closing is seen while the workers compute), and fails
+        the run when the peer stayed silent for ``peer_timeout`` seconds.  Workers read
+        the data themselves (waiting, stepping, or sending), so this thread never stands
+        between a message and its worker."""
         mesh = self.mesh
         check = max(min(mesh.peer_timeout / HEARTBEATS_PER_PEER_TIMEOUT, POLL_INTERVAL), 0.001)
-        poller = select.epoll()
-        try:
-            poller.register(self.sock.fileno(), select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLET)
-        except OSError:
-            self.reader_done.set()
-            poller.close()
-            return
-        try:
-            while not self.reader_done.is_set() and not mesh.stopped():
-                events = poller.poll(check)
-                if events and not mesh.parked:
-                    with self.read_lock:
-                        self.pump()
-                if (not self.reader_done.is_set() and not self.goodbye.is_set()
-                        and time.monotonic() - self.last_heard > mesh.peer_timeout):
-                    with self.read_lock:       # what came meanwhile counts
-                        self.pump()
-                    if time.monotonic() - self.last_heard > mesh.peer_timeout and not self.goodbye.is_set():
-                        mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.peer_timeout} s"))
-                        self.reader_done.set()
-        finally:
-            poller.close()
-            if mesh.stopped():
-                self.reader_done.set()
+        while not self.reader_done.is_set() and not mesh.stopped():
+            if mesh.stop_wait(check):
+                break
+            if not mesh.parked and self.read_lock.acquire(blocking=False):
+                try:
+                    self.pump()
+                finally:
+                    self.read_lock.release()
+            if (not self.reader_done.is_set() and not self.goodbye.is_set()
+                    and time.monotonic() - self.last_heard > mesh.peer_timeout):
+                with self.read_lock:       # what came meanwhile counts
+                    self.pump()
+                if time.monotonic() - self.last_heard > mesh.peer_timeout and not self.goodbye.is_set():
+                    mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.peer_timeout} s"))
+                    self.reader_done.set()
 
 
 class _BadFrame(Exception):
@@ -494,6 +512,10 @@ class Mesh:
         """Whether the mesh is shutting down."""
         return self._stop.is_set()
 
+    def stop_wait(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the shutdown; whether it began."""
+        return self._stop.wait(seconds)
+
     # ---- establishing ---------------------------------------------------------------
     def connect(self) -> None:
         """Connect to every peer (authenticated) or raise WorkerFailure by the deadline."""
@@ -547,7 +569,7 @@ class Mesh:
             challenge = bytes(hello[len(magic):])
             mine = os.urandom(NONCE)
             me = struct.pack("<I", self.process)
-            sock.sendall(magic + me + mine + handshake_mac(self.secret, b"connect", challenge, me, mine, magic))
+            sock.sendall(magic + me + mine + handshake_mac(self.secret, b"connect", challenge, me, mine))
             answer = bytes(recv_exact(sock, MAC, until))
             them = struct.pack("<I", j)
             if not hmac.compare_digest(answer, handshake_mac(self.secret, b"accept", mine, challenge, them)):
@@ -630,7 +652,7 @@ class Mesh:
         me_bytes = reply[len(magic):len(magic) + 4]
         theirs = reply[len(magic) + 4:len(magic) + 4 + NONCE]
         mac = reply[len(magic) + 4 + NONCE:]
-        if not hmac.compare_digest(mac, handshake_mac(self.secret, b"connect", challenge, me_bytes, theirs, magic)):
+        if not hmac.compare_digest(mac, handshake_mac(self.secret, b"connect", challenge, me_bytes, theirs)):
             return self._refuse(sock, addr, "failed authentication (wrong secret, or another run)")
         (peer,) = struct.unpack("<I", me_bytes)
         with self._ready:
@@ -667,6 +689,27 @@ class Mesh:
                 with conn.read_lock:
                     conn.pump()
 
+    def wait_readable(self, conns: list, done: Any, deadline: float) -> None:
+        """Read the connections ``conns`` as data arrives until ``done(conn)`` holds for
+        each (or it ended), or until ``deadline``."""
+        waiter = select.poll()
+        by_fd = {}
+        for c in conns:
+            if c.sock.fileno() >= 0:
+                by_fd[c.sock.fileno()] = c
+                waiter.register(c.sock.fileno(), select.POLLIN)
+        while True:
+            left = [c for c in by_fd.values() if not done(c) and not c.reader_done.is_set()]
+            now = time.monotonic()
+            if not left or now >= deadline:
+                return
+            for fd, _ in waiter.poll(min(deadline - now, POLL_INTERVAL) * 1000.0):
+                c = by_fd[fd]
+                with c.read_lock:
+                    c.pump()
+                if c.reader_done.is_set():
+                    waiter.unregister(fd)
+
     def connection_for(self, worker: int) -> _Connection:
         """The connection to the process that hosts global worker ``worker``."""
         return self.connections[worker // self.threads]
@@ -694,8 +737,7 @@ class Mesh:
             for conn in list(self.connections.values()):
                 conn.control(GOODBYE)
             deadline = time.monotonic() + self.peer_timeout
-            for conn in list(self.connections.values()):
-                conn.goodbye.wait(max(0.0, deadline - time.monotonic()))
+            self.wait_readable([c for c in self.connections.values()], lambda c: c.goodbye.is_set(), deadline)
         self.closing = True
         self._stop.set()
         for conn in list(self.connections.values()):
@@ -766,16 +808,15 @@ class TcpAllocator(Allocator):
         self.mesh.flush()
 
     def receive(self, timeout: Optional[float] = None) -> bool:
-        """Write what was gathered, then move arrived messages into their inboxes; with
-        a ``timeout``, first wait up to that long for one -- on the mailbox and the
-        sockets at once, reading the sockets in this thread (no hand-off)."""
+        """Write what was gathered, read what arrived on the sockets, and move arrived
+        messages into their inboxes; with a ``timeout``, first wait up to that long for
+        one -- on the mailbox and the sockets at once, reading the sockets in this thread
+        (no hand-off to another thread: the worker wakes as the bytes arrive)."""
         mesh = self.mesh
         mesh.flush()
         mailbox = self.mailbox
-        if not timeout or not isinstance(mailbox, Mailbox) or not mesh.connections:
+        if not isinstance(mailbox, Mailbox) or not mesh.connections:
             return super().receive(timeout)
-        if super().receive():
-            return True
         poller = self._poller
         if poller is None:
             poller = self._poller = select.poll()
@@ -785,26 +826,31 @@ class TcpAllocator(Allocator):
                 if fd >= 0:
                     poller.register(fd, select.POLLIN)
                     self._polled[fd] = conn
+        got = super().receive()
+        if got or not timeout:
+            self._read(poller.poll(0))
+            return super().receive() or got
         mailbox.parked = True
-        mesh.parked.add(self.index)           # the reader threads leave reading to us
+        mesh.parked.add(self.index)           # the watchdog threads leave reading to us
         try:
-            mesh.pump()                       # what came before we parked
             if mailbox.empty() and not self._check_failed():
-                for fd, _ in poller.poll(timeout * 1000.0):
-                    conn = self._polled.get(fd)
-                    if conn is None:
-                        mailbox.clear_signal()
-                    elif conn.reader_done.is_set():
-                        poller.unregister(fd)    # ended: no more to read there
-                        del self._polled[fd]
-                    else:
-                        with conn.read_lock:
-                            conn.pump()
+                self._read(poller.poll(timeout * 1000.0))
         finally:
             mesh.parked.discard(self.index)
             mailbox.parked = False
-        mesh.pump()                           # what came as we stopped waiting (the readers read from now on)
         return super().receive()
+
+    def _read(self, events: list) -> None:
+        for fd, _ in events:
+            conn = self._polled.get(fd)
+            if conn is None:
+                self.mailbox.clear_signal()     # type: ignore[attr-defined]
+            elif conn.reader_done.is_set():
+                self._poller.unregister(fd)     # type: ignore[union-attr]   # ended: nothing more to read there
+                del self._polled[fd]
+            else:
+                with conn.read_lock:
+                    conn.pump()
 
     def _check_failed(self) -> bool:
         return self.fabric.failure is not None
