@@ -138,8 +138,8 @@ class Sealer:
 
     def __init__(self, key: bytes, cipher: str = AES_GCM, encrypt: bool = True,
                  limit: int = MAX_FRAMES_PER_KEY, peer: str = "the peer") -> None:
-        self._key = key
-        self._cipher = cipher
+        self.key = key
+        self.cipher = cipher
         self._aead = _aead(key, cipher)
         self.encrypt = encrypt
         self.limit = limit
@@ -165,8 +165,8 @@ class Sealer:
             plain = b"".join(views)
             return [plain, self._aead.encrypt(nonce, b"", bytes(header) + plain)]
         out = bytearray(total + TAG)
-        if len(views) > 1 and total >= _STREAM_FROM and self._cipher == AES_GCM:
-            enc = Cipher(algorithms.AES(self._key), modes.GCM(nonce)).encryptor()
+        if len(views) > 1 and total >= _STREAM_FROM and self.cipher == AES_GCM:
+            enc = Cipher(algorithms.AES(self.key), modes.GCM(nonce)).encryptor()
             enc.authenticate_additional_data(bytes(header))
             view = memoryview(out)
             at = 0
