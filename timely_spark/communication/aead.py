@@ -51,6 +51,7 @@ TAG = 16                        # bytes of the AEAD tag after every sealed frame
 KEY = 32                        # bytes of a key (AES-256, ChaCha20)
 AES_GCM = "AES-256-GCM"
 CHACHA20_POLY1305 = "ChaCha20-Poly1305"
+_INTO = hasattr(AESGCM, "encrypt_into")      # cryptography 45 and later seal into a buffer of ours
 _STREAM_FROM = 64 * 1024        # frames of several parts this large are encrypted part by part (no join copy)
 
 
@@ -177,6 +178,8 @@ class Sealer:
             out[total:] = enc.tag
             return [out]
         data = views[0] if len(views) == 1 else b"".join(views)
+        if not _INTO:                                    # cryptography before 45: one-shot
+            return [self._aead.encrypt(nonce, bytes(data), bytes(header))]
         self._aead.encrypt_into(nonce, data, header, out)
         return [out]
 
@@ -204,12 +207,14 @@ class Opener:
             return None
         nonce = _nonce(number)
         try:
-            if self.encrypt:
+            if self.encrypt and not _INTO:
+                plain = memoryview(self._aead.decrypt(nonce, bytes(sealed), bytes(header)))
+            elif self.encrypt:
                 out = bytearray(sealed.nbytes - TAG)
                 self._aead.decrypt_into(nonce, sealed, header, out)
                 plain = memoryview(out)
-            else:
-                plain = sealed[:-TAG]
+            else:                                     # in clear: a copy the caller may keep
+                plain = memoryview(bytes(sealed[:-TAG]))
                 self._aead.decrypt(nonce, sealed[-TAG:], bytes(header) + bytes(plain))
         except InvalidTag:
             return None
