@@ -88,7 +88,7 @@ from ..runtime import (
     THREAD_JOIN_WAIT,
     encryption_enabled,
 )
-from .aead import TAG, Opener, Sealer, derive_keys, greeting, mode
+from .aead import AES_GCM, TAG, Opener, Sealer, derive_keys, greeting, mode
 from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
 from .codec import decode, encode
 from .thread import ThreadFabric
@@ -173,7 +173,7 @@ class _Connection:
         self.goodbye = threading.Event()
         self.reader_done = threading.Event()     # reading has ended (after any ERROR frame)
         self.closed = False
-        cipher, encrypt = mode(magic) or (None, True)
+        cipher, encrypt = mode(magic) or (AES_GCM, True)
         self._sealer = Sealer(send_key, cipher, encrypt, mesh.frame_limit, self.describe())
         self._opener = Opener(recv_key, cipher, encrypt, mesh.frame_limit)
         self._out: list = []                     # sealed frames not yet written
@@ -186,6 +186,7 @@ class _Connection:
         self._pending: list[memoryview] = []     # the first frames of a message sent in several
         self._expected: dict[tuple[int, int, int], int] = {}
         self.last_heard = time.monotonic()
+        self._drained = False
         sock.settimeout(None)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
@@ -298,6 +299,7 @@ class _Connection:
         if self.reader_done.is_set():
             return False
         mesh = self.mesh
+        self._drained = False
         try:
             return self._pump()
         except _BadFrame as exc:
@@ -313,12 +315,16 @@ class _Connection:
 
     def _recv(self, view: memoryview) -> int:
         """Bytes read into ``view`` (0: nothing there now); EOFError when the peer closed."""
+        if self._drained:
+            return 0
         try:
             n = self.sock.recv_into(view, view.nbytes, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return 0
         if n == 0:
             raise EOFError("connection closed")
+        if n < view.nbytes:
+            self._drained = True      # the socket had less than asked: nothing more now (saves a call)
         return n
 
     def _pump(self) -> bool:
@@ -832,12 +838,14 @@ class TcpAllocator(Allocator):
             return super().receive() or got
         mailbox.parked = True
         mesh.parked.add(self.index)           # the watchdog threads leave reading to us
+        events: list = []
         try:
             if mailbox.empty() and not self._check_failed():
-                self._read(poller.poll(timeout * 1000.0))
+                events = poller.poll(timeout * 1000.0)
         finally:
+            mailbox.parked = False            # what we deliver ourselves needs no wake-up signal
             mesh.parked.discard(self.index)
-            mailbox.parked = False
+        self._read(events)
         return super().receive()
 
     def _read(self, events: list) -> None:
