@@ -212,3 +212,17 @@ def test_the_driver_rendezvous_shows_a_recorder_no_address_or_error():
     recorder.close()
     assert len(recorder.captured) > 100
     assert MARKER.encode() not in bytes(recorder.captured)
+
+
+def test_large_messages_and_messages_split_in_several_frames_arrive_intact():
+    meshes, fabrics = connected_pair(max_frame=1 << 20)       # 1 MiB frames: a 3 MiB message goes in 4
+    conn = meshes[1].connections[0]
+    batch = pa.record_batch({"x": pa.array(range(3 << 17), pa.int64())})      # 3 MiB of values
+    for payload in [(1, [batch]), (2, [bytes(range(256)) * 4096]), (3, [batch])]:
+        kind, parts = encode(payload)
+        conn.send(9, 1, 0, kind, parts)
+        channel, got = fabrics[0].mailboxes[0].get(timeout=20)
+        assert channel == 9 and got[0] == payload[0]
+        assert got[1][0].equals(batch) if payload[0] != 2 else got[1] == payload[1]
+    for m in meshes:
+        m.shutdown(clean=False)

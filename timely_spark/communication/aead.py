@@ -45,7 +45,7 @@ from ..errors import FrameLimitReached
 from ..runtime import MAX_FRAMES_PER_KEY
 
 __all__ = ["TAG", "AES_GCM", "CHACHA20_POLY1305", "default_cipher", "greeting", "mode", "derive_keys", "Sealer",
-           "Opener"]
+           "Opener", "buffer"]
 
 TAG = 16                        # bytes of the AEAD tag after every sealed frame
 KEY = 32                        # bytes of a key (AES-256, ChaCha20)
@@ -123,6 +123,21 @@ def _aead(key: bytes, cipher: str) -> Any:
     raise ValueError(f"unknown cipher {cipher!r} (known: {AES_GCM}, {CHACHA20_POLY1305})")
 
 
+def buffer(n: int) -> Any:
+    """A writable buffer of ``n`` bytes: a bytearray when small; when large, memory that
+    is not zeroed first (numpy's ``empty``: a fresh ``bytearray`` of megabytes costs
+    more to zero and fault in than sealing it takes).
+
+    >>> len(buffer(10)), len(buffer(1 << 20))
+    (10, 1048576)
+    """
+    if n < _STREAM_FROM:
+        return bytearray(n)
+    import numpy
+
+    return memoryview(numpy.empty(n, numpy.uint8))     # type: ignore[arg-type]
+
+
 def _nonce(number: int) -> bytes:
     return number.to_bytes(12, "little")
 
@@ -165,7 +180,7 @@ class Sealer:
         if not self.encrypt:
             plain = b"".join(views)
             return [plain, self._aead.encrypt(nonce, b"", bytes(header) + plain)]
-        out = bytearray(total + TAG)
+        out = buffer(total + TAG)
         if len(views) > 1 and total >= _STREAM_FROM and self.cipher == AES_GCM:
             enc = Cipher(algorithms.AES(self.key), modes.GCM(nonce)).encryptor()
             enc.authenticate_additional_data(bytes(header))
@@ -210,7 +225,7 @@ class Opener:
             if self.encrypt and not _INTO:
                 plain = memoryview(self._aead.decrypt(nonce, bytes(sealed), bytes(header)))
             elif self.encrypt:
-                out = bytearray(sealed.nbytes - TAG)
+                out = buffer(sealed.nbytes - TAG)
                 self._aead.decrypt_into(nonce, sealed, header, out)
                 plain = memoryview(out)
             else:                                     # in clear: a copy the caller may keep

@@ -88,7 +88,7 @@ from ..runtime import (
     THREAD_JOIN_WAIT,
     encryption_enabled,
 )
-from .aead import AES_GCM, TAG, Opener, Sealer, derive_keys, greeting, mode
+from .aead import AES_GCM, TAG, Opener, Sealer, buffer, derive_keys, greeting, mode
 from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
 from .codec import decode, encode
 from .thread import ThreadFabric
@@ -182,7 +182,8 @@ class _Connection:
         self._buf = bytearray(STAGE)
         self._view = memoryview(self._buf)
         self._start = self._end = 0
-        self._big: Optional[tuple[bytes, bytearray, int]] = None   # (header, buffer, bytes in it)
+        self._big: Optional[tuple[bytes, Any, int]] = None   # (header, buffer, bytes in it)
+        self._scratch: Optional[memoryview] = None           # where large frames are read
         self._pending: list[memoryview] = []     # the first frames of a message sent in several
         self._expected: dict[tuple[int, int, int], int] = {}
         self.last_heard = time.monotonic()
@@ -334,7 +335,7 @@ class _Connection:
         while True:
             if self._big is not None:
                 header, big, have = self._big
-                n = self._recv(memoryview(big)[have:])
+                n = self._recv(big[have:])
                 if not n:
                     break
                 got = True
@@ -343,7 +344,7 @@ class _Connection:
                     self._big = (header, big, have)
                     continue
                 self._big = None
-                self._frame(header, memoryview(big))
+                self._frame(header, big)
                 continue
             start, end = self._start, self._end
             while end - start >= HEADER.size:
@@ -358,7 +359,9 @@ class _Connection:
                     start += total
                     continue
                 if total > STAGE:              # a large frame: into a buffer of its own, without copying twice
-                    big = bytearray(length + TAG)
+                    if self._scratch is None or self._scratch.nbytes < length + TAG:
+                        self._scratch = memoryview(buffer(length + TAG)).cast("B")
+                    big = self._scratch[:length + TAG]    # reused: opening copies out of it
                     have = end - start - HEADER.size
                     big[:have] = view[start + HEADER.size:end]
                     self._big = (bytes(view[start:start + HEADER.size]), big, have)
