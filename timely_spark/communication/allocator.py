@@ -178,10 +178,11 @@ class Allocator:
             except queue.Empty:
                 return False
             self.check()
-        try:
-            while True:
+        empty = self.mailbox.empty
+        while not empty():              # (no exception at the end: this runs at every step)
+            try:
                 self._deliver(get())
-                got = True
-        except queue.Empty:
-            pass
+            except queue.Empty:         # another consumer took it (not in this package)
+                break
+            got = True
         return got

@@ -200,19 +200,28 @@ class _Connection:
         """Seal and write one message; ``gather``: it may wait in this connection's
         buffer (until :meth:`flush`, or until the buffer holds SEND_BATCH_BYTES)."""
         views = [memoryview(p).cast("B") for p in parts]
+        size = sum(v.nbytes for v in views)
         with self.lock:
             key = (channel, source, target)
             seq = self.seq.get(key, 0)
             self.seq[key] = seq + 1
             try:
                 out = self._out
+                if size < STAGE:                # the common case: one small frame, sealed in one piece
+                    header = HEADER.pack(INNER.size + size)
+                    out.append(header)
+                    out.extend(self._sealer.seal(header, [INNER.pack(channel, source, target, seq, kind), *views]))
+                    self._out_bytes += HEADER.size + INNER.size + size + TAG
+                    if not gather or self._out_bytes >= SEND_BATCH_BYTES:
+                        self._write()
+                    return
                 for chunk, more in _chunks(views, self.mesh.max_frame):
                     inner = INNER.pack(channel, source, target, seq, kind | (MORE if more else 0))
                     length = INNER.size + sum(v.nbytes for v in chunk)
                     header = HEADER.pack(length)
                     out.append(header)
                     out.extend(self._sealer.seal(header, [inner, *chunk]))
-                    self._out_bytes += length + TAG
+                    self._out_bytes += HEADER.size + length + TAG
                 if not gather or self._out_bytes >= SEND_BATCH_BYTES:
                     self._write()
             except FrameLimitReached as exc:
@@ -236,10 +245,24 @@ class _Connection:
         out = self._out
         if not out:
             return
+        total = self._out_bytes
         self._out, self._out_bytes = [], 0
+        sock = self.sock
+        try:                                    # the common case: all of it at once
+            sent = sock.sendmsg(out, (), socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        if sent == total:
+            return
         views = [memoryview(p).cast("B") for p in out]
         views = [v for v in views if v.nbytes]
-        sock = self.sock
+        while sent:                             # what the first call wrote
+            if sent >= views[0].nbytes:
+                sent -= views[0].nbytes
+                views.pop(0)
+            else:
+                views[0] = views[0][sent:]
+                sent = 0
         waiter = None
         while views:
             try:
