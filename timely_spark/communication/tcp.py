@@ -840,12 +840,13 @@ class TcpAllocator(Allocator):
         self.mesh.flush()
 
     def receive(self, timeout: Optional[float] = None) -> bool:
-        """Write what was gathered, read what arrived on the sockets, and move arrived
-        messages into their inboxes; with a ``timeout``, first wait up to that long for
+        """Read what arrived on the sockets and move arrived messages into their
+        inboxes (writing what was gathered first if it is to wait); with a ``timeout``, first wait up to that long for
         one -- on the mailbox and the sockets at once, reading the sockets in this thread
         (no hand-off to another thread: the worker wakes as the bytes arrive)."""
         mesh = self.mesh
-        mesh.flush()
+        if timeout:                           # about to wait: what was gathered goes first (a step's
+            mesh.flush()                      # start does not flush: its end does, data and progress at once)
         mailbox = self.mailbox
         if not isinstance(mailbox, Mailbox) or not mesh.connections:
             return super().receive(timeout)
