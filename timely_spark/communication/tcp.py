@@ -38,11 +38,14 @@ the peer wakes once per step, not once per message.  A message larger than
 :data:`~timely_spark.runtime.MAX_FRAME` goes as several frames; a header announcing
 more than that fails the connection before anything is allocated.
 
-Reading: a worker with nothing to do waits on its mailbox *and* the sockets, and reads
-and decodes what arrives itself (no thread hand-off: it wakes at once).  While every
-worker of the process is busy, a reader thread per connection reads instead (so a peer
-sending large messages never blocks on a full socket buffer) and hands messages over
-through the workers' mailboxes.
+Reading: the workers read the sockets themselves, so no thread stands between a
+message and its worker.  A worker with nothing to do waits on its mailbox *and* the
+sockets at once and wakes as the bytes arrive; a stepping worker reads what has
+arrived (one ``poll``) at each step; a worker whose write cannot go on (the peer's
+buffer is full) reads meanwhile, so two processes sending each other large messages
+never wait on each other.  A watchdog thread per connection reads what waits while
+no worker does (a quarter of ``peer_timeout`` at most apart: a peer's error, goodbye
+or closing is seen while the workers compute) and watches for silence.
 
 The listener gives each connection one deadline for its whole handshake, handshakes
 at most :data:`~timely_spark.runtime.MAX_HANDSHAKES` at once (more are closed at
