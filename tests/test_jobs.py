@@ -42,8 +42,10 @@ def test_bench_engine_runs_small():
 
 
 def test_bench_mesh_runs_small():
-    out = run_job("bench_mesh.py", "--records", "40000", "--arrow-mb", "16", "--trips", "50", timeout=90)
-    assert "records/s per worker" in out and "GB/s" in out and "per round trip" in out
+    out = run_job("bench_mesh.py", "--records", "40000", "--arrow-mb", "16", "--trips", "50", "--epochs", "50",
+                  timeout=90)
+    assert "records/s per worker" in out and "GB/s per direction" in out and "per round trip" in out
+    assert "an epoch across 2 processes" in out and "feedback-loop round" in out and "AES-256-GCM" in out
 
 
 @pytest.mark.slow

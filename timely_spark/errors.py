@@ -12,7 +12,7 @@ __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "Operat
            "operator_of", "most_telling", "picklable",
            "describe_error", "rebuild_error", "type_name", "EventLogError",
            "EventStreamError", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError",
-           "GraphInputError", "ChangelogError"]
+           "GraphInputError", "ChangelogError", "FrameLimitReached"]
 __all__ += ["WindowError"]   # event-time windows (group_by_window)
 
 
@@ -195,6 +195,12 @@ class WindowError(TimelyError, ValueError):
     time column that is not a timestamp or an integer, or that holds nulls, or a
     logical time the declared ``epoch`` cannot turn into an event time.  The message
     names the operator, the column and, where known, the logical time."""
+
+
+class FrameLimitReached(WorkerFailure):
+    """A connection sealed as many frames in one direction as one key may
+    (:data:`~timely_spark.runtime.MAX_FRAMES_PER_KEY`): it closes rather than reuse a
+    nonce.  The message names the peer."""
 
 
 class WorkerAborted(TimelyError):

@@ -121,7 +121,7 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
     timeout = check_timeout("timeout", timeout)
     if timeout is not None:
         connect_timeout = min(connect_timeout, timeout)
-    fabric = ThreadFabric(threads, offset=process * threads)
+    fabric = ThreadFabric(threads, offset=process * threads, wakeable=True)
     mesh = Mesh(process, list(addresses)[:processes], listener, secret, fabric, threads, peer_timeout=peer_timeout,
                 connect_timeout=connect_timeout)
     start = time.perf_counter()

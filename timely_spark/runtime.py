@@ -12,6 +12,7 @@ layer may use it.
 from __future__ import annotations
 
 import math
+import os
 import secrets
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -24,6 +25,7 @@ __all__ = ["Config", "DEFAULT_PEER_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HANDSHA
            "CHILD_START_WAIT", "RUN_BACKSTOP_SLACK", "POLL_INTERVAL", "CHILD_EXIT_WAIT", "SECRET_ENV", "DEFAULT_PORT",
            "RENDEZVOUS_AUTH_TIMEOUT", "RENDEZVOUS_PENDING", "RENDEZVOUS_MAX_REQUEST", "TICKET_IDLE_TIMEOUT",
            "OUTPUT_BATCHES_IN_FLIGHT",
+           "MAX_FRAMES_PER_KEY", "ENCRYPTION_ENV", "SEND_BATCH_BYTES", "encryption_enabled",
            "MISSING_WORKER_WAIT", "LOG_INDEX_CACHE_FILES",
            "new_secret", "check_timeout", "check_count", "check_port", "check_positive",
            "check_fraction"]
@@ -138,6 +140,26 @@ OUTPUT_BATCHES_IN_FLIGHT = 4
 #: ``group_by_window``: a pane of open windows combines its record batches into one once
 #: it holds this many (Arrow aggregates a few large chunks much faster than many small).
 WINDOW_PANE_BATCHES = 32
+
+# ---- encrypted wires (the mesh, TCP event streams, the driver rendezvous) ------------------------------------------
+
+#: Frames one key may seal: each direction of a connection numbers its frames from 0,
+#: and the number is the AEAD nonce (64 bits of a 96-bit nonce), so a nonce is never
+#: reused.  A connection that reaches this many frames in a direction closes (the run
+#: fails naming the peer) rather than wrap.  2**48 frames take nine years at a million
+#: frames a second; tests lower it (``frame_limit=``) to see the closing.
+MAX_FRAMES_PER_KEY = 2 ** 48
+
+#: Environment variable that turns the encryption of the wires off for a trusted
+#: network: ``TIMELY_SPARK_ENCRYPTION=off``.  Frames are then still authenticated (an
+#: AEAD tag over header and payload, per-connection keys, numbered): only
+#: confidentiality is given up.  Every process of a run must agree (a peer that does
+#: not is refused in the handshake, saying so).  Any other value, or unset: encrypted.
+ENCRYPTION_ENV = "TIMELY_SPARK_ENCRYPTION"
+
+#: Frames a worker writes in one step are gathered (one system call, one wake-up of the
+#: peer) until they hold this many bytes; larger messages go out at once.
+SEND_BATCH_BYTES = 256 * 1024
 
 
 def new_secret() -> bytes:
@@ -291,3 +313,14 @@ COMPACT_GRACE = 60.0
 #: Files of a worker (all at complete times) that make a compaction worth doing.
 COMPACT_MIN_FILES = 16
 __all__ += ["COMPACT_GRACE", "COMPACT_MIN_FILES"]
+
+def encryption_enabled() -> bool:
+    """Whether this process encrypts its wires: True unless ``$TIMELY_SPARK_ENCRYPTION``
+    is ``off`` (or ``0``, ``false``, ``no``); authentication stays either way.
+
+    >>> import os
+    >>> os.environ.pop(ENCRYPTION_ENV, None) and None
+    >>> encryption_enabled()
+    True
+    """
+    return os.environ.get(ENCRYPTION_ENV, "on").strip().lower() not in ("off", "0", "false", "no")

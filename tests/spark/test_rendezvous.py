@@ -12,7 +12,8 @@ import time
 import pytest
 
 import timely_spark as ts
-from timely_spark.communication.tcp import handshake_mac, recv_exact
+from timely_spark.communication.aead import TAG, Opener
+from timely_spark.communication.tcp import recv_exact
 from timely_spark.spark import rendezvous
 from timely_spark.spark.job_errors import timely_cause
 from timely_spark.spark.rendezvous import (
@@ -68,12 +69,16 @@ def authenticated_request(ticket, request, length=None):
         hello = bytes(recv_exact(sock, 1 + 32 + 32, time.monotonic() + 10))
         nonces = nonce + hello[1:33]
         body = json.dumps(request).encode()
-        mac = handshake_mac(ticket.secret, b"request", ticket.token, nonces, body)
-        sock.sendall(struct.pack("<I", len(body) if length is None else length) + body + mac)
+        header = struct.pack("<I", len(body) if length is None else length)
+        up, down = rendezvous.message_keys(ticket.secret, ticket.token, nonces, MAGIC)
+        sock.sendall(header + b"".join(bytes(p) for p in up.seal(header, [body])))
         try:
-            return sock.recv(1 << 20)
-        except OSError:
+            answer = recv_exact(sock, 4, time.monotonic() + 10)
+            answer += recv_exact(sock, struct.unpack("<I", answer)[0] + TAG, time.monotonic() + 10)
+        except (OSError, EOFError):
             return b""
+        opened = Opener(down.key, down.cipher).open(bytes(answer[:4]), memoryview(answer)[4:])
+        return bytes(opened)
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
@@ -294,12 +299,13 @@ def test_more_idle_connections_than_the_driver_takes_at_once_do_not_shut_tasks_o
 
 
 def test_256_tasks_registering_at_once_meet_though_each_is_slow_to_answer(service, monkeypatch):
-    def slow(secret, label, *parts):      # every request (tasks sending, the driver checking) takes 50 ms
-        if label == b"request":
-            time.sleep(0.05)
-        return handshake_mac(secret, label, *parts)
+    keys = rendezvous.message_keys
 
-    monkeypatch.setattr(rendezvous, "handshake_mac", slow)
+    def slow(*args):                      # every request (tasks sending, the driver checking) takes 50 ms
+        time.sleep(0.05)
+        return keys(*args)
+
+    monkeypatch.setattr(rendezvous, "message_keys", slow)
     ticket = service.open(b"s" * 32, wait=60)
     results, errors = meet_all(ticket, 256)
     assert not errors, next(iter(errors.values()))

@@ -1,10 +1,21 @@
 """EventWriter / EventReader: events over a socket or a file.
 
-Each event is one frame: a length, an HMAC-SHA256 of the payload under a shared
-secret, and the payload (pickle protocol 5).  The reader checks the HMAC before it
-unpickles anything, so a socket accepts events only from a writer that knows the
-secret; sockets require one (default: ``$TIMELY_SPARK_SECRET``), files may go without.
-``close()`` writes an end frame: the reader then reports the end of the stream.
+Over a socket (which needs a shared secret; default ``$TIMELY_SPARK_SECRET``) the
+stream is sealed like the worker mesh (see :mod:`timely_spark.communication.aead`):
+each end first sends a greeting and a random nonce; the key is derived with HKDF from
+the secret and both nonces (so it differs per connection); every event is one frame --
+its length in clear (the associated data), then the event (pickle protocol 5)
+encrypted with AES-256-GCM (ChaCha20-Poly1305 without AES instructions) under the
+frame's number as nonce, then the tag.  The reader checks the tag before it unpickles
+anything: a frame injected, altered, replayed, reordered or dropped fails the stream
+with :class:`~timely_spark.errors.EventStreamError`, and a recorder of the traffic
+learns only sizes and timing.  With ``TIMELY_SPARK_ENCRYPTION=off`` the events travel
+in clear, still authenticated.  The writer's first event waits (bounded) for the
+reader's greeting.
+
+A file written with a secret is sealed the same way, under the writer's nonce alone (a
+file has no reader to answer); without a secret, frames are plain.  ``close()`` writes
+an end frame: the reader then reports the end of the stream.
 
 >>> import io, timely_spark as ts
 >>> from timely_spark.capture import EventReader, EventWriter, Messages
@@ -20,23 +31,25 @@ StopIteration
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import pickle
 import socket
 import struct
+import time
 from pathlib import Path
 from typing import Any, Optional
 
+from ..communication.aead import TAG, Opener, Sealer, derive_keys, greeting, mode
 from ..errors import EventStreamError
-from ..runtime import SECRET_ENV
+from ..runtime import DEFAULT_CONNECT_TIMEOUT, SECRET_ENV, encryption_enabled
 
 __all__ = ["EventWriter", "EventReader", "EventStreamError", "shared_secret"]
 
-_HEAD = struct.Struct("<QB")          # payload length, kind
+_HEAD = struct.Struct("<Q")           # in clear: the length of what follows (sealed: kind and event, tag excluded)
 _DATA, _END = 1, 2
-_MAC = 32
+_PREFIX = b"TSEVNT3"                  # a greeting: this and one byte naming the mode (see aead.greeting)
+_NONCE = 32
+_HELLO = len(_PREFIX) + 1 + _NONCE
 
 
 def shared_secret(what: str) -> bytes:
@@ -59,32 +72,77 @@ def _secret(secret: Optional[Any], required: bool, what: str) -> Optional[bytes]
     return secret
 
 
-def _mac(secret: Optional[bytes], kind: int, payload: bytes) -> bytes:
-    if not secret:
-        return bytes(_MAC)
-    return hmac.new(secret, bytes([kind]) + payload, hashlib.sha256).digest()
+def _key(secret: bytes, reader_nonce: bytes, writer_hello: bytes) -> bytes:
+    return derive_keys(secret, reader_nonce + writer_hello[-_NONCE:], b"events " + writer_hello[:-_NONCE], 1)[0]
 
 
 class EventWriter:
-    """Push events into a socket, a binary file object, or a file path (appended)."""
+    """Push events into a socket, a binary file object, or a file path (appended);
+    sealed when there is a secret (required for sockets)."""
 
     def __init__(self, target: Any, secret: Optional[Any] = None) -> None:
         self._sock = target if isinstance(target, socket.socket) else None
         self._own = isinstance(target, (str, Path))
         self._file: Any = open(target, "ab") if self._own else (None if self._sock else target)
+        self._name = str(target) if self._own else repr(target)
         self._secret = _secret(secret, self._sock is not None, "EventWriter")
+        self._sealer: Optional[Sealer] = None
         self.closed = False
+        if self._secret:
+            self._hello = greeting(_PREFIX, encryption_enabled()) + os.urandom(_NONCE)
+            self._raw(self._hello)
+            if self._sock is None:                     # a file: keyed by the writer's nonce alone
+                cipher, encrypt = mode(self._hello[:-_NONCE])    # type: ignore[misc]
+                self._sealer = Sealer(_key(self._secret, b"", self._hello), cipher, encrypt, peer=self._name)
 
-    def _write(self, kind: int, payload: bytes) -> None:
-        frame = _HEAD.pack(len(payload), kind) + _mac(self._secret, kind, payload) + payload
+    def _raw(self, data: bytes) -> None:
         if self._sock is not None:
-            self._sock.sendall(frame)
+            self._sock.sendall(data)
         else:
-            self._file.write(frame)
+            self._file.write(data)
             self._file.flush()
 
+    def _keyed(self) -> Sealer:
+        """The sealer, once the reader's greeting has come (a socket's first event waits for it)."""
+        if self._sealer is None:
+            sock = self._sock
+            assert sock is not None and self._secret
+            before = sock.gettimeout()
+            deadline = time.monotonic() + DEFAULT_CONNECT_TIMEOUT
+            got = b""
+            try:
+                while len(got) < _HELLO:
+                    sock.settimeout(max(0.001, deadline - time.monotonic()))
+                    chunk = sock.recv(_HELLO - len(got))
+                    if not chunk:
+                        raise EventStreamError(f"{self._name}: the reader closed before greeting")
+                    got += chunk
+            except socket.timeout as exc:
+                raise EventStreamError(f"{self._name}: no reader greeted within {DEFAULT_CONNECT_TIMEOUT:g} s") from exc
+            finally:
+                sock.settimeout(before)
+            theirs = mode(got[:-_NONCE]) if got.startswith(_PREFIX) else None
+            ours = mode(self._hello[:-_NONCE])
+            assert ours is not None
+            if theirs is None:
+                raise EventStreamError(f"{self._name}: the other end is not an EventReader")
+            if theirs[1] != ours[1]:
+                raise EventStreamError(f"{self._name}: one end encrypts and the other does not: set "
+                                       "TIMELY_SPARK_ENCRYPTION the same on both")
+            self._sealer = Sealer(_key(self._secret, got[-_NONCE:], self._hello), ours[0], ours[1], peer=self._name)
+        return self._sealer
+
+    def _write(self, kind: int, payload: bytes) -> None:
+        if self._secret:
+            header = _HEAD.pack(1 + len(payload))
+            parts = self._keyed().seal(header, [bytes([kind]), payload])
+            frame = header + b"".join(bytes(p) for p in parts)
+        else:
+            frame = _HEAD.pack(1 + len(payload)) + bytes([kind]) + payload
+        self._raw(frame)
+
     def push(self, event: Any) -> None:
-        """Write one event as an authenticated frame."""
+        """Write one event as a sealed (or, to a file without a secret, plain) frame."""
         self._write(_DATA, pickle.dumps(event, protocol=5))
 
     def close(self) -> None:
@@ -106,10 +164,14 @@ class EventReader:
         self._file: Any = open(source, "rb") if isinstance(source, (str, Path)) else (None if self._sock else source)
         self._name = str(source) if isinstance(source, (str, Path)) else repr(source)
         self._secret = _secret(secret, self._sock is not None, "EventReader")
+        self._opener: Optional[Opener] = None
+        self._nonce = b""
         self._buf = bytearray()
         self._ended = False
         self._eof = False
         if self._sock is not None:
+            self._nonce = os.urandom(_NONCE)
+            self._sock.sendall(greeting(_PREFIX, encryption_enabled()) + self._nonce)
             self._sock.setblocking(False)
 
     def _fill(self) -> None:
@@ -128,29 +190,52 @@ class EventReader:
             if chunk:
                 self._buf += chunk
 
+    def _greeted(self) -> bool:
+        """Whether the writer's greeting has been read (and the key derived)."""
+        if self._opener is not None or not self._secret:
+            return True
+        if len(self._buf) < _HELLO:
+            self._fill()
+        if len(self._buf) < _HELLO:
+            return False
+        hello = bytes(self._buf[:_HELLO])
+        named = mode(hello[:-_NONCE]) if hello.startswith(_PREFIX) else None
+        if named is None:
+            raise EventStreamError(f"{self._name}: not a sealed event stream (no writer's greeting)")
+        if named[1] != encryption_enabled() and self._sock is not None:
+            raise EventStreamError(f"{self._name}: one end encrypts and the other does not: set "
+                                   "TIMELY_SPARK_ENCRYPTION the same on both")
+        del self._buf[:_HELLO]
+        self._opener = Opener(_key(self._secret, self._nonce, hello), named[0], named[1])
+        return True
+
     def next(self) -> Any:
         """The next event, None when no whole frame has arrived yet, StopIteration after the end frame;
-        EventStreamError for a frame that fails its HMAC.
+        EventStreamError for a frame that fails its tag.
         """
         if self._ended:
             raise StopIteration
-        if len(self._buf) < _HEAD.size + _MAC:
-            self._fill()
-        if len(self._buf) >= _HEAD.size + _MAC:
-            length, kind = _HEAD.unpack_from(self._buf, 0)
-            total = _HEAD.size + _MAC + length
-            if len(self._buf) < total:
+        tag = TAG if self._secret else 0
+        if self._greeted():
+            if len(self._buf) < _HEAD.size:
                 self._fill()
-            if len(self._buf) >= total:
-                mac = bytes(self._buf[_HEAD.size:_HEAD.size + _MAC])
-                payload = bytes(self._buf[_HEAD.size + _MAC:total])
-                if kind not in (_DATA, _END) or not hmac.compare_digest(mac, _mac(self._secret, kind, payload)):
-                    raise EventStreamError(f"{self._name}: a frame failed authentication or is not an event frame")
-                del self._buf[:total]
-                if kind == _END:
-                    self._ended = True
-                    raise StopIteration
-                return pickle.loads(payload)
+            if len(self._buf) >= _HEAD.size:
+                (length,) = _HEAD.unpack_from(self._buf, 0)
+                total = _HEAD.size + length + tag
+                if len(self._buf) < total:
+                    self._fill()
+                if len(self._buf) >= total:
+                    header = bytes(self._buf[:_HEAD.size])
+                    body = memoryview(bytes(self._buf[_HEAD.size:total]))
+                    del self._buf[:total]
+                    plain = self._opener.open(header, body) if self._opener is not None else body
+                    if plain is None or plain.nbytes < 1 or plain[0] not in (_DATA, _END):
+                        raise EventStreamError(f"{self._name}: a frame failed authentication or is not an event "
+                                               "frame")
+                    if plain[0] == _END:
+                        self._ended = True
+                        raise StopIteration
+                    return pickle.loads(plain[1:])
         if self._eof:
             if self._buf:
                 raise EventStreamError(f"{self._name}: the stream ended in the middle of a frame")

@@ -17,13 +17,64 @@ process, and bytes on the wire (see the TCP allocator).
 
 from __future__ import annotations
 
+import os
 import queue
 from collections import deque
 from typing import Any, Callable, Optional
 
-__all__ = ["Allocator", "Inbox", "LocalPusher", "MailboxPusher", "WAKE"]
+__all__ = ["Allocator", "Inbox", "LocalPusher", "MailboxPusher", "Mailbox", "WAKE"]
 
 WAKE = object()  # put into a mailbox to wake a parked worker (e.g. on failure)
+
+
+class Mailbox(queue.SimpleQueue):
+    """A worker's mailbox that can wake the worker while it waits on sockets as well:
+    while ``parked`` is set, :meth:`put` also signals :meth:`fileno` (an eventfd, or a
+    pipe), which the waiting worker polls with its sockets.
+
+    >>> m = Mailbox(); m.put("x"); m.get_nowait()
+    'x'
+    >>> m.close()
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parked = False
+        if hasattr(os, "eventfd"):
+            self._read_fd = self._write_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        else:                                          # pragma: no cover (not Linux)
+            self._read_fd, self._write_fd = os.pipe()
+            os.set_blocking(self._read_fd, False)
+            os.set_blocking(self._write_fd, False)
+
+    def put(self, item: Any, block: bool = True, timeout: Optional[float] = None) -> None:
+        """Add a message; wake the worker if it waits on its sockets."""
+        super().put(item)
+        if self.parked:
+            try:
+                os.write(self._write_fd, b"\x01\0\0\0\0\0\0\0")
+            except (BlockingIOError, OSError):        # already signalled (or closed at the end)
+                pass
+
+    def fileno(self) -> int:
+        """The descriptor that becomes readable when a message arrives while parked."""
+        return self._read_fd
+
+    def clear_signal(self) -> None:
+        """Consume the wake-up signal (after the worker woke)."""
+        try:
+            os.read(self._read_fd, 8 if self._read_fd == self._write_fd else 4096)
+        except (BlockingIOError, OSError):
+            pass
+
+    def close(self) -> None:
+        """Close the wake-up descriptors (idempotent)."""
+        for fd in {self._read_fd, self._write_fd}:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._read_fd = self._write_fd = -1
 
 
 class Inbox:
@@ -127,10 +178,11 @@ class Allocator:
             except queue.Empty:
                 return False
             self.check()
-        try:
-            while True:
+        empty = self.mailbox.empty
+        while not empty():              # (no exception at the end: this runs at every step)
+            try:
                 self._deliver(get())
-                got = True
-        except queue.Empty:
-            pass
+            except queue.Empty:         # another consumer took it (not in this package)
+                break
+            got = True
         return got

@@ -1,4 +1,4 @@
-"""The TCP mesh between worker processes: authenticated, framed, FIFO, fail-stop.
+"""The TCP mesh between worker processes: encrypted, authenticated, framed, FIFO, fail-stop.
 
 Every process has a listening socket that is already bound (port 0 on the host it
 was given, never closed and re-bound), the addresses of all processes, and a
@@ -9,26 +9,43 @@ Authentication comes before anything is decoded: the accepting side sends a
 random challenge; the connecting side answers with its process index, its own
 challenge and ``HMAC(secret, ...)`` over both; the acceptor checks it (and that the
 index is expected and not already connected) and answers with its own HMAC.  The
-secret never crosses the wire.  Connections that fail this are closed; the run
+secret never crosses the wire.  The greeting's last byte names the cipher (or that
+encryption is off), which both sides then use.  Connections that fail this are closed; the run
 goes on.
 
-Every frame after the handshake is protected: each direction of a connection has
-its own key, derived with HMAC-SHA256 from the secret and both handshake nonces
-(so keys differ per connection and per run), and each frame carries an
-HMAC-SHA256 tag over its header, its payload and its number in that direction.
-The receiver checks the tag before it decodes (let alone unpickles) anything, so a
-frame injected, altered, reordered, replayed or dropped by someone on the path fails
-the connection, naming the peer.  Integrity and authenticity are protected;
-confidentiality is not (payloads travel in clear).
+Every frame after the handshake is sealed with an AEAD (see :mod:`.aead`):
+AES-256-GCM (ChaCha20-Poly1305 on a CPU without AES instructions) under a key per
+direction of the connection, derived with HKDF from the secret and both handshake
+nonces (so keys differ per connection and per run), with the frame's number in that
+direction as the nonce and the frame's clear header -- its length, nothing else -- as
+associated data.  Channel, workers, sequence number, kind and payload all travel
+encrypted: someone recording the traffic learns sizes and timing, nothing more.  The
+receiver checks the tag before it decodes (let alone unpickles) anything, so a frame
+injected, altered, reordered, replayed or dropped by someone on the path fails the
+connection, naming the peer.  A direction that would seal more than
+:data:`~timely_spark.runtime.MAX_FRAMES_PER_KEY` frames closes instead (the run fails
+with :class:`~timely_spark.errors.FrameLimitReached`).  With
+``TIMELY_SPARK_ENCRYPTION=off`` the payload travels in clear, still authenticated the
+same way; the mode is in the greeting, and a peer in the other mode is refused.
 
-Each message is one frame -- a fixed header ``(channel, source worker, target
-worker, sequence number, kind, length)``, the payload (see :mod:`.codec`) and the
-tag -- written with one gathered ``sendmsg`` under the connection's lock, so frames
-of one sender stay in order (FIFO per channel and peer).  A message larger than
+Each message is one frame -- the clear length, the sealed inner header ``(channel,
+source worker, target worker, sequence number, kind)`` and payload (see :mod:`.codec`),
+and the tag.  Frames are numbered and written under the connection's lock, so frames of
+one sender stay in order (FIFO per channel and peer).  The frames a worker sends in one
+step are gathered and written with one ``sendmsg`` when it finishes the step or waits
+(up to :data:`~timely_spark.runtime.SEND_BATCH_BYTES`; larger messages go at once), so
+the peer wakes once per step, not once per message.  A message larger than
 :data:`~timely_spark.runtime.MAX_FRAME` goes as several frames; a header announcing
-more than that fails the connection before anything is allocated.  A reader thread
-per connection checks and decodes frames and puts them into the target worker's
-mailbox.
+more than that fails the connection before anything is allocated.
+
+Reading: the workers read the sockets themselves, so no thread stands between a
+message and its worker.  A worker with nothing to do waits on its mailbox *and* the
+sockets at once and wakes as the bytes arrive; a stepping worker reads what has
+arrived (one ``poll``) at each step; a worker whose write cannot go on (the peer's
+buffer is full) reads meanwhile, so two processes sending each other large messages
+never wait on each other.  A watchdog thread per connection reads what waits while
+no worker does (a quarter of ``peer_timeout`` at most apart: a peer's error, goodbye
+or closing is seen while the workers compute) and watches for silence.
 
 The listener gives each connection one deadline for its whole handshake, handshakes
 at most :data:`~timely_spark.runtime.MAX_HANDSHAKES` at once (more are closed at
@@ -48,13 +65,14 @@ import hmac
 import logging
 import os
 import pickle
+import select
 import socket
 import struct
 import threading
 import time
-from typing import Any
+from typing import Any, Optional
 
-from ..errors import TimelyError, WorkerAborted, WorkerError, WorkerFailure
+from ..errors import FrameLimitReached, TimelyError, WorkerAborted, WorkerError, WorkerFailure
 from ..runtime import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_PEER_TIMEOUT,
@@ -62,30 +80,43 @@ from ..runtime import (
     HEARTBEATS_PER_PEER_TIMEOUT,
     LISTEN_BACKLOG,
     MAX_FRAME,
+    MAX_FRAMES_PER_KEY,
     MAX_HANDSHAKES,
     MAX_RETRY_BACKOFF,
     MIN_HEARTBEAT_INTERVAL,
     PEER_ERROR_GRACE,
     POLL_INTERVAL,
     RETRY_BACKOFF,
+    SEND_BATCH_BYTES,
     THREAD_JOIN_WAIT,
+    encryption_enabled,
 )
-from .allocator import Allocator, Inbox, LocalPusher, MailboxPusher
+from .aead import AES_GCM, TAG, Opener, Sealer, buffer, derive_keys, greeting, mode
+from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
 from .codec import decode, encode
 from .thread import ThreadFabric
 
-__all__ = ["Mesh", "TcpAllocator", "bind_listener", "frame_keys", "frame_tag", "handshake_mac", "recv_exact"]
+__all__ = ["Mesh", "TcpAllocator", "bind_listener", "frame_keys", "handshake_mac", "recv_exact", "mesh_magic"]
 
 log = logging.getLogger(__name__)
 
-MAGIC = b"TSMESH01"
+PREFIX = b"TSMESH3"                   # the greeting: PREFIX and one byte naming the mode (see aead.greeting)
 NONCE = 32
 MAC = 32
-HEADER = struct.Struct("<IIIQBQ")     # channel, source, target, seq, kind, length
+HEADER = struct.Struct("<Q")          # in clear (the associated data): the sealed length, tag excluded
+INNER = struct.Struct("<IIIQB3x")     # sealed: channel, source, target, seq, kind (24 bytes: payload 8-aligned)
 CONTROL = 0xFFFFFFFF                  # channel of control frames
 HEARTBEAT, GOODBYE, ERROR = 10, 11, 12
 MORE = 0x80                           # kind flag: the message continues in the next frame
-TAG = 32                              # HMAC-SHA256 tag after each frame
+STAGE = 256 * 1024                    # bytes read at once; a larger frame is read into a buffer of its own
+
+
+def mesh_magic(encrypt: Optional[bool] = None) -> bytes:
+    """This process's greeting (``encrypt`` None: as ``$TIMELY_SPARK_ENCRYPTION`` says)."""
+    return greeting(PREFIX, encryption_enabled() if encrypt is None else encrypt)
+
+
+MAGIC = mesh_magic()                  # the greeting of a mesh of this process (at import)
 
 
 def bind_listener(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
@@ -121,73 +152,165 @@ def recv_exact(sock: socket.socket, n: int, deadline: float = 0.0) -> bytearray:
     return buf
 
 
-def frame_keys(secret: bytes, challenge: bytes, nonce: bytes) -> tuple[bytes, bytes]:
+def frame_keys(secret: bytes, challenge: bytes, nonce: bytes, magic: bytes = MAGIC) -> tuple[bytes, bytes]:
     """The two directions' frame keys of a connection: ``(connector -> acceptor,
-    acceptor -> connector)``, from the secret and the handshake's two nonces."""
-    base = handshake_mac(secret, b"timely_spark frames", challenge, nonce)
-    return handshake_mac(base, b"connector to acceptor"), handshake_mac(base, b"acceptor to connector")
-
-
-def frame_tag(key: bytes, number: int, parts: list) -> bytes:
-    """The tag of frame ``number`` of a direction: HMAC-SHA256 over the number and the frame."""
-    mac = hmac.new(key, number.to_bytes(8, "little"), hashlib.sha256)
-    for p in parts:
-        mac.update(p)
-    return mac.digest()
-
-
-def _send_parts(sock: socket.socket, parts: list) -> None:
-    views = [memoryview(p).cast("B") for p in parts]
-    views = [v for v in views if v.nbytes]
-    while views:
-        sent = sock.sendmsg(views)
-        while sent:
-            if sent >= views[0].nbytes:
-                sent -= views[0].nbytes
-                views.pop(0)
-            else:
-                views[0] = views[0][sent:]
-                sent = 0
+    acceptor -> connector)``, by HKDF from the secret, the handshake's two nonces and
+    the greeting (so the mode is bound to the keys)."""
+    a, b = derive_keys(secret, challenge + nonce, b"mesh frames " + magic, 2)
+    return a, b
 
 
 class _Connection:
-    def __init__(self, mesh: "Mesh", sock: socket.socket, peer: int, send_key: bytes, recv_key: bytes) -> None:
+    """One authenticated connection: sealing and writing frames (any thread, under
+    ``lock``), and reading, opening and delivering them (whoever holds ``read_lock``:
+    the reader thread, or a worker waiting for messages)."""
+
+    def __init__(self, mesh: "Mesh", sock: socket.socket, peer: int, send_key: bytes, recv_key: bytes,
+                 magic: bytes = MAGIC) -> None:
         self.mesh = mesh
         self.sock = sock
         self.peer = peer
         self.lock = threading.Lock()
+        self.read_lock = threading.Lock()
         self.seq: dict[tuple[int, int, int], int] = {}
         self.goodbye = threading.Event()
-        self.reader_done = threading.Event()     # the read loop has ended (after any ERROR frame)
+        self.reader_done = threading.Event()     # reading has ended (after any ERROR frame)
         self.closed = False
-        self._send_key, self._recv_key = send_key, recv_key
-        self._sent = 0          # frames sent in this direction (the tag's number)
+        cipher, encrypt = mode(magic) or (AES_GCM, True)
+        self._sealer = Sealer(send_key, cipher, encrypt, mesh.frame_limit, self.describe())
+        self._opener = Opener(recv_key, cipher, encrypt, mesh.frame_limit)
+        self._out: list = []                     # sealed frames not yet written
+        self._out_bytes = 0
+        # reading state (under read_lock)
+        self._buf = bytearray(STAGE)
+        self._view = memoryview(self._buf)
+        self._start = self._end = 0
+        self._big: Optional[tuple[bytes, Any, int]] = None   # (header, buffer, bytes in it)
+        self._scratch: Optional[memoryview] = None           # where large frames are read
+        self._pending: list[memoryview] = []     # the first frames of a message sent in several
+        self._expected: dict[tuple[int, int, int], int] = {}
+        self.last_heard = time.monotonic()
+        self._drained = False
+        sock.settimeout(None)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def describe(self) -> str:
         host, port = self.mesh.addresses[self.peer]
         return f"process {self.peer} ({host}:{port})"
 
-    def send(self, channel: int, source: int, target: int, kind: int, parts: list) -> None:
+    # ---- sending --------------------------------------------------------------------
+    def send(self, channel: int, source: int, target: int, kind: int, parts: list, gather: bool = False) -> None:
+        """Seal and write one message; ``gather``: it may wait in this connection's
+        buffer (until :meth:`flush`, or until the buffer holds SEND_BATCH_BYTES)."""
         views = [memoryview(p).cast("B") for p in parts]
+        size = sum(v.nbytes for v in views)
         with self.lock:
             key = (channel, source, target)
             seq = self.seq.get(key, 0)
             self.seq[key] = seq + 1
             try:
+                out = self._out
+                if size < STAGE:                # the common case: one small frame, sealed in one piece
+                    header = HEADER.pack(INNER.size + size)
+                    out.append(header)
+                    out.extend(self._sealer.seal(header, [INNER.pack(channel, source, target, seq, kind), *views]))
+                    self._out_bytes += HEADER.size + INNER.size + size + TAG
+                    if not gather or self._out_bytes >= SEND_BATCH_BYTES:
+                        self._write()
+                    return
                 for chunk, more in _chunks(views, self.mesh.max_frame):
-                    length = sum(v.nbytes for v in chunk)
-                    header = HEADER.pack(channel, source, target, seq, kind | (MORE if more else 0), length)
-                    tag = frame_tag(self._send_key, self._sent, [header, *chunk])
-                    self._sent += 1
-                    _send_parts(self.sock, [header, *chunk, tag])
+                    inner = INNER.pack(channel, source, target, seq, kind | (MORE if more else 0))
+                    length = INNER.size + sum(v.nbytes for v in chunk)
+                    header = HEADER.pack(length)
+                    out.append(header)
+                    out.extend(self._sealer.seal(header, [inner, *chunk]))
+                    self._out_bytes += HEADER.size + length + TAG
+                if not gather or self._out_bytes >= SEND_BATCH_BYTES:
+                    self._write()
+            except FrameLimitReached as exc:
+                self._out, self._out_bytes = [], 0
+                self.mesh.fail(exc)
+                raise
             except OSError as exc:
-                # A peer that failed sent its error before closing: let the read loop
-                # deliver it first, so that the run reports the peer's error, not this pipe.
+                self._out, self._out_bytes = [], 0
+                # A peer that failed sent its error before closing: let the reading deliver
+                # it first, so that the run reports the peer's error, not this pipe.
                 self.reader_done.wait(PEER_ERROR_GRACE)
                 failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
                 self.mesh.fail(failure)
                 raise failure from exc
+
+    def _write(self) -> None:
+        """Write the gathered frames (under ``lock``).  While the socket cannot take more,
+        read what the peer sends meanwhile (so two processes sending each other large
+        messages never wait on each other); a peer that takes nothing for ``peer_timeout``
+        seconds fails the send."""
+        out = self._out
+        if not out:
+            return
+        total = self._out_bytes
+        self._out, self._out_bytes = [], 0
+        sock = self.sock
+        try:                                    # the common case: all of it at once
+            sent = sock.sendmsg(out, (), socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        if sent == total:
+            return
+        views = [memoryview(p).cast("B") for p in out]
+        views = [v for v in views if v.nbytes]
+        while sent:                             # what the first call wrote
+            if sent >= views[0].nbytes:
+                sent -= views[0].nbytes
+                views.pop(0)
+            else:
+                views[0] = views[0][sent:]
+                sent = 0
+        waiter = None
+        while views:
+            try:
+                sent = sock.sendmsg(views, (), socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                if waiter is None:
+                    waiter = select.poll()
+                    waiter.register(sock.fileno(), select.POLLOUT | select.POLLIN)
+                stuck = time.monotonic()
+                while True:
+                    ready = 0
+                    for _, ev in waiter.poll(POLL_INTERVAL * 1000.0):
+                        ready |= ev
+                    if ready & (select.POLLIN | select.POLLHUP | select.POLLERR) and not self.reader_done.is_set():
+                        if self.read_lock.acquire(blocking=False):
+                            try:
+                                self.pump()
+                            finally:
+                                self.read_lock.release()
+                    if ready & (select.POLLOUT | select.POLLERR | select.POLLHUP):
+                        break
+                    if self.mesh.fabric.failure is not None or self.reader_done.is_set():
+                        raise OSError("the connection failed while sending")
+                    if time.monotonic() - stuck > self.mesh.peer_timeout:
+                        raise OSError(f"the peer took nothing for {self.mesh.peer_timeout} s")
+                continue
+            while sent:
+                if sent >= views[0].nbytes:
+                    sent -= views[0].nbytes
+                    views.pop(0)
+                else:
+                    views[0] = views[0][sent:]
+                    sent = 0
+
+    def flush(self) -> None:
+        """Write the gathered frames now."""
+        if self._out:
+            with self.lock:
+                try:
+                    self._write()
+                except OSError as exc:
+                    self.reader_done.wait(PEER_ERROR_GRACE)
+                    failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
+                    self.mesh.fail(failure)
+                    raise failure from exc
 
     def control(self, kind: int, body: bytes = b"") -> None:
         try:
@@ -195,20 +318,128 @@ class _Connection:
         except WorkerFailure:
             pass
 
-    def _read_frame(self, number: int) -> tuple[int, int, int, int, int, memoryview]:
-        """The next frame, its tag checked before anything of it is used."""
-        sock = self.sock
-        header = recv_exact(sock, HEADER.size)
-        channel, source, target, seq, kind, length = HEADER.unpack(header)
-        if length > self.mesh.max_frame:
-            raise _BadFrame(f"{self.describe()} announced a frame of {length} bytes, over the limit of "
-                            f"{self.mesh.max_frame}")
-        body = memoryview(recv_exact(sock, length)) if length else memoryview(b"")
-        tag = bytes(recv_exact(sock, TAG))
-        if not hmac.compare_digest(tag, frame_tag(self._recv_key, number, [header, body])):
+    # ---- reading --------------------------------------------------------------------
+    def pump(self) -> bool:
+        """Read whatever has arrived, without blocking, and deliver every whole message;
+        whether anything was read.  Failures of the connection fail the run (naming the
+        peer) and end its reading.  Call under ``read_lock``."""
+        if self.reader_done.is_set():
+            return False
+        mesh = self.mesh
+        self._drained = False
+        try:
+            return self._pump()
+        except _BadFrame as exc:
+            mesh.fail(WorkerFailure(str(exc)))
+        except (EOFError, OSError) as exc:
+            if not self.goodbye.is_set() and not mesh.closing:
+                mesh.fail(WorkerFailure(f"{self.describe()} closed the connection ({exc})"))
+        except Exception as exc:  # a corrupt frame from an authenticated peer
+            mesh.fail(WorkerFailure(f"bad frame from {self.describe()}: {exc}"))
+        self.goodbye.set()
+        self.reader_done.set()
+        return True
+
+    def _recv(self, view: memoryview) -> int:
+        """Bytes read into ``view`` (0: nothing there now); EOFError when the peer closed."""
+        if self._drained:
+            return 0
+        try:
+            n = self.sock.recv_into(view, view.nbytes, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return 0
+        if n == 0:
+            raise EOFError("connection closed")
+        if n < view.nbytes:
+            self._drained = True      # the socket had less than asked: nothing more now (saves a call)
+        return n
+
+    def _pump(self) -> bool:
+        got = False
+        limit = self.mesh.max_frame + INNER.size
+        buf, view = self._buf, self._view
+        while True:
+            if self._big is not None:
+                header, big, have = self._big
+                n = self._recv(big[have:])
+                if not n:
+                    break
+                got = True
+                have += n
+                if have < len(big):
+                    self._big = (header, big, have)
+                    continue
+                self._big = None
+                self._frame(header, big)
+                continue
+            start, end = self._start, self._end
+            while end - start >= HEADER.size:
+                (length,) = HEADER.unpack_from(buf, start)
+                if length > limit or length < INNER.size:
+                    raise _BadFrame(f"{self.describe()} announced a frame of {length} bytes, over the limit of "
+                                    f"{limit}" if length > limit else
+                                    f"{self.describe()} sent a frame too short to be sealed")
+                total = HEADER.size + length + TAG
+                if end - start >= total:
+                    self._frame(bytes(view[start:start + HEADER.size]), view[start + HEADER.size:start + total])
+                    start += total
+                    continue
+                if total > STAGE:              # a large frame: into a buffer of its own, without copying twice
+                    if self._scratch is None or self._scratch.nbytes < length + TAG:
+                        self._scratch = memoryview(buffer(length + TAG)).cast("B")
+                    big = self._scratch[:length + TAG]    # reused: opening copies out of it
+                    have = end - start - HEADER.size
+                    big[:have] = view[start + HEADER.size:end]
+                    self._big = (bytes(view[start:start + HEADER.size]), big, have)
+                    start = end = 0
+                break
+            if self._big is not None:
+                self._start = self._end = 0
+                continue
+            if start == end:
+                start = end = 0
+            elif start and STAGE - start < HEADER.size + TAG + (
+                    HEADER.unpack_from(buf, start)[0] if end - start >= HEADER.size else 0):
+                buf[:end - start] = view[start:end]
+                start, end = 0, end - start
+            self._start, self._end = start, end
+            n = self._recv(view[end:])
+            if not n:
+                break
+            got = True
+            self._end = end + n
+        if got:
+            self.last_heard = time.monotonic()
+        return got
+
+    def _frame(self, header: bytes, sealed: memoryview) -> None:
+        """Open a whole frame (its tag checked before anything of it is used) and act on it."""
+        plain = self._opener.open(header, sealed)
+        if plain is None:
             raise _BadFrame(f"a frame from {self.describe()} failed its integrity check (injected, altered, "
                             "reordered, replayed or dropped on the way)")
-        return channel, source, target, seq, kind, body
+        channel, source, target, seq, kind = INNER.unpack_from(plain, 0)
+        body = plain[INNER.size:]
+        if kind & MORE:
+            self._pending.append(body)
+            return
+        if self._pending:
+            self._pending.append(body)
+            body = memoryview(b"".join(self._pending))
+            self._pending = []
+        mesh = self.mesh
+        if channel == CONTROL:
+            if kind == GOODBYE:
+                self.goodbye.set()
+            elif kind == ERROR:
+                mesh.fail(self._relayed_error(body), remote=True)
+            return
+        key = (channel, source, target)
+        if seq != self._expected.get(key, 0):
+            raise ValueError(f"frame {seq} on channel {channel} from worker {source}, "
+                             f"expected {self._expected.get(key, 0)}")
+        self._expected[key] = seq + 1
+        mesh.deliver(target, channel, decode(kind, body))
 
     def _relayed_error(self, body: memoryview) -> BaseException:
         """The error a peer reported (its frame authenticated): timely_spark's errors as
@@ -220,48 +451,29 @@ class _Connection:
         return WorkerFailure(f"{self.describe()} failed: {exc!r}")
 
     def read_loop(self) -> None:
+        """The watchdog thread: every so often (a quarter of ``peer_timeout``, at most
+        POLL_INTERVAL) it reads what waits while no worker of this process does (so a
+        peer's error, goodbye or closing is seen while the workers compute), and fails
+        the run when the peer stayed silent for ``peer_timeout`` seconds.  Workers read
+        the data themselves (waiting, stepping, or sending), so this thread never stands
+        between a message and its worker."""
         mesh = self.mesh
-        sock = self.sock
-        sock.settimeout(mesh.peer_timeout)
-        expected: dict[tuple[int, int, int], int] = {}
-        number = 0
-        pending: list[memoryview] = []          # the first frames of a message sent in several
-        try:
-            while True:
-                channel, source, target, seq, kind, body = self._read_frame(number)
-                number += 1
-                if kind & MORE:
-                    pending.append(body)
-                    continue
-                if pending:
-                    pending.append(body)
-                    body = memoryview(b"".join(pending))
-                    pending = []
-                if channel == CONTROL:
-                    if kind == GOODBYE:
-                        self.goodbye.set()
-                    elif kind == ERROR:
-                        mesh.fail(self._relayed_error(body), remote=True)
-                    continue
-                key = (channel, source, target)
-                if seq != expected.get(key, 0):
-                    raise ValueError(f"frame {seq} on channel {channel} from worker {source}, "
-                                     f"expected {expected.get(key, 0)}")
-                expected[key] = seq + 1
-                mesh.deliver(target, channel, decode(kind, body))
-        except _BadFrame as exc:
-            mesh.fail(WorkerFailure(str(exc)))
-        except socket.timeout:
-            if not self.goodbye.is_set():
-                mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.peer_timeout} s"))
-        except (EOFError, OSError) as exc:
-            if not self.goodbye.is_set() and not mesh.closing:
-                mesh.fail(WorkerFailure(f"{self.describe()} closed the connection ({exc})"))
-        except Exception as exc:  # a corrupt frame from an authenticated peer
-            mesh.fail(WorkerFailure(f"bad frame from {self.describe()}: {exc}"))
-        finally:
-            self.goodbye.set()
-            self.reader_done.set()
+        check = max(min(mesh.peer_timeout / HEARTBEATS_PER_PEER_TIMEOUT, POLL_INTERVAL), 0.001)
+        while not self.reader_done.is_set() and not mesh.stopped():
+            if mesh.stop_wait(check):
+                break
+            if not mesh.parked and self.read_lock.acquire(blocking=False):
+                try:
+                    self.pump()
+                finally:
+                    self.read_lock.release()
+            if (not self.reader_done.is_set() and not self.goodbye.is_set()
+                    and time.monotonic() - self.last_heard > mesh.peer_timeout):
+                with self.read_lock:       # what came meanwhile counts
+                    self.pump()
+                if time.monotonic() - self.last_heard > mesh.peer_timeout and not self.goodbye.is_set():
+                    mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.peer_timeout} s"))
+                    self.reader_done.set()
 
 
 class _BadFrame(Exception):
@@ -296,13 +508,17 @@ class Mesh:
     """The connections of process ``process`` to all others, and their threads.
 
     ``addresses[j]`` is process ``j``'s ``(host, port)``; ``listener`` is this process's
-    bound listening socket (its address is ``addresses[process]``).
+    bound listening socket (its address is ``addresses[process]``).  ``encrypt``: seal
+    payloads (None: unless ``$TIMELY_SPARK_ENCRYPTION`` is ``off``; frames are
+    authenticated either way); ``frame_limit``: frames per direction of a connection
+    before it closes (:data:`~timely_spark.runtime.MAX_FRAMES_PER_KEY`).
     """
 
     def __init__(self, process: int, addresses: list[tuple[str, int]], listener: socket.socket, secret: bytes,
                  fabric: ThreadFabric, threads: int, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, max_frame: int = MAX_FRAME,
-                 handshake_timeout: float = HANDSHAKE_TIMEOUT) -> None:
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT, encrypt: Optional[bool] = None,
+                 frame_limit: int = MAX_FRAMES_PER_KEY) -> None:
         if not secret:
             raise ValueError("the mesh needs a non-empty secret")
         self.process = process
@@ -315,14 +531,25 @@ class Mesh:
         self.connect_timeout = connect_timeout
         self.max_frame = max_frame
         self.handshake_timeout = handshake_timeout
+        self.magic = mesh_magic(encrypt)
+        self.frame_limit = frame_limit
         self._handshakes = threading.BoundedSemaphore(MAX_HANDSHAKES)
         self.connections: dict[int, _Connection] = {}
         self.closing = False
+        self.parked: set[int] = set()     # local workers waiting on the sockets themselves (they read)
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         self._threads: list[threading.Thread] = []
         self.rejected: list[str] = []     # why connections were refused (for tests and logs)
+
+    def stopped(self) -> bool:
+        """Whether the mesh is shutting down."""
+        return self._stop.is_set()
+
+    def stop_wait(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the shutdown; whether it began."""
+        return self._stop.wait(seconds)
 
     # ---- establishing ---------------------------------------------------------------
     def connect(self) -> None:
@@ -361,15 +588,23 @@ class Mesh:
                                         f"within {self.connect_timeout} s ({exc})") from exc
                 time.sleep(delay)
                 delay = min(delay * 2, MAX_RETRY_BACKOFF)
+        magic = self.magic
         try:
             until = time.monotonic() + self.handshake_timeout
-            hello = recv_exact(sock, len(MAGIC) + NONCE, until)
-            if bytes(hello[:len(MAGIC)]) != MAGIC:
+            hello = recv_exact(sock, len(magic) + NONCE, until)
+            theirs = bytes(hello[:len(magic)])
+            if not theirs.startswith(PREFIX) or mode(theirs) is None:
                 raise WorkerFailure(f"{host}:{port} is not a timely_spark mesh listener")
-            challenge = bytes(hello[len(MAGIC):])
+            if mode(theirs)[1] != mode(magic)[1]:     # type: ignore[index]
+                said = "encrypts" if mode(theirs)[1] else "does not encrypt"     # type: ignore[index]
+                raise WorkerFailure(f"process {j} at {host}:{port} {said} its frames and this process "
+                                    f"{'does' if mode(magic)[1] else 'does not'}: set TIMELY_SPARK_ENCRYPTION "  # type: ignore[index]
+                                    "the same for every process of the run")
+            magic = theirs                      # the acceptor names the cipher
+            challenge = bytes(hello[len(magic):])
             mine = os.urandom(NONCE)
             me = struct.pack("<I", self.process)
-            sock.sendall(MAGIC + me + mine + handshake_mac(self.secret, b"connect", challenge, me, mine))
+            sock.sendall(magic + me + mine + handshake_mac(self.secret, b"connect", challenge, me, mine))
             answer = bytes(recv_exact(sock, MAC, until))
             them = struct.pack("<I", j)
             if not hmac.compare_digest(answer, handshake_mac(self.secret, b"accept", mine, challenge, them)):
@@ -382,9 +617,9 @@ class Mesh:
         except WorkerFailure:
             sock.close()
             raise
-        send_key, recv_key = frame_keys(self.secret, challenge, mine)
+        send_key, recv_key = frame_keys(self.secret, challenge, mine, magic)
         with self._ready:
-            self.connections[j] = _Connection(self, sock, j, send_key, recv_key)
+            self.connections[j] = _Connection(self, sock, j, send_key, recv_key, magic)
             self._ready.notify_all()
 
     def start_accepting(self) -> None:
@@ -436,21 +671,22 @@ class Mesh:
             pass
 
     def _handshake(self, sock: socket.socket, addr: Any) -> None:
+        magic = self.magic
         try:
             until = time.monotonic() + self.handshake_timeout
             sock.settimeout(self.handshake_timeout)
             challenge = os.urandom(NONCE)
-            sock.sendall(MAGIC + challenge)
-            reply = bytes(recv_exact(sock, len(MAGIC) + 4 + NONCE + MAC, until))
+            sock.sendall(magic + challenge)
+            reply = bytes(recv_exact(sock, len(magic) + 4 + NONCE + MAC, until))
         except socket.timeout:
             return self._refuse(sock, addr, f"handshake not done within {self.handshake_timeout} s")
         except (OSError, EOFError) as exc:
             return self._refuse(sock, addr, f"no valid greeting ({exc})")
-        if reply[:len(MAGIC)] != MAGIC:
-            return self._refuse(sock, addr, "not a timely_spark peer (bad greeting)")
-        me_bytes = reply[len(MAGIC):len(MAGIC) + 4]
-        theirs = reply[len(MAGIC) + 4:len(MAGIC) + 4 + NONCE]
-        mac = reply[len(MAGIC) + 4 + NONCE:]
+        if reply[:len(magic)] != magic:
+            return self._refuse(sock, addr, "not a timely_spark peer in this mode (bad greeting)")
+        me_bytes = reply[len(magic):len(magic) + 4]
+        theirs = reply[len(magic) + 4:len(magic) + 4 + NONCE]
+        mac = reply[len(magic) + 4 + NONCE:]
         if not hmac.compare_digest(mac, handshake_mac(self.secret, b"connect", challenge, me_bytes, theirs)):
             return self._refuse(sock, addr, "failed authentication (wrong secret, or another run)")
         (peer,) = struct.unpack("<I", me_bytes)
@@ -464,8 +700,9 @@ class Mesh:
                 sock.settimeout(None)
             except OSError as exc:
                 return self._refuse(sock, addr, f"handshake failed ({exc})")
-            connector_to_us, us_to_connector = frame_keys(self.secret, challenge, theirs)
-            self.connections[peer] = _Connection(self, sock, peer, send_key=us_to_connector, recv_key=connector_to_us)
+            connector_to_us, us_to_connector = frame_keys(self.secret, challenge, theirs, magic)
+            self.connections[peer] = _Connection(self, sock, peer, send_key=us_to_connector,
+                                                 recv_key=connector_to_us, magic=magic)
             self._ready.notify_all()
 
     # ---- running ----------------------------------------------------------------------
@@ -474,6 +711,39 @@ class Mesh:
         while not self._stop.wait(interval):
             for conn in list(self.connections.values()):
                 conn.control(HEARTBEAT)
+
+    def flush(self) -> None:
+        """Write every connection's gathered frames."""
+        for conn in self.connections.values():
+            conn.flush()
+
+    def pump(self) -> None:
+        """Read and deliver what has arrived on every connection, without blocking."""
+        for conn in self.connections.values():
+            if not conn.reader_done.is_set():
+                with conn.read_lock:
+                    conn.pump()
+
+    def wait_readable(self, conns: list, done: Any, deadline: float) -> None:
+        """Read the connections ``conns`` as data arrives until ``done(conn)`` holds for
+        each (or it ended), or until ``deadline``."""
+        waiter = select.poll()
+        by_fd = {}
+        for c in conns:
+            if c.sock.fileno() >= 0:
+                by_fd[c.sock.fileno()] = c
+                waiter.register(c.sock.fileno(), select.POLLIN)
+        while True:
+            left = [c for c in by_fd.values() if not done(c) and not c.reader_done.is_set()]
+            now = time.monotonic()
+            if not left or now >= deadline:
+                return
+            for fd, _ in waiter.poll(min(deadline - now, POLL_INTERVAL) * 1000.0):
+                c = by_fd[fd]
+                with c.read_lock:
+                    c.pump()
+                if c.reader_done.is_set():
+                    waiter.unregister(fd)
 
     def connection_for(self, worker: int) -> _Connection:
         """The connection to the process that hosts global worker ``worker``."""
@@ -502,8 +772,7 @@ class Mesh:
             for conn in list(self.connections.values()):
                 conn.control(GOODBYE)
             deadline = time.monotonic() + self.peer_timeout
-            for conn in list(self.connections.values()):
-                conn.goodbye.wait(max(0.0, deadline - time.monotonic()))
+            self.wait_readable([c for c in self.connections.values()], lambda c: c.goodbye.is_set(), deadline)
         self.closing = True
         self._stop.set()
         for conn in list(self.connections.values()):
@@ -511,7 +780,13 @@ class Mesh:
                 conn.sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-            conn.sock.close()
+        for t in self._threads:                        # the readers end (they use the sockets)
+            if t is not threading.current_thread() and t.name.startswith("timely-read"):
+                t.join(timeout=THREAD_JOIN_WAIT)
+        for conn in list(self.connections.values()):
+            with conn.read_lock:
+                conn.reader_done.set()
+                conn.sock.close()
         try:
             self.listener.shutdown(socket.SHUT_RDWR)   # wakes the accept loop at once (Linux)
         except OSError:
@@ -532,18 +807,22 @@ class _TcpPusher:
         self._target = target
 
     def push(self, payload: Any) -> None:
+        """Send a message to a worker of another process (gathered until the worker's step ends or it waits)."""
         kind, parts = encode(payload)
-        self._conn.send(self._channel, self._source, self._target, kind, parts)
+        self._conn.send(self._channel, self._source, self._target, kind, parts, gather=True)
 
 
 class TcpAllocator(Allocator):
     """Allocator for global worker ``index``: in-process peers through mailboxes,
-    other processes through the mesh."""
+    other processes through the mesh.  Waiting for messages, the worker waits on its
+    mailbox and the mesh's sockets at once, and reads what arrives itself."""
 
     def __init__(self, index: int, fabric: ThreadFabric, mesh: Mesh, peers: int) -> None:
         super().__init__(index, peers, fabric.mailboxes[index - fabric.offset])
         self.fabric = fabric
         self.mesh = mesh
+        self._poller: Optional[Any] = None
+        self._polled: dict[int, _Connection] = {}
 
     def pushers(self, channel: int, inbox: Inbox) -> list[Any]:
         """One pusher per worker: this worker's inbox, local mailboxes, or the mesh."""
@@ -558,6 +837,68 @@ class TcpAllocator(Allocator):
             else:
                 out.append(_TcpPusher(self.mesh.connection_for(j), channel, self.index, j))
         return out
+
+    def release(self) -> None:
+        """Write what this step gathered for other processes."""
+        self.mesh.flush()
+
+    def receive(self, timeout: Optional[float] = None) -> bool:
+        """Read what arrived on the sockets and move arrived messages into their
+        inboxes (writing what was gathered first if it is to wait); with a ``timeout``, first wait up to that long for
+        one -- on the mailbox and the sockets at once, reading the sockets in this thread
+        (no hand-off to another thread: the worker wakes as the bytes arrive)."""
+        mesh = self.mesh
+        if timeout:                           # about to wait: what was gathered goes first (a step's
+            mesh.flush()                      # start does not flush: its end does, data and progress at once)
+        mailbox = self.mailbox
+        if not isinstance(mailbox, Mailbox) or not mesh.connections:
+            return super().receive(timeout)
+        poller = self._poller
+        if poller is None:
+            poller = self._poller = select.poll()
+            poller.register(mailbox.fileno(), select.POLLIN)
+            for conn in mesh.connections.values():
+                fd = conn.sock.fileno()
+                if fd >= 0:
+                    poller.register(fd, select.POLLIN)
+                    self._polled[fd] = conn
+        got = super().receive()
+        if got or not timeout:
+            self._read(poller.poll(0))
+            return super().receive() or got
+        mailbox.parked = True
+        mesh.parked.add(self.index)           # the watchdog threads leave reading to us
+        events: list = []
+        try:
+            if mailbox.empty() and not self._check_failed():
+                events = poller.poll(timeout * 1000.0)
+        finally:
+            mailbox.parked = False            # what we deliver ourselves needs no wake-up signal
+            mesh.parked.discard(self.index)
+        self._read(events)
+        return super().receive()
+
+    def _read(self, events: list) -> None:
+        for fd, _ in events:
+            conn = self._polled.get(fd)
+            if conn is None:
+                self.mailbox.clear_signal()     # type: ignore[attr-defined]
+            elif conn.reader_done.is_set():
+                self._poller.unregister(fd)     # type: ignore[union-attr]   # ended: nothing more to read there
+                del self._polled[fd]
+            else:
+                with conn.read_lock:
+                    conn.pump()
+
+    def _check_failed(self) -> bool:
+        return self.fabric.failure is not None
+
+    def close(self) -> None:
+        """Write anything still gathered."""
+        try:
+            self.mesh.flush()
+        except WorkerFailure:
+            pass
 
     def check(self) -> None:
         """Raise WorkerAborted if the run failed elsewhere (checked at every receive)."""

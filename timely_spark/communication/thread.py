@@ -19,19 +19,22 @@ import threading
 from typing import Any, Optional
 
 from ..errors import WorkerAborted, WorkerFailure
-from .allocator import WAKE, Allocator, Inbox, LocalPusher, MailboxPusher
+from .allocator import WAKE, Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
 
 __all__ = ["ThreadFabric", "ThreadAllocator"]
 
 
 class ThreadFabric:
     """What the threads of one process share: a mailbox per worker, and the
-    first failure, which stops every worker."""
+    first failure, which stops every worker.  ``wakeable``: the mailboxes are
+    :class:`~.allocator.Mailbox` es, which wake a worker waiting on sockets too (the
+    TCP mesh's workers do)."""
 
-    def __init__(self, peers: int, offset: int = 0) -> None:
+    def __init__(self, peers: int, offset: int = 0, wakeable: bool = False) -> None:
         self.peers = peers
         self.offset = offset  # global index of local worker 0 (processes x threads)
-        self.mailboxes: list[queue.SimpleQueue] = [queue.SimpleQueue() for _ in range(peers)]
+        self.mailboxes: list[queue.SimpleQueue] = [Mailbox() if wakeable else queue.SimpleQueue()
+                                                   for _ in range(peers)]
         self.failure: Optional[tuple[int, BaseException]] = None
         self.failure_relayed = False      # the first failure came from a peer process
         self._lock = threading.Lock()

@@ -15,14 +15,20 @@ address, a public job id) that travels to the tasks in their closure.  Over Spar
 Connect, or with ``spark.timely_spark.rendezvous=allGather``, tasks use ``allGather``.
 
 Protocol, one TCP connection per message (all waits bounded; nothing is acted on
-before its MAC checks)::
+before its tag checks)::
 
-    task   -> driver   MAGIC, token (16 bytes), task nonce (32)
+    task   -> driver   MAGIC (naming the cipher), token (16 bytes), task nonce (32)
     driver -> task     "?" (no such job) | "+", driver nonce (32), MAC(secret; "hello", token, both nonces)
-    task   -> driver   length, JSON request, MAC(secret; "request", token, nonces, request)
-    driver -> task     length, JSON answer,  MAC(secret; "answer", token, nonces, answer)
+    task   -> driver   length, sealed JSON request, tag
+    driver -> task     length, sealed JSON answer, tag
 
-A wrong MAC closes the connection without an answer.  Until its request has checked,
+Request and answer are sealed as the worker mesh seals its frames (see
+:mod:`timely_spark.communication.aead`): encrypted and authenticated with AES-256-GCM
+(ChaCha20-Poly1305 when the task's CPU lacks AES instructions), a key per direction
+derived with HKDF from the job's secret and both nonces, the length as associated
+data.  Addresses and error reports are thus confidential on the wire, always (the
+``TIMELY_SPARK_ENCRYPTION`` switch does not apply to these few small messages).
+A wrong MAC or tag closes the connection without an answer.  Until its request has checked,
 a connection has :data:`~timely_spark.runtime.RENDEZVOUS_AUTH_TIMEOUT` seconds and at
 most :data:`~timely_spark.runtime.RENDEZVOUS_MAX_REQUEST` bytes; at most
 :data:`~timely_spark.runtime.RENDEZVOUS_PENDING` connections authenticate at once, and
@@ -46,6 +52,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from ..communication.aead import TAG, Opener, Sealer, derive_keys, greeting, mode
 from ..communication.tcp import bind_listener, handshake_mac, recv_exact
 from ..errors import RendezvousError, WorkerFailure, describe_error, most_telling, rebuild_error
 from ..runtime import (
@@ -77,7 +84,8 @@ proved the job's secret."""
 REMEMBERED_FAILURES = 256
 """How many reported task failures the driver keeps for :mod:`.job_errors` to claim."""
 
-MAGIC = b"TSRDV002"
+PREFIX = b"TSRDV03"
+MAGIC = greeting(PREFIX, True)        # this process's greeting as a task (its last byte names the cipher)
 TOKEN = 16
 NONCE = 32
 KNOWN, UNKNOWN = b"+", b"?"
@@ -99,24 +107,35 @@ class Ticket:
     job: str = ""
 
 
-def _send_message(sock: socket.socket, secret: bytes, label: bytes, token: bytes, nonces: bytes,
-                  message: dict) -> None:
+def message_keys(secret: bytes, token: bytes, nonces: bytes, magic: bytes) -> tuple[Sealer, Sealer]:
+    """The sealers of a connection's two directions, ``(task -> driver, driver -> task)``,
+    from the job's secret, its token, both nonces and the task's greeting."""
+    cipher = (mode(magic) or ("", True))[0]
+    up, down = derive_keys(secret, nonces, b"rendezvous " + token + magic, 2)
+    return Sealer(up, cipher), Sealer(down, cipher)
+
+
+def _send_message(sock: socket.socket, sealer: Sealer, message: dict) -> None:
     body = json.dumps(message).encode()
-    sock.sendall(_LEN.pack(len(body)) + body + handshake_mac(secret, label, token, nonces, body))
+    header = _LEN.pack(len(body))
+    sock.sendall(header + b"".join(bytes(p) for p in sealer.seal(header, [body])))
 
 
-def _recv_message(sock: socket.socket, secret: bytes, label: bytes, token: bytes, nonces: bytes,
-                  deadline: float, limit: int) -> Optional[dict]:
+def _recv_message(sock: socket.socket, opener: Opener, deadline: float, limit: int) -> Optional[dict]:
     """The peer's message, or None if it is longer than ``limit`` bytes (nothing more
-    is read) or its MAC does not check."""
-    (n,) = _LEN.unpack(recv_exact(sock, _LEN.size, deadline))
+    is read) or its tag does not check."""
+    header = bytes(recv_exact(sock, _LEN.size, deadline))
+    (n,) = _LEN.unpack(header)
     if n > limit:
         return None
-    body = bytes(recv_exact(sock, n, deadline))
-    mac = bytes(recv_exact(sock, 32, deadline))
-    if not hmac.compare_digest(mac, handshake_mac(secret, label, token, nonces, body)):
+    body = opener.open(header, memoryview(recv_exact(sock, n + TAG, deadline)))
+    if body is None:
         return None
-    return json.loads(body)
+    return json.loads(bytes(body))
+
+
+def _opener(sealer: Sealer) -> Opener:
+    return Opener(sealer.key, sealer.cipher)
 
 
 @dataclass
@@ -286,7 +305,8 @@ class DriverRendezvous:
         try:
             deadline = time.monotonic() + RENDEZVOUS_AUTH_TIMEOUT
             hello = bytes(recv_exact(sock, len(MAGIC) + TOKEN + NONCE, deadline))
-            if not hello.startswith(MAGIC):
+            magic = hello[:len(MAGIC)]
+            if not magic.startswith(PREFIX) or mode(magic) is None or not mode(magic)[1]:   # type: ignore[index]
                 return
             token, task_nonce = hello[len(MAGIC):len(MAGIC) + TOKEN], hello[len(MAGIC) + TOKEN:]
             job = self._job(token)
@@ -296,14 +316,15 @@ class DriverRendezvous:
             nonce = os.urandom(NONCE)
             nonces = task_nonce + nonce
             sock.sendall(KNOWN + nonce + handshake_mac(job.secret, b"hello", token, nonces))
-            request = _recv_message(sock, job.secret, b"request", token, nonces, deadline, RENDEZVOUS_MAX_REQUEST)
+            up, down = message_keys(job.secret, token, nonces, magic)
+            request = _recv_message(sock, _opener(up), deadline, RENDEZVOUS_MAX_REQUEST)
             if request is None or not self._authenticated(sock):
                 return
             with self._cond:
                 job.used = time.monotonic()
             answer = self._answer(token, job, request)
             sock.settimeout(HANDSHAKE_TIMEOUT)
-            _send_message(sock, job.secret, b"answer", token, nonces, answer)
+            _send_message(sock, down, answer)
         except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
             log.debug("timely_spark rendezvous: a connection ended (%s)", exc)
         finally:
@@ -451,9 +472,10 @@ def _exchange_once(ticket: Ticket, request: dict, deadline: float, where: str) -
             nonces = nonce + hello[:NONCE]
             if not hmac.compare_digest(hello[NONCE:], handshake_mac(ticket.secret, b"hello", ticket.token, nonces)):
                 raise RendezvousError(f"{where} did not prove it knows the job's secret")
-            _send_message(sock, ticket.secret, b"request", ticket.token, nonces, request)
-            answer = _recv_message(sock, ticket.secret, b"answer", ticket.token, nonces,
-                                   max(deadline, time.monotonic()) + HANDSHAKE_TIMEOUT, MAX_ANSWER)
+            up, down = message_keys(ticket.secret, ticket.token, nonces, MAGIC)
+            _send_message(sock, up, request)
+            answer = _recv_message(sock, _opener(down), max(deadline, time.monotonic()) + HANDSHAKE_TIMEOUT,
+                                   MAX_ANSWER)
     except (OSError, EOFError) as exc:
         raise _Dropped(repr(exc)) from exc
     if answer is None:
