@@ -33,7 +33,7 @@ from .components_columnar import GraphInputError
 if TYPE_CHECKING:
     from ..dataflow import Stream
 
-__all__ = ["Codes", "encode_ids", "decode_owned", "min_labels", "id_array", "per_time"]
+__all__ = ["Codes", "encode_ids", "decode_owned", "min_labels", "id_array"]
 
 
 class Codes:
@@ -45,29 +45,14 @@ class Codes:
         self.extras: dict = {}
 
 
-def per_time(stream: "Stream", pact: Any, name: str, fn: Callable[[Any, pa.Table], list]) -> "Stream":
-    """An operator that holds the record batches of each time until the time is complete
-    on its input, then gives ``fn(time, table of them)`` (a list of record batches) at
-    that time.  Times without rows are not passed to ``fn``."""
-    b = OperatorBuilder(stream.scope, name)
-    inp = b.new_input(stream, pact)
-    out, result = b.new_output(name)
-    pending: dict = {}
+def _on_table(fn: Callable[[Any, pa.Table], list]) -> Callable[[Any, list], Optional[list]]:
+    """``fn(time, table)`` as the logic of ``Stream.per_time``: the time's non-empty
+    batches as one table; a time without rows is not passed to ``fn``."""
+    def logic(time: Any, batches: list) -> Optional[list]:
+        batches = [b for b in batches if b.num_rows]
+        return fn(time, pa.Table.from_batches(batches)) if batches else None
 
-    def logic() -> None:
-        for cap, data in inp:
-            entry = pending.get(cap.time)
-            if entry is None:
-                entry = pending[cap.time] = (cap.retain(), [])
-            entry[1].extend(rb for rb in (check_batch(r, name) for r in data) if rb.num_rows)
-        for t in [t for t in pending if not inp.frontier.less_equal(t)]:
-            cap, batches = pending.pop(t)
-            if batches:
-                out.session(cap).give_batch(fn(t, pa.Table.from_batches(batches)))
-            cap.drop()
-
-    b.build(logic, notify=True, initial_capabilities=False)
-    return result
+    return logic
 
 
 def id_array(table: Any, name: str, operator: str) -> pa.Array:
@@ -161,9 +146,9 @@ def encode_ids(edges: "Stream", src: str, dst: str, extras: Optional[pa.Array] =
         table = table.set_column(table.schema.get_field_index(dst), dst, pa.array(ids[m:2 * m]))
         return table.combine_chunks().to_batches()
 
-    requests = per_time(edges, None, "IdRequests", ask)
-    replies = per_time(requests, ExchangeBy(["key"], "IdOwners"), "IdOwners", own)
-    return per_time(replies, ExchangeBy(["to"], "IdEncode"), "IdEncode", rewrite), codes
+    requests = edges.per_time(_on_table(ask), name="IdRequests")
+    replies = requests.per_time(_on_table(own), exchange=ExchangeBy(["key"], "IdOwners"), name="IdOwners")
+    return replies.per_time(_on_table(rewrite), exchange=ExchangeBy(["to"], "IdEncode"), name="IdEncode"), codes
 
 
 def decode_owned(stream: "Stream", column: str, codes: Codes) -> "Stream":
@@ -220,4 +205,4 @@ def min_labels(stream: "Stream", vertex: str = "vertex", component: str = "compo
         labels = smallest[f"{vertex}_min"].take(pc.index_in(table[component], value_set=smallest[component]))
         return pa.table({vertex: table[vertex], component: labels}).to_batches()
 
-    return per_time(stream, ExchangeBy([component], "MinLabel"), "MinLabel", label)
+    return stream.per_time(_on_table(label), exchange=ExchangeBy([component], "MinLabel"), name="MinLabel")
