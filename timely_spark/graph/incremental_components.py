@@ -51,9 +51,9 @@ import numpy as np
 import pyarrow as pa
 
 from ..dataflow import DIFF, Exchange
-from ..errors import ChangelogError, GraphInputError
+from ..errors import GraphInputError
 from .components_columnar import forest
-from .edge_changes import edge_changes
+from .edge_input import edge_changes, withdrawn_error
 from .key_index import KeyIndex
 from .unique import sorted_unique
 
@@ -193,8 +193,7 @@ class ComponentIndex:
         if (new < 0).any():
             bad = int(np.flatnonzero(new < 0)[0])
             u, v = self.vid[keys[bad] >> SHIFT], self.vid[keys[bad] & LOW]
-            raise ChangelogError(f"operator {self.operator!r} at time {time}: row (src={u}, dst={v}) withdrawn "
-                                 f"{-int(delta[bad])} time(s) but the edges hold it {int(old[bad])} time(s)")
+            raise withdrawn_error(self.operator, time, f"(src={u}, dst={v})", int(old[bad]), int(delta[bad]))
         self.counts.set(keys, new)
         a, b = keys >> SHIFT, keys & LOW
         lo, hi = np.minimum(a, b), np.maximum(a, b)

@@ -19,7 +19,7 @@ timely loop (epochs one at a time, :func:`.in_order.in_order`):
    nothing improves (as the batch form does).
 
 Every improvement and every dropped distance is emitted (``-old``/``+new``), and the
-epoch's rows are netted (:func:`.changes.net_changes`), so an epoch emits only the
+epoch's rows are netted (``Stream.consolidate``), so an epoch emits only the
 distances that differ from the previous epoch's.  The edge collection is a multiset
 of rows: an edge ``(a, b, w2)`` added without withdrawing ``(a, b, w1)`` is a second,
 parallel edge, and the lighter one counts (as in the batch form on those rows).
@@ -35,7 +35,6 @@ import pyarrow as pa
 from ..dataflow import DIFF, ExchangeBy
 from ..progress import Product
 from .broadcast import broadcast_keys
-from .changes import net_changes
 from .edge_input import diffs_at, source_vertices, weighted_edges, withdrawn_error
 from .in_order import in_order
 from .sorted_rows import SortedRows
@@ -356,7 +355,7 @@ def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optio
         out.flat_map(lambda rb: [rb] if "kind" in rb.schema.names else []).connect_loop(handle)
         return out.flat_map(lambda rb: [] if "kind" in rb.schema.names else [rb]).leave()
 
-    result = net_changes(scope.iterative(loop), "vertex", f"{name}Changes")
+    result = scope.iterative(loop).consolidate(name=f"{name}Changes")
     if weight is None:
         return result.map(lambda rb: rb.set_column(2, "distance", rb.column(2).cast(pa.int64())))
     return result
