@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import timely_spark as ts
 
@@ -69,29 +70,33 @@ def random_changelog(seed: int, epochs: int = 20, n: int = 25, weights: bool = F
 
 
 def collection(epochs: list, upto: int, columns: list) -> pa.Table:
-    """The edge multiset after epochs ``0..upto``: one row per copy."""
-    table = pa.concat_tables(epochs[:upto + 1])
-    summed = table.group_by(columns).aggregate([("diff", "sum")])
-    counts = summed["diff_sum"].to_numpy()
-    keep = np.flatnonzero(counts > 0)
-    return summed.select(columns).take(pa.array(np.repeat(keep, counts[keep])))
+    """The edge multiset after epochs ``0..upto`` (``ts.collection``): one row per copy."""
+    return ts.collection(pa.concat_tables([t.select(columns + ["diff"]) for t in epochs[:upto + 1]]))
 
 
 def fold(changes: pa.Table, keys: list) -> dict:
-    """A changelog of results folded into ``{key tuple: value tuple}`` (values: the
-    other columns); a row with a count other than 1 fails."""
-    names = [c for c in changes.column_names if c != "diff"]
-    summed = changes.group_by(names).aggregate([("diff", "sum")])
+    """A changelog of results folded (``ts.collection``) into ``{key tuple: value tuple}``
+    (values: the other columns); a row held other than once, or a key twice, fails."""
+    folded = ts.collection(changes, counts=True)
+    assert all(c == 1 for c in folded["count"].to_pylist()), folded.filter(pc.not_equal(folded["count"], 1))
+    names = [c for c in folded.column_names if c != "count"]
     result: dict = {}
-    for row in summed.to_pylist():
-        count = row.pop("diff_sum")
-        if count == 0:
-            continue
-        assert count == 1, row
+    for row in folded.select(names).to_pylist():
         key = tuple(row[k] for k in keys)
         assert key not in result, key
         result[key] = tuple(row[c] for c in names if c not in keys)
     return result
+
+
+def fold_upto(out: dict, upto: int, keys: list) -> dict:
+    """:func:`fold` of the output of :func:`run_epochs` at all times ``<= upto``."""
+    changes = [table for t, table in out.items() if t <= upto]
+    return fold(pa.concat_tables(changes), keys) if changes else {}
+
+
+def edge_table(rows: list) -> pa.Table:
+    """``(src, dst, diff)`` tuples as an int64 edge changelog table."""
+    return pa.table({name: pa.array([r[i] for r in rows], pa.int64()) for i, name in enumerate(["src", "dst", "diff"])})
 
 
 def _work(worker: Any, epochs: list, build: Callable) -> list:

@@ -15,6 +15,8 @@ from timely_spark.errors import ChangelogError, GraphInputError, WorkerError
 from timely_spark.graph import components, connected_components, union_find
 from timely_spark.graph.incremental_components import ComponentIndex
 
+from .changelogs import collection, edge_table, fold_upto, run_epochs
+
 
 def changelog(seed: int, epochs: int = 22) -> list:
     """Per epoch a list of (src, dst, diff) rows: random inserts and withdrawals with
@@ -67,74 +69,38 @@ def changelog(seed: int, epochs: int = 22) -> list:
 
 
 def held_at(log: list, t: int) -> list:
-    counts: Counter = Counter()
-    for rows in log[:t + 1]:
-        for a, b, d in rows:
-            counts[(a, b)] += d
-    return [e for e, c in counts.items() for _ in range(c)]
-
-
-def fold(state: Counter, batches: list) -> Counter:
-    for rb in batches:
-        for v, c, d in zip(rb["vertex"].to_pylist(), rb["component"].to_pylist(), rb["diff"].to_pylist()):
-            state[(v, c)] += d
-    state = Counter({k: w for k, w in state.items() if w})
-    assert all(w == 1 for w in state.values()), state
-    return state
-
-
-def batch_of(rows: list) -> pa.RecordBatch:
-    return pa.record_batch({"src": pa.array([r[0] for r in rows], pa.int64()),
-                            "dst": pa.array([r[1] for r in rows], pa.int64()),
-                            "diff": pa.array([r[2] for r in rows], pa.int64())})
+    """The edges held after time ``t``, one ``(src, dst)`` pair per copy."""
+    edges = collection([edge_table(rows) for rows in log], t, ["src", "dst"])
+    return list(zip(edges["src"].to_pylist(), edges["dst"].to_pylist()))
 
 
 def run(log: list, threads: int = 1, processes: int = 1) -> dict:
-    """The output batches per time, each worker feeding its share of every epoch."""
-    def work(worker):
-        seen = []
+    """``{time: output table}`` of ``components`` fed ``log`` (lists of (src, dst, diff))."""
+    return run_epochs([edge_table(rows) for rows in log], components, threads=threads, processes=processes)
 
-        def build(scope):
-            inp, edges = scope.new_input()
-            components(edges).inspect_time(lambda t, rb: seen.append((t, rb)))
-            return inp
 
-        inp = worker.dataflow(build)
-        for t, rows in enumerate(log):
-            mine = rows[worker.index::worker.peers]
-            if mine:
-                inp.send(batch_of(mine))
-            inp.advance_to(t + 1)
-        inp.close()
-        while worker.step():
-            pass
-        return seen
-
-    per_time: dict = {}
-    for part in ts.execute(work, threads=threads, processes=processes, timeout=120):
-        for t, rb in part:
-            per_time.setdefault(t, []).append(rb)
-    return per_time
+def rows_at(per_time: dict, t: int) -> list:
+    """The output rows at time ``t`` as (vertex, component, diff) tuples."""
+    table = per_time.get(t)
+    return [] if table is None else list(zip(*(table[c].to_pylist() for c in ("vertex", "component", "diff"))))
 
 
 @pytest.mark.parametrize("layout", [dict(threads=1), dict(threads=2), dict(threads=1, processes=2)])
 def test_folded_changes_equal_the_components_at_every_time(layout):
     log = changelog(seed=sum(layout.values()))
     per_time = run(log, **layout)
-    state: Counter = Counter()
     for t in range(len(log)):
-        state = fold(state, per_time.get(t, []))
-        assert dict(state.keys()) == union_find(held_at(log, t)), f"time {t}"
+        state = {v: c for (v,), (c,) in fold_upto(per_time, t, ["vertex"]).items()}
+        assert state == union_find(held_at(log, t)), f"time {t}"
     final = held_at(log, len(log) - 1)
     batch = connected_components(pa.table({"src": [a for a, _ in final], "dst": [b for _, b in final]}))
-    assert dict(state.keys()) == dict(zip(batch["vertex"].to_pylist(), batch["component"].to_pylist()))
+    assert state == dict(zip(batch["vertex"].to_pylist(), batch["component"].to_pylist()))
 
 
 def test_shapes_change_only_what_they_touch():
     log = changelog(seed=3)
     per_time = run(log)
-    rows = {t: Counter((v, d) for rb in per_time.get(t, []) for v, d in
-                       zip(rb["vertex"].to_pylist(), rb["diff"].to_pylist())) for t in range(len(log))}
+    rows = {t: Counter((v, d) for v, _, d in rows_at(per_time, t)) for t in range(len(log))}
     star = set(range(2001, 2101))
     assert star <= {v for v, d in rows[7] if d == -1}                    # the leaves leave
     assert 2000 not in {v for v, _ in rows[7]}                           # the hub keeps its self-loop
@@ -157,8 +123,7 @@ def test_output_is_exactly_the_changed_rows():
     log = changelog(seed=4)
     per_time = run(log, threads=2)
     for t in range(len(log)):
-        got = Counter((v, c, d) for rb in per_time.get(t, []) for v, c, d in
-                      zip(rb["vertex"].to_pylist(), rb["component"].to_pylist(), rb["diff"].to_pylist()))
+        got = Counter(rows_at(per_time, t))
         before = union_find(held_at(log, t - 1)) if t else {}
         assert got == expected_rows(before, union_find(held_at(log, t))), f"time {t}"
 
@@ -173,16 +138,16 @@ def test_no_op_epoch_and_edge_inside_a_component_emit_nothing():
            [(9, 9, 1)]]
     per_time = run(log)
     assert sorted(per_time) == [0, 6]
-    assert per_time[6][0].to_pydict() == {"vertex": [9], "component": [9], "diff": [1]}
+    assert per_time[6].to_pydict() == {"vertex": [9], "component": [9], "diff": [1]}
 
 
 def test_merge_emits_only_the_relabelled_side():
     big = [(i, i + 1, 1) for i in range(10, 60)]
     per_time = run([big, [(3, 4, 1)], [(4, 10, 1)], [(70, 10, 1)]])
-    relabelled = pa.Table.from_batches(per_time[2]).to_pydict()         # {3, 4} keeps its label 3
+    relabelled = per_time[2].to_pydict()         # {3, 4} keeps its label 3
     assert sorted(relabelled["vertex"]) == sorted(list(range(10, 61)) * 2)
     assert sorted(zip(relabelled["component"], relabelled["diff"])) == [(3, 1)] * 51 + [(10, -1)] * 51
-    moved = per_time[3][0].to_pydict()
+    moved = per_time[3].to_pydict()
     assert moved == {"vertex": [70], "component": [3], "diff": [1]}       # the newcomer only
 
 

@@ -10,17 +10,15 @@ from hypothesis import strategies as st
 import timely_spark as ts
 from timely_spark.graph import dijkstra_reference, shortest_paths_stream
 
-from .changelogs import CANCEL_EPOCH, EMPTY_EPOCH, LAYOUTS, collection, fold, random_changelog, run_epochs
+from .changelogs import CANCEL_EPOCH, EMPTY_EPOCH, LAYOUTS, collection, fold, fold_upto, random_changelog, run_epochs
 
 SOURCES = [0, 100, 200, 7, 24, 99_999]          # the path's start, the hub, a late one, one never present
 
 
 def check_every_epoch(epochs: list, out: dict, weight) -> None:
     columns = ["src", "dst"] + ([weight] if weight else [])
-    times = sorted(out)
     for epoch in range(len(epochs)):
-        changes = [out[t] for t in times if t <= epoch]
-        got = {k: v[0] for k, v in fold(pa.concat_tables(changes), ["vertex", "source"]).items()} if changes else {}
+        got = {k: v[0] for k, v in fold_upto(out, epoch, ["vertex", "source"]).items()}
         edges = collection(epochs, epoch, columns)
         present = set(edges["src"].to_pylist()) | set(edges["dst"].to_pylist())
         want = dijkstra_reference(edges["src"].to_pylist(), edges["dst"].to_pylist(),

@@ -15,6 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .key_index import expand_ranges
+
 __all__ = ["SortedRows", "consolidate_rows"]
 
 
@@ -113,9 +115,8 @@ class SortedRows:
         (ascending; tombstones too unless ``live``)."""
         lo = np.searchsorted(self.cols[0], first, "left")
         hi = np.searchsorted(self.cols[0], first, "right")
-        counts = hi - lo
-        which = np.repeat(np.arange(len(first)), counts)
-        rows = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(len(which))
+        which = np.repeat(np.arange(len(first)), hi - lo)
+        rows = expand_ranges(lo, hi)
         if live:
             keep = self.count[rows] > 0
             which, rows = which[keep], rows[keep]
