@@ -105,3 +105,25 @@ def test_zero_weight_cycle_through_a_source_keeps_its_own_distance():
     out = run_epochs([cycle, cut], lambda e: shortest_paths_stream(e, [1], "w"), threads=2)
     assert fold(out[0], ["vertex", "source"]) == {(1, 1): (0.0,), (2, 1): (0.0,), (3, 1): (1.0,)}
     assert 1 not in out                               # nothing changed
+
+
+def test_distances_keep_new_pairs_in_a_side_level_without_copying_the_state():
+    from timely_spark.graph.paths_incremental import _Distances
+
+    dist, emitted = _Distances(), []
+    v = np.arange(100, dtype=np.int64)
+    dist.merge(v, np.zeros(100, np.int64), v.astype(float), emitted)             # 100 pairs: the main level
+    new = np.array([1000, 5, 7], np.int64)
+    dist.merge(new, np.array([0, 1, 1]), np.array([1.0, 2.0, 3.0]), emitted)     # new pairs: the side level
+    assert len(dist.main) == 100 and len(dist.side) == 3
+    got = dist.get(np.array([1000, 5, 5, 50, 9]), np.array([0, 1, 0, 0, 1]))
+    assert got.tolist() == [1.0, 2.0, 5.0, 50.0, np.inf]
+    improved = dist.merge(np.array([5, 50]), np.array([1, 0]), np.array([0.5, 0.5]), emitted)
+    assert improved[2].tolist() == [0.5, 0.5] and len(dist.side) == 3
+    assert dist.remove(np.array([5, 50]), np.array([1, 0]), emitted).tolist() == [0.5, 0.5]
+    which, source, d = dist.of(np.array([5, 7, 1000]))
+    assert sorted(zip(source.tolist(), d.tolist())) == [(0, 1.0), (0, 5.0), (0, 7.0), (1, 3.0)]
+    dist.drop(np.array([1]), emitted)
+    assert dist.get(np.array([7, 7]), np.array([1, 0])).tolist() == [np.inf, 7.0]
+    rows = ts.collection(pa.concat_tables([pa.Table.from_batches([b]) for b in emitted]), counts=True)
+    assert rows.num_rows == 100 and set(rows["count"].to_pylist()) == {1}     # 50 from 0 gone, 1000 from 0 in

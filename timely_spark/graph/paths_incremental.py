@@ -2,7 +2,8 @@
 
 Each worker keeps the edges it owns by ``src`` as a sorted multiset of
 ``(src, dst, weight)`` rows (:class:`.sorted_rows.SortedRows`) and the distances of
-the vertices it owns, sorted by ``(vertex, source)``.  Per epoch, in the rounds of a
+the vertices it owns, sorted by ``(vertex, source)`` (new pairs go to a small side
+level folded in now and then, so an insertion does not copy the whole state).  Per epoch, in the rounds of a
 timely loop (epochs one at a time, :func:`.in_order.in_order`):
 
 0. the edge owners apply the changes; for every edge whose last copy goes, they send
@@ -71,72 +72,47 @@ def _best(v: np.ndarray, s: np.ndarray, d: np.ndarray) -> tuple:
     return v[first], s[first], d[first]
 
 
-class _Distances:
-    """Best known distance per ``(vertex, source)`` owned here; tombstones (count 0) until compacted."""
+class _Level:
+    """Distances per ``(vertex, source)`` in one sorted store; tombstones (count 0) until compacted."""
 
     def __init__(self) -> None:
         self.keys = SortedRows([np.int64, np.int64])
         self.d = np.zeros(0)
 
+    def __len__(self) -> int:
+        return len(self.d)
+
     def of(self, vertices: np.ndarray) -> tuple:
-        """``(which, source, distance)`` of the known distances of ``vertices``."""
         which, rows = self.keys.rows_of(vertices, live=True)
         return which, self.keys.cols[1][rows], self.d[rows]
 
-    def get(self, v: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """The distance of each ``(v, s)``, ``inf`` if unknown."""
+    def lookup(self, v: np.ndarray, s: np.ndarray) -> tuple:
+        """``(positions, found, distance)``: ``found`` also for tombstones, ``inf`` unless live."""
         pos, found = self.keys.find([v, s])
         out = np.full(len(v), np.inf)
         hit = np.flatnonzero(found)
         hit = hit[self.keys.count[pos[hit]] > 0]
         out[hit] = self.d[pos[hit]]
-        return out
+        return pos, found, out
 
-    def merge(self, v: np.ndarray, s: np.ndarray, d: np.ndarray, emit: list) -> Triple:
-        """Take proposals; return the improved ``(vertex, source, distance)``."""
-        v, s, d = _best(v, s, d)
-        pos, found = self.keys.find([v, s])
-        old = np.full(len(v), np.inf)
-        live = np.flatnonzero(found)
-        live = live[self.keys.count[pos[live]] > 0]
-        old[live] = self.d[pos[live]]
-        better = d < old
-        if not better.any():
-            return v[:0], s[:0], d[:0]
-        was = better & np.isfinite(old)
-        if was.any():
-            emit.append(_rows(v[was], s[was], old[was], -1))
-        emit.append(_rows(v[better], s[better], d[better], 1))
-        inplace = better & found
-        self.d[pos[inplace]] = d[inplace]
-        self.keys.count[pos[inplace]] = 1
-        fresh = better & ~found
-        if fresh.any():
-            at = pos[fresh]
-            self.keys.cols = [np.insert(self.keys.cols[0], at, v[fresh]), np.insert(self.keys.cols[1], at, s[fresh])]
-            self.keys.count = np.insert(self.keys.count, at, 1)
-            self.d = np.insert(self.d, at, d[fresh])
-        return v[better], s[better], d[better]
+    def set(self, pos: np.ndarray, d: np.ndarray) -> None:
+        self.d[pos] = d
+        self.keys.count[pos] = 1
 
-    def drop(self, sources: np.ndarray, emit: list) -> None:
-        """Forget every distance from ``sources`` (emitting their withdrawal)."""
-        gone = np.flatnonzero((self.keys.count > 0) & np.isin(self.keys.cols[1], sources))
-        if len(gone):
-            emit.append(_rows(self.keys.cols[0][gone], self.keys.cols[1][gone], self.d[gone], -1))
-            self.keys.count[gone] = 0
-            self.keys.emptied += len(gone)
-            self.d[gone] = np.inf
+    def insert(self, pos: np.ndarray, v: np.ndarray, s: np.ndarray, d: np.ndarray) -> None:
+        """New pairs at their insertion positions (a copy of the level)."""
+        self.keys.cols = [np.insert(self.keys.cols[0], pos, v), np.insert(self.keys.cols[1], pos, s)]
+        self.keys.count = np.insert(self.keys.count, pos, 1)
+        self.d = np.insert(self.d, pos, d)
 
-    def remove(self, v: np.ndarray, s: np.ndarray, emit: list) -> np.ndarray:
-        """Forget the distances of the known pairs ``(v, s)`` (emitting their
-        withdrawal); return those distances."""
-        pos, _ = self.keys.find([v, s])
-        d = self.d[pos]
-        emit.append(_rows(v, s, d, -1))
-        self.keys.count[pos] = 0
-        self.d[pos] = np.inf
-        self.keys.emptied += len(pos)
-        return d
+    def clear(self, rows: np.ndarray) -> None:
+        self.keys.count[rows] = 0
+        self.d[rows] = np.inf
+        self.keys.emptied += len(rows)
+
+    def live(self) -> tuple:
+        rows = np.flatnonzero(self.keys.count > 0)
+        return self.keys.cols[0][rows], self.keys.cols[1][rows], self.d[rows]
 
     def compact(self) -> None:
         if self.keys.emptied * 4 <= len(self.d):
@@ -147,6 +123,81 @@ class _Distances:
             keep = ~dead
             self.keys.cols = [c[keep] for c in self.keys.cols]
             self.keys.count, self.d = self.keys.count[keep], self.d[keep]
+
+
+class _Distances:
+    """Best known distance per ``(vertex, source)`` owned here: a large sorted level and a
+    small one that takes the new pairs, folded into the large one when it holds more
+    than an eighth of it -- so inserting a pair copies O(1) rows amortized, not the
+    whole state.  A pair lives in one level only."""
+
+    def __init__(self) -> None:
+        self.main, self.side = _Level(), _Level()
+
+    def of(self, vertices: np.ndarray) -> tuple:
+        """``(which, source, distance)`` of the known distances of ``vertices``."""
+        parts = [self.main.of(vertices), self.side.of(vertices)]
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+    def get(self, v: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """The distance of each ``(v, s)``, ``inf`` if unknown."""
+        return np.minimum(self.main.lookup(v, s)[2], self.side.lookup(v, s)[2])
+
+    def merge(self, v: np.ndarray, s: np.ndarray, d: np.ndarray, emit: list) -> Triple:
+        """Take proposals; return the improved ``(vertex, source, distance)``."""
+        v, s, d = _best(v, s, d)
+        pos_m, found_m, old_m = self.main.lookup(v, s)
+        pos_s, found_s, old_s = self.side.lookup(v, s)
+        old = np.minimum(old_m, old_s)
+        better = d < old
+        if not better.any():
+            return v[:0], s[:0], d[:0]
+        was = better & np.isfinite(old)
+        if was.any():
+            emit.append(_rows(v[was], s[was], old[was], -1))
+        emit.append(_rows(v[better], s[better], d[better], 1))
+        in_main = better & found_m
+        self.main.set(pos_m[in_main], d[in_main])
+        in_side = better & ~found_m & found_s
+        self.side.set(pos_s[in_side], d[in_side])
+        fresh = better & ~found_m & ~found_s
+        if fresh.any():
+            self.side.insert(pos_s[fresh], v[fresh], s[fresh], d[fresh])
+            if len(self.side) * 8 > len(self.main):
+                self.fold()
+        return v[better], s[better], d[better]
+
+    def fold(self) -> None:
+        """Move the side level's live pairs into the main one (one copy of it)."""
+        v, s, d = self.side.live()
+        self.side = _Level()
+        if len(v):
+            pos, _ = self.main.keys.find([v, s])
+            self.main.insert(pos, v, s, d)
+
+    def drop(self, sources: np.ndarray, emit: list) -> None:
+        """Forget every distance from ``sources`` (emitting their withdrawal)."""
+        for level in (self.main, self.side):
+            gone = np.flatnonzero((level.keys.count > 0) & np.isin(level.keys.cols[1], sources))
+            if len(gone):
+                emit.append(_rows(level.keys.cols[0][gone], level.keys.cols[1][gone], level.d[gone], -1))
+                level.clear(gone)
+
+    def remove(self, v: np.ndarray, s: np.ndarray, emit: list) -> np.ndarray:
+        """Forget the distances of the known pairs ``(v, s)`` (emitting their
+        withdrawal); return those distances."""
+        pos_m, _, d_m = self.main.lookup(v, s)
+        pos_s, _, d_s = self.side.lookup(v, s)
+        in_main = np.isfinite(d_m)
+        d = np.where(in_main, d_m, d_s)
+        emit.append(_rows(v, s, d, -1))
+        self.main.clear(pos_m[in_main])
+        self.side.clear(pos_s[~in_main])
+        return d
+
+    def compact(self) -> None:
+        self.main.compact()
+        self.side.compact()
 
 
 class _Paths:
