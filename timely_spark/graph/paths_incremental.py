@@ -38,6 +38,7 @@ from ..progress import Product
 from .broadcast import broadcast_keys
 from .edge_input import diffs_at, source_vertices, weighted_edges, withdrawn_error
 from .in_order import in_order
+from .key_index import expand_ranges
 from .sorted_rows import SortedRows
 
 if TYPE_CHECKING:
@@ -331,9 +332,8 @@ class _Paths:
             rows = np.flatnonzero(np.isin(self.edges.cols[1], iv) & (self.edges.count > 0))
             lo = np.searchsorted(iv, self.edges.cols[1][rows], "left")
             hi = np.searchsorted(iv, self.edges.cols[1][rows], "right")
-            counts = hi - lo
-            row = np.repeat(rows, counts)
-            pair = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+            row = np.repeat(rows, hi - lo)
+            pair = expand_ranges(lo, hi)
             d = self.dist.get(self.edges.cols[0][row], is_[pair]) + self.edges.cols[2][row]
             ok = np.isfinite(d)
             if ok.any():
