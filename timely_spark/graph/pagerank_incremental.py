@@ -112,6 +112,7 @@ class _PageRank:
         self.finalized = -1          # the last epoch emitted
         self.changed: dict = {}      # epoch -> [ids changed]
         self.saved: dict = {}        # epoch -> [(ids, values at its end)] overwritten by a later epoch
+        self.targets: Any = None     # (distinct edge targets, each edge's index in them), per epoch
 
     def uniform(self) -> float:
         return ((1 - self.d) + self.d * self.dangling) / self.n if self.n else 0.0
@@ -123,6 +124,7 @@ class _PageRank:
         t = t if isinstance(t, Product) else Product(*t)
         out: list = []
         if t.inner == 0:
+            self.targets = None                       # the edges change here
             self.compact()
             self.edges_in(t.outer, [b for b in edge_batches if b.num_rows], out)
             return out
@@ -312,9 +314,22 @@ class _PageRank:
         if len(spread):
             which, rows = self.edges.rows_of(ids[spread], live=True)
             share = self.d * r[spread][which] * self.edges.count[rows] / o[spread][which]
-            targets = self.edges.cols[1][rows]
-            tid, tinv = np.unique(targets, return_inverse=True)
-            out.append(_msgs(tid, np.bincount(tinv, weights=share, minlength=len(tid)), CONTRIB))
+            out.append(self.summed(rows, share))
+
+    def summed(self, rows: np.ndarray, share: np.ndarray) -> pa.RecordBatch:
+        """CONTRIB messages: ``share`` summed per target of the edge ``rows``.  A push
+        over many edges (the first epochs, a move of the uniform level) sums by the
+        targets' ranks among all edge targets, computed once per epoch (the edges only
+        change in round 0); a small one sorts just its own targets."""
+        if len(rows) * 8 > len(self.edges):
+            if self.targets is None:
+                self.targets = np.unique(self.edges.cols[1], return_inverse=True)
+            tid, tinv = self.targets
+            sums = np.bincount(tinv[rows], weights=share, minlength=len(tid))
+            hit = np.flatnonzero(sums)
+            return _msgs(tid[hit], sums[hit], CONTRIB)
+        tid, tinv = np.unique(self.edges.cols[1][rows], return_inverse=True)
+        return _msgs(tid, np.bincount(tinv, weights=share, minlength=len(tid)), CONTRIB)
 
 
 def check_stream_parameters(tolerance: Any, damping: Any) -> None:
