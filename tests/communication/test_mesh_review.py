@@ -54,3 +54,23 @@ def test_a_run_over_the_mesh_leaves_no_descriptor_or_thread_behind():
     assert open_descriptors() == before
     left = [t.name for t in threading.enumerate() if t.ident not in threads_before and t.name.startswith("timely")]
     assert not left
+
+
+def test_an_event_reader_refuses_an_oversized_announcement_before_buffering_it():
+    from timely_spark.capture import EventReader
+    from timely_spark.capture.stream_io import _PREFIX as PREFIX
+    from timely_spark.runtime import MAX_EVENT_FRAME
+
+    a, b = socket.socketpair()
+    try:
+        reader = EventReader(a, secret=b"k")
+        b.recv(64)                                              # the reader's greeting
+        b.sendall(PREFIX + b"A" + os.urandom(32))               # a greeting anyone can send...
+        b.sendall((MAX_EVENT_FRAME + 1).to_bytes(8, "little"))  # ...announcing more than any event may hold
+        b.sendall(bytes(1 << 16))
+        with pytest.raises(ts.errors.EventStreamError, match=f"announced a frame of {MAX_EVENT_FRAME + 1} bytes"):
+            for _ in range(100):
+                reader.next()
+    finally:
+        a.close()
+        b.close()
