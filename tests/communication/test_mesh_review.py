@@ -74,3 +74,20 @@ def test_an_event_reader_refuses_an_oversized_announcement_before_buffering_it()
     finally:
         a.close()
         b.close()
+
+
+def test_arrow_payloads_are_encoded_without_copying_their_columns_and_decode_intact():
+    import pyarrow as pa
+
+    from timely_spark.communication.codec import ARROW, decode, encode
+
+    big = pa.record_batch({"a": pa.array(range(100_000), pa.int64()),
+                           "s": pa.array([None if i % 7 == 0 else str(i) for i in range(100_000)]),
+                           "d": pa.array(["x", "y"] * 50_000).dictionary_encode()})
+    sliced = big.slice(3, 50_001)                       # offsets: the writer must cut the buffers
+    kind, parts = encode((("t", 5), [big, sliced]))
+    assert kind == ARROW
+    shared = {p.address for p in parts if isinstance(p, pa.Buffer)}
+    assert big.column(0).buffers()[1].address in shared  # the column travels from its own memory
+    time, batches = decode(kind, memoryview(b"".join(bytes(memoryview(p)) for p in parts)))
+    assert time == ("t", 5) and batches[0].equals(big) and batches[1].equals(sliced)
