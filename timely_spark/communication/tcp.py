@@ -202,22 +202,25 @@ class _Connection:
     def send(self, channel: int, source: int, target: int, kind: int, parts: list, gather: bool = False) -> None:
         """Seal and write one message; ``gather``: it may wait in this connection's
         buffer (until :meth:`flush`, or until the buffer holds SEND_BATCH_BYTES)."""
-        views = [memoryview(p).cast("B") for p in parts]
-        size = sum(v.nbytes for v in views)
+        size = 0
+        for p in parts:
+            size += len(p) if type(p) is bytes else memoryview(p).nbytes
         with self.lock:
             key = (channel, source, target)
             seq = self.seq.get(key, 0)
             self.seq[key] = seq + 1
             try:
                 out = self._out
-                if size < STAGE:                # the common case: one small frame, sealed in one piece
+                if size < STAGE:                # the common case: one small frame, sealed in one call
                     header = HEADER.pack(INNER.size + size)
                     out.append(header)
-                    out.extend(self._sealer.seal(header, [INNER.pack(channel, source, target, seq, kind), *views]))
+                    out.append(self._sealer.seal_bytes(
+                        header, b"".join((INNER.pack(channel, source, target, seq, kind), *parts))))
                     self._out_bytes += HEADER.size + INNER.size + size + TAG
                     if not gather or self._out_bytes >= SEND_BATCH_BYTES:
                         self._write()
                     return
+                views = [memoryview(p).cast("B") for p in parts]
                 for chunk, more in _chunks(views, self.mesh.max_frame):
                     inner = INNER.pack(channel, source, target, seq, kind | (MORE if more else 0))
                     length = INNER.size + sum(v.nbytes for v in chunk)
