@@ -91,3 +91,76 @@ def test_arrow_payloads_are_encoded_without_copying_their_columns_and_decode_int
     assert big.column(0).buffers()[1].address in shared  # the column travels from its own memory
     time, batches = decode(kind, memoryview(b"".join(bytes(memoryview(p)) for p in parts)))
     assert time == ("t", 5) and batches[0].equals(big) and batches[1].equals(sliced)
+
+
+def connector_reply(port, secret, magic=None, index=1, keep=None):
+    """Connect to a mesh listener as process ``index`` and send a handshake reply proving
+    ``secret`` (``magic``: the greeting to answer with; default: the listener's own).
+    Returns the socket and the bytes sent."""
+    import struct
+
+    from timely_spark.communication.tcp import MAGIC, NONCE, handshake_mac
+
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    hello = s.recv(len(MAGIC) + NONCE, socket.MSG_WAITALL)
+    challenge = hello[len(MAGIC):]
+    me, mine = struct.pack("<I", index), os.urandom(NONCE)
+    sent = (magic or hello[:len(MAGIC)]) + me + mine + handshake_mac(secret, b"connect", challenge, me, mine)
+    if keep is not None:
+        keep.append(s)
+        return s, sent
+    s.sendall(sent)
+    return s, sent
+
+
+def listening_mesh():
+    from timely_spark.communication.tcp import Mesh
+    from timely_spark.communication.thread import ThreadFabric
+
+    listener = bind_listener()
+    port = listener.getsockname()[1]
+    m = Mesh(0, [("127.0.0.1", port), ("127.0.0.1", 1)], listener, b"k", ThreadFabric(1), 1, connect_timeout=10)
+    m.start_accepting()
+    return m, port
+
+
+def closed_by_peer(s, seconds=10):
+    s.settimeout(seconds)
+    try:
+        return s.recv(64) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_a_handshake_that_completes_after_the_mesh_shut_down_is_refused_not_leaked():
+    m, port = listening_mesh()
+    pending = []
+    s, reply = connector_reply(port, b"k", keep=pending)     # greeted, its answer not sent yet
+    m.shutdown(clean=False)
+    s.sendall(reply)                                         # a valid answer, after the shutdown
+    assert closed_by_peer(s)                                 # refused and closed: no connection outlives the mesh
+    assert not m.connections
+    s.close()
+
+
+def test_a_recorded_handshake_replayed_and_a_downgrade_to_clear_frames_are_refused():
+    from timely_spark.communication.tcp import mesh_magic
+
+    m, port = listening_mesh()
+    try:
+        s, recorded = connector_reply(port, b"k", magic=mesh_magic(False))   # proves the secret, but asks for clear
+        assert closed_by_peer(s)
+        s.close()
+        assert "bad greeting" in m.rejected[-1]
+        pending = []
+        s, recorded = connector_reply(port, b"k", keep=pending)               # a genuine reply, recorded...
+        s.close()
+        t = socket.create_connection(("127.0.0.1", port), timeout=5)
+        t.recv(40, socket.MSG_WAITALL)                                         # the greeting
+        t.sendall(recorded)                                                    # ...replayed on a new connection
+        assert closed_by_peer(t)
+        t.close()
+        assert "failed authentication" in m.rejected[-1]
+        assert not m.connections
+    finally:
+        m.shutdown(clean=False)

@@ -694,6 +694,8 @@ class Mesh:
             return self._refuse(sock, addr, "failed authentication (wrong secret, or another run)")
         (peer,) = struct.unpack("<I", me_bytes)
         with self._ready:
+            if self._stop.is_set():             # the mesh shut down meanwhile: nobody would close this one
+                return self._refuse(sock, addr, "the mesh has shut down")
             if not self.process < peer < len(self.addresses):
                 return self._refuse(sock, addr, f"authenticated, but process index {peer} is not expected here")
             if peer in self.connections:
@@ -777,7 +779,8 @@ class Mesh:
             deadline = time.monotonic() + self.peer_timeout
             self.wait_readable([c for c in self.connections.values()], lambda c: c.goodbye.is_set(), deadline)
         self.closing = True
-        self._stop.set()
+        with self._ready:                              # no handshake adds a connection after this
+            self._stop.set()
         for conn in list(self.connections.values()):
             try:
                 conn.sock.shutdown(socket.SHUT_RDWR)
