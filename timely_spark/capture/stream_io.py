@@ -134,8 +134,9 @@ class EventWriter:
 
     def _write(self, kind: int, payload: bytes) -> None:
         if self._sock is not None and 1 + len(payload) > MAX_EVENT_FRAME:
-            raise EventStreamError(f"{self._name}: an event of {len(payload)} bytes pickled is over the limit of "
-                                   f"{MAX_EVENT_FRAME} a socket's reader accepts (timely_spark.runtime.MAX_EVENT_FRAME)")
+            raise EventStreamError(f"{self._name}: an event of {len(payload)} bytes pickled is over the limit "
+                                   f"of {MAX_EVENT_FRAME} a socket's reader accepts "
+                                   "(timely_spark.runtime.MAX_EVENT_FRAME)")
         if self._secret:
             header = _HEAD.pack(1 + len(payload))
             parts = self._keyed().seal(header, [bytes([kind]), payload])
