@@ -164,3 +164,26 @@ def test_a_recorded_handshake_replayed_and_a_downgrade_to_clear_frames_are_refus
         assert not m.connections
     finally:
         m.shutdown(clean=False)
+
+
+def test_a_step_that_sends_thousands_of_small_messages_to_a_process_delivers_them_all_in_order():
+    from timely_spark.communication.allocator import Inbox
+
+    count = 3000                                    # gathered in one step: more buffers than one sendmsg takes
+
+    def work(worker):
+        inbox = Inbox(lambda: None)
+        _, pushers = worker.allocate_channel(inbox)
+        for i in range(count):
+            pushers[1 - worker.index].push((0, [i]))
+        worker.allocator.release()                  # the step's end: one write of everything gathered
+        got = []
+        while len(got) < count:
+            worker.allocator.receive(1.0)
+            while inbox.queue:
+                got.extend(inbox.queue.popleft()[1])
+        return got == list(range(count))
+
+    results, errors = two_processes_in_threads(work)
+    assert not errors, errors
+    assert results == [[True], [True]]

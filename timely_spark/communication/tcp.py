@@ -108,6 +108,7 @@ INNER = struct.Struct("<IIIQB3x")     # sealed: channel, source, target, seq, ki
 CONTROL = 0xFFFFFFFF                  # channel of control frames
 HEARTBEAT, GOODBYE, ERROR = 10, 11, 12
 MORE = 0x80                           # kind flag: the message continues in the next frame
+IOV_MAX = 1024                        # buffers one sendmsg may take (Linux's UIO_MAXIOV; more: EMSGSIZE)
 STAGE = 256 * 1024                    # bytes read at once; a larger frame is read into a buffer of its own
 
 
@@ -254,25 +255,20 @@ class _Connection:
         total = self._out_bytes
         self._out, self._out_bytes = [], 0
         sock = self.sock
-        try:                                    # the common case: all of it at once
-            sent = sock.sendmsg(out, (), socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        if sent == total:
-            return
-        views = [memoryview(p).cast("B") for p in out]
-        views = [v for v in views if v.nbytes]
-        while sent:                             # what the first call wrote
-            if sent >= views[0].nbytes:
-                sent -= views[0].nbytes
-                views.pop(0)
-            else:
-                views[0] = views[0][sent:]
-                sent = 0
+        sent = 0
+        if len(out) <= IOV_MAX:
+            try:                                # the common case: all of it at once
+                sent = sock.sendmsg(out, (), socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                pass
+            if sent == total:
+                return
+        views = [v for v in (memoryview(p).cast("B") for p in out) if v.nbytes]
+        at = _advance(views, 0, sent)           # what the first call wrote
         waiter = None
-        while views:
+        while at < len(views):
             try:
-                sent = sock.sendmsg(views, (), socket.MSG_DONTWAIT)
+                sent = sock.sendmsg(views[at:at + IOV_MAX], (), socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
                 if waiter is None:
                     waiter = select.poll()
@@ -295,13 +291,7 @@ class _Connection:
                     if time.monotonic() - stuck > self.mesh.peer_timeout:
                         raise OSError(f"the peer took nothing for {self.mesh.peer_timeout} s")
                 continue
-            while sent:
-                if sent >= views[0].nbytes:
-                    sent -= views[0].nbytes
-                    views.pop(0)
-                else:
-                    views[0] = views[0][sent:]
-                    sent = 0
+            at = _advance(views, at, sent)
 
     def flush(self) -> None:
         """Write the gathered frames now."""
@@ -477,6 +467,20 @@ class _Connection:
                 if time.monotonic() - self.last_heard > mesh.peer_timeout and not self.goodbye.is_set():
                     mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.peer_timeout} s"))
                     self.reader_done.set()
+
+
+def _advance(views: list, at: int, sent: int) -> int:
+    """Past ``sent`` bytes written from ``views[at:]``: the index of the first view not
+    wholly written (a view partly written is cut to what is left)."""
+    while sent:
+        n = views[at].nbytes
+        if sent >= n:
+            sent -= n
+            at += 1
+        else:
+            views[at] = views[at][sent:]
+            sent = 0
+    return at
 
 
 class _BadFrame(Exception):
