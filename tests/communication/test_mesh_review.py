@@ -16,7 +16,7 @@ def open_descriptors():
     return len(os.listdir("/proc/self/fd"))
 
 
-def two_processes_in_threads(fn):
+def two_processes_in_threads(fn, **kw):
     """Both processes of a 2-process run inside this interpreter (threads), over real sockets."""
     listeners = [bind_listener() for _ in range(2)]
     addresses = [s.getsockname() for s in listeners]
@@ -24,7 +24,7 @@ def two_processes_in_threads(fn):
 
     def one(p):
         try:
-            results[p] = run_process(fn, p, 2, 1, addresses, listeners[p], b"k", connect_timeout=20)
+            results[p] = run_process(fn, p, 2, 1, addresses, listeners[p], b"k", connect_timeout=20, **kw)
         except BaseException as exc:        # noqa: BLE001 (reported below)
             errors.append(exc)
 
@@ -187,3 +187,31 @@ def test_a_step_that_sends_thousands_of_small_messages_to_a_process_delivers_the
     results, errors = two_processes_in_threads(work)
     assert not errors, errors
     assert results == [[True], [True]]
+
+
+def test_a_peer_sending_a_lot_to_a_worker_busy_in_its_own_code_is_not_failed_as_stuck():
+    import time
+
+    from timely_spark.communication.allocator import Inbox
+
+    chunk = bytes(16 << 20)                          # far more than the sockets' buffers hold
+
+    def work(worker):
+        inbox = Inbox(lambda: None)
+        _, pushers = worker.allocate_channel(inbox)
+        if worker.index == 0:
+            for _ in range(2):
+                pushers[1].push((0, [chunk]))
+            worker.allocator.release()
+            return "sent"
+        time.sleep(4.5)                              # in its own code, longer than peer_timeout
+        got = 0
+        while got < 2:
+            worker.allocator.receive(1.0)
+            while inbox.queue:
+                got += len(inbox.queue.popleft()[1][0]) == len(chunk)
+        return "received"
+
+    results, errors = two_processes_in_threads(work, peer_timeout=2.0)
+    assert not errors, errors
+    assert results == [["sent"], ["received"]]
