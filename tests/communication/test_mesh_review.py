@@ -215,3 +215,26 @@ def test_a_peer_sending_a_lot_to_a_worker_busy_in_its_own_code_is_not_failed_as_
     results, errors = two_processes_in_threads(work, peer_timeout=2.0)
     assert not errors, errors
     assert results == [["sent"], ["received"]]
+
+
+def test_two_processes_sending_each_other_more_than_the_sockets_hold_at_once_both_finish():
+    from timely_spark.communication.allocator import Inbox
+
+    chunk = bytes(16 << 20)
+
+    def work(worker):
+        inbox = Inbox(lambda: None)
+        _, pushers = worker.allocate_channel(inbox)
+        for _ in range(2):
+            pushers[1 - worker.index].push((0, [chunk]))    # both write before either reads
+        worker.allocator.release()
+        got = 0
+        while got < 2:
+            worker.allocator.receive(1.0)
+            while inbox.queue:
+                got += len(inbox.queue.popleft()[1][0]) == len(chunk)
+        return got
+
+    results, errors = two_processes_in_threads(work, peer_timeout=2.0)
+    assert not errors, errors
+    assert results == [[2], [2]]
