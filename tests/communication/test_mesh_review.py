@@ -238,3 +238,16 @@ def test_two_processes_sending_each_other_more_than_the_sockets_hold_at_once_bot
     results, errors = two_processes_in_threads(work, peer_timeout=2.0)
     assert not errors, errors
     assert results == [[2], [2]]
+
+
+def test_a_process_finishing_long_after_its_peer_said_goodbye_and_closed_still_succeeds():
+    import time
+
+    def work(worker):
+        if worker.index == 1:
+            time.sleep(4.5)           # its own code, long after process 0 finished and (past peer_timeout) closed
+        return worker.index
+
+    results, errors = two_processes_in_threads(work, peer_timeout=2.0)
+    assert not errors, errors
+    assert results == [[0], [1]]

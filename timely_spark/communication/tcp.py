@@ -237,6 +237,8 @@ class _Connection:
                 raise
             except OSError as exc:
                 self._out, self._out_bytes = [], 0
+                if channel == CONTROL and kind in (HEARTBEAT, GOODBYE) and self.goodbye.is_set():
+                    return          # the peer said goodbye and closed (its run is over): nothing to tell it
                 # A peer that failed sent its error before closing: let the reading deliver
                 # it first, so that the run reports the peer's error, not this pipe.
                 self.reader_done.wait(PEER_ERROR_GRACE)
@@ -719,7 +721,8 @@ class Mesh:
         interval = max(self.peer_timeout / HEARTBEATS_PER_PEER_TIMEOUT, MIN_HEARTBEAT_INTERVAL)
         while not self._stop.wait(interval):
             for conn in list(self.connections.values()):
-                conn.control(HEARTBEAT)
+                if not conn.goodbye.is_set():      # a peer that said goodbye needs no sign of life
+                    conn.control(HEARTBEAT)
 
     def flush(self) -> None:
         """Write every connection's gathered frames."""
