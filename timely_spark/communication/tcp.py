@@ -721,8 +721,7 @@ class Mesh:
         interval = max(self.peer_timeout / HEARTBEATS_PER_PEER_TIMEOUT, MIN_HEARTBEAT_INTERVAL)
         while not self._stop.wait(interval):
             for conn in list(self.connections.values()):
-                if not conn.goodbye.is_set():      # a peer that said goodbye needs no sign of life
-                    conn.control(HEARTBEAT)
+                conn.control(HEARTBEAT)
 
     def flush(self) -> None:
         """Write every connection's gathered frames."""
