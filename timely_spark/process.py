@@ -129,18 +129,24 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
         mesh.connect()
     except BaseException:
         mesh.shutdown(clean=False)
+        fabric.close()
         raise
     connected = time.perf_counter()
     if stats is not None:
         stats["connect_seconds"] = connected - start
     peers = processes * threads
     allocators = [TcpAllocator(process * threads + t, fabric, mesh, peers) for t in range(threads)]
-    results = run_threads(fn, fabric, allocators, timeout, started=began)
-    if stats is not None:
-        stats["run_seconds"] = time.perf_counter() - connected
-    failure = fabric.failure
-    if failure is not None and not fabric.failure_relayed:
-        mesh.report_error(picklable(as_worker_error(*failure)))
-    mesh.shutdown(clean=failure is None)
+    clean = False
+    try:
+        results = run_threads(fn, fabric, allocators, timeout, started=began)
+        if stats is not None:
+            stats["run_seconds"] = time.perf_counter() - connected
+        failure = fabric.failure
+        if failure is not None and not fabric.failure_relayed:
+            mesh.report_error(picklable(as_worker_error(*failure)))
+        clean = failure is None
+    finally:                            # the mesh's threads and sockets end with the run, however it ends
+        mesh.shutdown(clean=clean)
+        fabric.close()
     raise_failure(fabric)
     return results

@@ -324,3 +324,10 @@ def encryption_enabled() -> bool:
     True
     """
     return os.environ.get(ENCRYPTION_ENV, "on").strip().lower() not in ("off", "0", "false", "no")
+
+# ---- review of the encrypted wires (issue 26) ---------------------------------------------
+#: Bytes an event frame over a socket may announce (``EventWriter``/``EventReader``): the
+#: reader refuses a larger announcement before buffering any of it (it comes before the
+#: tag can be checked), and the writer refuses to send such an event.
+MAX_EVENT_FRAME = 1 << 30
+__all__ += ["MAX_EVENT_FRAME"]

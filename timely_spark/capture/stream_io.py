@@ -41,7 +41,7 @@ from typing import Any, Optional
 
 from ..communication.aead import TAG, Opener, Sealer, derive_keys, greeting, mode
 from ..errors import EventStreamError
-from ..runtime import DEFAULT_CONNECT_TIMEOUT, SECRET_ENV, encryption_enabled
+from ..runtime import DEFAULT_CONNECT_TIMEOUT, MAX_EVENT_FRAME, SECRET_ENV, encryption_enabled
 
 __all__ = ["EventWriter", "EventReader", "EventStreamError", "shared_secret"]
 
@@ -133,6 +133,10 @@ class EventWriter:
         return self._sealer
 
     def _write(self, kind: int, payload: bytes) -> None:
+        if self._sock is not None and 1 + len(payload) > MAX_EVENT_FRAME:
+            raise EventStreamError(f"{self._name}: an event of {len(payload)} bytes pickled is over the limit "
+                                   f"of {MAX_EVENT_FRAME} a socket's reader accepts "
+                                   "(timely_spark.runtime.MAX_EVENT_FRAME)")
         if self._secret:
             header = _HEAD.pack(1 + len(payload))
             parts = self._keyed().seal(header, [bytes([kind]), payload])
@@ -174,9 +178,11 @@ class EventReader:
             self._sock.sendall(greeting(_PREFIX, encryption_enabled()) + self._nonce)
             self._sock.setblocking(False)
 
-    def _fill(self) -> None:
+    def _fill(self, need: int) -> None:
+        """Read what has arrived; from a socket, only until the buffer holds ``need`` bytes
+        (so what an unauthenticated sender pushes is never buffered beyond one frame)."""
         if self._sock is not None:
-            while True:
+            while len(self._buf) < need:
                 try:
                     chunk = self._sock.recv(1 << 20)
                 except (BlockingIOError, InterruptedError):
@@ -195,7 +201,7 @@ class EventReader:
         if self._opener is not None or not self._secret:
             return True
         if len(self._buf) < _HELLO:
-            self._fill()
+            self._fill(_HELLO)
         if len(self._buf) < _HELLO:
             return False
         hello = bytes(self._buf[:_HELLO])
@@ -218,12 +224,15 @@ class EventReader:
         tag = TAG if self._secret else 0
         if self._greeted():
             if len(self._buf) < _HEAD.size:
-                self._fill()
+                self._fill(_HEAD.size)
             if len(self._buf) >= _HEAD.size:
                 (length,) = _HEAD.unpack_from(self._buf, 0)
+                if self._sock is not None and length > MAX_EVENT_FRAME:      # before buffering any of it
+                    raise EventStreamError(f"{self._name}: the writer announced a frame of {length} bytes, over "
+                                           f"the limit of {MAX_EVENT_FRAME} (timely_spark.runtime.MAX_EVENT_FRAME)")
                 total = _HEAD.size + length + tag
                 if len(self._buf) < total:
-                    self._fill()
+                    self._fill(total)
                 if len(self._buf) >= total:
                     header = bytes(self._buf[:_HEAD.size])
                     body = memoryview(bytes(self._buf[_HEAD.size:total]))

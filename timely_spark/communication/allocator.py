@@ -69,12 +69,13 @@ class Mailbox(queue.SimpleQueue):
 
     def close(self) -> None:
         """Close the wake-up descriptors (idempotent)."""
-        for fd in {self._read_fd, self._write_fd}:
+        fds = {self._read_fd, self._write_fd} - {-1}
+        self._read_fd = self._write_fd = -1            # first: a late put() must not write to a reused number
+        for fd in fds:
             try:
                 os.close(fd)
             except OSError:
                 pass
-        self._read_fd = self._write_fd = -1
 
 
 class Inbox:

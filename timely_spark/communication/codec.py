@@ -57,20 +57,45 @@ def _pad(time_length: int) -> int:
     return -(_LEN.size + time_length) % 8
 
 
+class _Pieces:
+    """A write-only file that keeps what Arrow's IPC writer hands it, in order: the
+    metadata as small bytes, the columns' buffers as they are (no copy).  The stream is
+    then the concatenation of ``parts``; sealing a frame reads them once (see
+    :mod:`.aead`), so a batch's bytes are not copied into a stream buffer first."""
+
+    __slots__ = ("parts", "closed")
+
+    def __init__(self) -> None:
+        self.parts: list[Any] = []
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        self.parts.append(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
 def encode(payload: Any) -> tuple[int, list[Any]]:
     """A payload as ``(kind, buffers)`` for one framed write: Arrow IPC for record batches, pickle protocol 5 with out-
-    of-band buffers otherwise.
+    of-band buffers otherwise.  The buffers may be the payload's own memory (Arrow
+    column buffers, pickle's out-of-band buffers): write or copy them before the payload
+    could change.
     """
     batches = _arrow_batches(payload)
     if batches is not None:
         import pyarrow as pa
 
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, batches[0].schema) as writer:
+        pieces = _Pieces()
+        with pa.ipc.new_stream(pa.PythonFile(pieces, mode="w"), batches[0].schema) as writer:
             for rb in batches:
                 writer.write_batch(rb)
         time = pickle.dumps(payload[0], protocol=5)
-        return ARROW, [_LEN.pack(len(time)), time, bytes(_pad(len(time))), sink.getvalue()]
+        return ARROW, [_LEN.pack(len(time)), time, bytes(_pad(len(time))), *pieces.parts]
     buffers: list[pickle.PickleBuffer] = []
     main = pickle.dumps(payload, protocol=5, buffer_callback=buffers.append)
     if not buffers:

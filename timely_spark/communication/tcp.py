@@ -108,6 +108,7 @@ INNER = struct.Struct("<IIIQB3x")     # sealed: channel, source, target, seq, ki
 CONTROL = 0xFFFFFFFF                  # channel of control frames
 HEARTBEAT, GOODBYE, ERROR = 10, 11, 12
 MORE = 0x80                           # kind flag: the message continues in the next frame
+IOV_MAX = 1024                        # buffers one sendmsg may take (Linux's UIO_MAXIOV; more: EMSGSIZE)
 STAGE = 256 * 1024                    # bytes read at once; a larger frame is read into a buffer of its own
 
 
@@ -202,22 +203,25 @@ class _Connection:
     def send(self, channel: int, source: int, target: int, kind: int, parts: list, gather: bool = False) -> None:
         """Seal and write one message; ``gather``: it may wait in this connection's
         buffer (until :meth:`flush`, or until the buffer holds SEND_BATCH_BYTES)."""
-        views = [memoryview(p).cast("B") for p in parts]
-        size = sum(v.nbytes for v in views)
+        size = 0
+        for p in parts:
+            size += len(p) if type(p) is bytes else memoryview(p).nbytes
         with self.lock:
             key = (channel, source, target)
             seq = self.seq.get(key, 0)
             self.seq[key] = seq + 1
             try:
                 out = self._out
-                if size < STAGE:                # the common case: one small frame, sealed in one piece
+                if size < STAGE:                # the common case: one small frame, sealed in one call
                     header = HEADER.pack(INNER.size + size)
                     out.append(header)
-                    out.extend(self._sealer.seal(header, [INNER.pack(channel, source, target, seq, kind), *views]))
+                    out.append(self._sealer.seal_bytes(
+                        header, b"".join((INNER.pack(channel, source, target, seq, kind), *parts))))
                     self._out_bytes += HEADER.size + INNER.size + size + TAG
                     if not gather or self._out_bytes >= SEND_BATCH_BYTES:
                         self._write()
                     return
+                views = [memoryview(p).cast("B") for p in parts]
                 for chunk, more in _chunks(views, self.mesh.max_frame):
                     inner = INNER.pack(channel, source, target, seq, kind | (MORE if more else 0))
                     length = INNER.size + sum(v.nbytes for v in chunk)
@@ -233,6 +237,8 @@ class _Connection:
                 raise
             except OSError as exc:
                 self._out, self._out_bytes = [], 0
+                if channel == CONTROL and kind in (HEARTBEAT, GOODBYE) and self.goodbye.is_set():
+                    return          # the peer said goodbye and closed (its run is over): nothing to tell it
                 # A peer that failed sent its error before closing: let the reading deliver
                 # it first, so that the run reports the peer's error, not this pipe.
                 self.reader_done.wait(PEER_ERROR_GRACE)
@@ -251,25 +257,20 @@ class _Connection:
         total = self._out_bytes
         self._out, self._out_bytes = [], 0
         sock = self.sock
-        try:                                    # the common case: all of it at once
-            sent = sock.sendmsg(out, (), socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        if sent == total:
-            return
-        views = [memoryview(p).cast("B") for p in out]
-        views = [v for v in views if v.nbytes]
-        while sent:                             # what the first call wrote
-            if sent >= views[0].nbytes:
-                sent -= views[0].nbytes
-                views.pop(0)
-            else:
-                views[0] = views[0][sent:]
-                sent = 0
+        sent = 0
+        if len(out) <= IOV_MAX:
+            try:                                # the common case: all of it at once
+                sent = sock.sendmsg(out, (), socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                pass
+            if sent == total:
+                return
+        views = [v for v in (memoryview(p).cast("B") for p in out) if v.nbytes]
+        at = _advance(views, 0, sent)           # what the first call wrote
         waiter = None
-        while views:
+        while at < len(views):
             try:
-                sent = sock.sendmsg(views, (), socket.MSG_DONTWAIT)
+                sent = sock.sendmsg(views[at:at + IOV_MAX], (), socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
                 if waiter is None:
                     waiter = select.poll()
@@ -292,13 +293,7 @@ class _Connection:
                     if time.monotonic() - stuck > self.mesh.peer_timeout:
                         raise OSError(f"the peer took nothing for {self.mesh.peer_timeout} s")
                 continue
-            while sent:
-                if sent >= views[0].nbytes:
-                    sent -= views[0].nbytes
-                    views.pop(0)
-                else:
-                    views[0] = views[0][sent:]
-                    sent = 0
+            at = _advance(views, at, sent)
 
     def flush(self) -> None:
         """Write the gathered frames now."""
@@ -474,6 +469,20 @@ class _Connection:
                 if time.monotonic() - self.last_heard > mesh.peer_timeout and not self.goodbye.is_set():
                     mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.peer_timeout} s"))
                     self.reader_done.set()
+
+
+def _advance(views: list, at: int, sent: int) -> int:
+    """Past ``sent`` bytes written from ``views[at:]``: the index of the first view not
+    wholly written (a view partly written is cut to what is left)."""
+    while sent:
+        n = views[at].nbytes
+        if sent >= n:
+            sent -= n
+            at += 1
+        else:
+            views[at] = views[at][sent:]
+            sent = 0
+    return at
 
 
 class _BadFrame(Exception):
@@ -691,6 +700,8 @@ class Mesh:
             return self._refuse(sock, addr, "failed authentication (wrong secret, or another run)")
         (peer,) = struct.unpack("<I", me_bytes)
         with self._ready:
+            if self._stop.is_set():             # the mesh shut down meanwhile: nobody would close this one
+                return self._refuse(sock, addr, "the mesh has shut down")
             if not self.process < peer < len(self.addresses):
                 return self._refuse(sock, addr, f"authenticated, but process index {peer} is not expected here")
             if peer in self.connections:
@@ -774,7 +785,8 @@ class Mesh:
             deadline = time.monotonic() + self.peer_timeout
             self.wait_readable([c for c in self.connections.values()], lambda c: c.goodbye.is_set(), deadline)
         self.closing = True
-        self._stop.set()
+        with self._ready:                              # no handshake adds a connection after this
+            self._stop.set()
         for conn in list(self.connections.values()):
             try:
                 conn.sock.shutdown(socket.SHUT_RDWR)

@@ -54,6 +54,13 @@ class ThreadFabric:
             m.put(WAKE)
         return first
 
+    def close(self) -> None:
+        """Release what the mailboxes hold outside Python (a wakeable mailbox's eventfd);
+        idempotent.  Called when the run is over."""
+        for m in self.mailboxes:
+            if isinstance(m, Mailbox):
+                m.close()
+
 
 class ThreadAllocator(Allocator):
     """Allocator for worker ``index`` of a :class:`ThreadFabric` (all workers local)."""
