@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional
 
 from ..communication.tcp import bind_listener
-from ..errors import ReportedError, type_name
+from ..errors import ReportedError, SparkJobError, type_name
 from ..process import run_process
 from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT
 from .rendezvous import Ticket, failure_marker, meet, report_failure
@@ -40,6 +40,10 @@ def run_in_barrier_task(fn: Callable[[Any], Any], secret: bytes, peer_timeout: f
     ctx = BarrierTaskContext.get()
     index = ctx.partitionId()
     infos = ctx.getTaskInfos()
+    if index >= len(infos):
+        raise SparkJobError(f"Spark ran barrier task {index} in a stage attempt of {len(infos)} task(s) (a re-run "
+                            f"of part of a failed stage): a timely run needs all its workers at once; see the "
+                            f"first attempt's error")
     host = infos[index].address.rsplit(":", 1)[0].strip("[]") or "127.0.0.1"
     start = time.perf_counter()
     listener = bind_listener(host, 0)

@@ -255,11 +255,15 @@ class DriverRendezvous:
             return job
 
     def claim(self, job: str, stage: int, task: int) -> list[BaseException]:
-        """Take (and forget) every error the tasks of the attempt of ``stage`` that task
-        ``task`` ran in reported, for job ``job`` (a ticket's ``job``); [] if that task
-        reported none."""
+        """Take (and forget) every error the tasks of ``stage`` reported for job ``job``
+        (a ticket's ``job``), in the order they arrived -- those of every attempt of the
+        stage, so that when Spark re-ran a failed barrier stage and shows a later
+        attempt's error (a task re-run alone cannot meet its peers), the first attempt's
+        cause comes first; [] if task ``task`` reported none."""
         with self._cond:
-            keys = {key for key, tid, _ in self._failures if key[:2] == (job, stage) and tid == task}
+            if not any(key[:2] == (job, stage) and tid == task for key, tid, _ in self._failures):
+                return []
+            keys = {key for key, _, _ in self._failures if key[:2] == (job, stage)}
             taken = [exc for key, _, exc in self._failures if key in keys]
             kept = [f for f in self._failures if f[0] not in keys]
             self._failures.clear()
