@@ -2,7 +2,8 @@
 following the log (ts.graph.components) -> a captured log of changes -> readStream,
 for at least 10 epochs; the consolidated changes equal the batch algorithm on all input.
 
-The job is jobs/streaming_components.py, run here in-process on the test session."""
+The pipeline is jobs/_streaming_pipeline.py (what jobs/streaming_components.py runs), run here
+in-process on the test session."""
 
 import importlib.util
 from pathlib import Path
@@ -13,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_job():
-    spec = importlib.util.spec_from_file_location("streaming_components", ROOT / "jobs" / "streaming_components.py")
+    spec = importlib.util.spec_from_file_location("_streaming_pipeline", ROOT / "jobs" / "_streaming_pipeline.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
