@@ -28,11 +28,13 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import cloudpickle
 import numpy as np
 import pyarrow as pa
 
@@ -40,6 +42,9 @@ import timely_spark as ts
 from timely_spark.capture import ParquetEventWriter, follow
 
 CHANGES_SCHEMA = "time long, worker long, vertex long, component long"
+
+if __name__ in sys.modules:     # imported by a job: the executors cannot import this file, so what it
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])     # sends them travels by value
 
 
 # ---- stage 0: the generator --------------------------------------------------------------
