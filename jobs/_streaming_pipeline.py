@@ -1,26 +1,16 @@
 """The identity-resolution streaming pipeline shared by ``jobs/streaming_components.py``
-(the job) and ``jobs/bench_streaming.py`` (its benchmark): a module for those scripts
-to import (they run with ``jobs/`` on ``sys.path``), not a job itself.
+(the job; its docstring describes the three stages) and ``jobs/bench_streaming.py`` (its
+benchmark): a module for those scripts to import (they run with ``jobs/`` on
+``sys.path``), not a job itself.  The executors cannot import it, so what the timely
+job sends them travels by value.
 
-Three stages run at once in one Spark application:
-
-1. a small generator writes files of records (``id``, ``email``, ``phone``) into
-   ``<workdir>/input``; a Structured Streaming query turns each record into edges
-   (entity ``id`` -- its email, entity ``id`` -- its phone; attribute vertices get
-   negative ids) and writes them with ``writeStream.format("timely")``: each micro-batch
-   is one epoch of the event log ``<workdir>/edges``;
-2. a timely job on barrier workers (``ts.spark.run``) follows that log
-   (``ts.capture.follow``), keeps ``ts.graph.components`` up to date incrementally (a
-   changelog of edges in, of labels out) and captures, per epoch, each vertex whose
-   component changed with its new component into the log ``<workdir>/changes`` (every
-   worker captures its own share);
-3. a ``readStream.format("timely")`` query reads the changes and counts, per epoch,
-   how many entities (records) changed their resolved identity.
-
-:func:`run_pipeline` runs them for a while, then stops the generator, lets the sink
-finish, closes the edges log (so the timely job ends by itself, closing its own log),
-lets the last query read everything, and checks the final result against the batch
-algorithm.
+Stage 2 here keeps ``ts.graph.components`` up to date incrementally (a changelog of
+edges in, of labels out) and captures each vertex whose component changed, with its
+new component (every worker captures its own share of the changes log).
+:func:`run_pipeline` runs the stages for a while, then stops the generator, lets the
+sink finish, closes the edges log (so the timely job ends by itself, closing its own
+log), lets the last query read everything, and checks the final result against the
+batch algorithm.
 """
 
 from __future__ import annotations

@@ -110,7 +110,8 @@ def main() -> None:
     half = len(commit_delays) // 2
     early, late = quantiles(commit_delays[:half])[0], quantiles(commit_delays[half:])[0]
     peer_med, peer_p95 = quantiles(peer["delays"])
-    samples = [mb for _, mb in (result["rss"] or [[]])[0]] if result["rss"] else []
+    timed = list((result["rss"] or [[]])[0]) if result["rss"] else []
+    samples = [mb for _, mb in timed]
     print(f"input: {args.rate} records/s in a file every {args.interval:g} s for {args.seconds:g} s "
           f"({result['records']} records, {result['epochs']} epochs; pipeline wall {wall:.0f} s; {args.master})")
     print(f"timely pipeline, sink commit -> downstream readStream: median {med:.2f} s, p95 {p95:.2f} s "
@@ -122,6 +123,8 @@ def main() -> None:
     if samples:
         print(f"timely worker RSS: first {samples[0]:.0f} MiB, max {max(samples):.0f} MiB, last {samples[-1]:.0f} MiB "
               f"({len(samples)} samples)")
+        minutes = [f"{mb:.0f}" for (at, mb), (before, _) in zip(timed[1:], timed[:-1]) if int(at // 60) > int(before // 60)]
+        print(f"timely worker RSS each minute (MiB): {samples[0]:.0f} " + " ".join(minutes))
     print(f"log files (compact_every={args.compact_every}): edges {live['edges']} read / {result['files']['edges']} "
           f"on disk, changes {live['changes']} read / {result['files']['changes']} on disk; final result equals "
           f"the batch algorithm: {'yes' if result['ok'] else 'NO'}")
