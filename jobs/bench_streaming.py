@@ -123,7 +123,8 @@ def main() -> None:
     if samples:
         print(f"timely worker RSS: first {samples[0]:.0f} MiB, max {max(samples):.0f} MiB, last {samples[-1]:.0f} MiB "
               f"({len(samples)} samples)")
-        minutes = [f"{mb:.0f}" for (at, mb), (before, _) in zip(timed[1:], timed[:-1]) if int(at // 60) > int(before // 60)]
+        minutes = [f"{mb:.0f}" for (at, mb), (before, _) in zip(timed[1:], timed[:-1])
+                   if int(at // 60) > int(before // 60)]
         print(f"timely worker RSS each minute (MiB): {samples[0]:.0f} " + " ".join(minutes))
     print(f"log files (compact_every={args.compact_every}): edges {live['edges']} read / {result['files']['edges']} "
           f"on disk, changes {live['changes']} read / {result['files']['changes']} on disk; final result equals "
