@@ -32,6 +32,18 @@ def test_a_worker_without_records_moves_the_frontier_once_another_wrote_one(tmp_
     assert snap.frontier.elements() == [] and sum(p.rows for p in snap.complete()) == 3
 
 
+def test_a_worker_closing_without_records_writes_the_logs_columns(tmp_path):
+    busy = ParquetEventWriter(tmp_path, worker=0, peers=2, flush_seconds=0)
+    idle = ParquetEventWriter(tmp_path, worker=1, peers=2, flush_seconds=60)     # never flushed before close
+    busy.push(Messages(0, [_batch(1, 2)]))
+    busy.push(Progress([(0, -1)]))
+    busy.close()
+    idle.push(Progress([(0, -1)]))
+    idle.close()
+    snap = LogIndex(tmp_path).snapshot()          # one set of columns across the log's files
+    assert snap.frontier.elements() == [] and sum(p.rows for p in snap.complete()) == 2
+
+
 def test_a_given_schema_writes_progress_before_any_record(tmp_path):
     w = ParquetEventWriter(tmp_path, flush_seconds=0, schema=pa.schema([("x", pa.int64()), ("diff", pa.int64())]))
     w.push(Progress([(0, -1), (1, 1)]))

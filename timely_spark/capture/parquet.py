@@ -170,11 +170,10 @@ class ParquetEventWriter:
         :mod:`.record_columns`) raises EventLogError naming it."""
         if not self._events:
             return
-        if self._layout is None and not closing and not any(
-                type(e) is Messages and e.data for _, e in self._events):
+        if self._layout is None and not any(type(e) is Messages and e.data for _, e in self._events):
             if self._known is None:
                 self._known = _sibling_columns(self.root, self.worker)
-            if self._known is None:
+            if self._known is None and not closing:
                 return
         events, self._events, self._rows = self._events, [], 0
         self._write_atomically(self._table(*self._rows_of(events)))
