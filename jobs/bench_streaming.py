@@ -1,5 +1,7 @@
 """Benchmark: the streaming pipeline of jobs/streaming_components.py against a Spark-only stateful query.
 
+(The pipeline's stages: jobs/_streaming_pipeline.py, imported with ``jobs/`` on ``sys.path``.)
+
 One SparkSession (``local[2]`` by default).  First the three-stage pipeline runs for
 ``--seconds`` at a steady input rate (a file of ``rate * interval`` records every
 ``interval`` seconds; default triggers): records -> Structured Streaming ->
@@ -24,7 +26,6 @@ Printed:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import statistics
@@ -33,17 +34,12 @@ import threading
 import time
 from pathlib import Path
 
+import _streaming_pipeline as pipeline
+
 import timely_spark as ts
 from timely_spark.capture import LogIndex
 
 HERE = Path(__file__).resolve().parent
-
-
-def _pipeline():
-    spec = importlib.util.spec_from_file_location("streaming_components", HERE / "streaming_components.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def quantiles(values: list) -> tuple[float, float]:
@@ -53,7 +49,7 @@ def quantiles(values: list) -> tuple[float, float]:
     return statistics.median(values), values[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
 
 
-def spark_only(spark, workdir: Path, seconds: float, rate: int, interval: float, pool: int, pipeline) -> dict:
+def spark_only(spark, workdir: Path, seconds: float, rate: int, interval: float, pool: int) -> dict:
     """The peer: a running groupBy("email").count() in update mode, foreachBatch sink."""
     source = workdir / "input"
     source.mkdir(parents=True)
@@ -91,7 +87,6 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
 
-    pipeline = _pipeline()
     conf_dir = os.environ.get("SPARK_CONF_DIR") or str(HERE.parent / "conf")
     spark = ts.spark.get_session("bench streaming", master=args.master, conf_dir=conf_dir)
     spark.sparkContext.setLogLevel("ERROR")
@@ -105,7 +100,7 @@ def main() -> None:
         commit_delays = [seen[e] - committed[e] for e in seen if e in committed]
         e2e = [seen[e] - written[e] for e in seen if e < len(written)]
         live = {name: len(LogIndex(workdir / "timely" / name).snapshot().parts) for name in ("edges", "changes")}
-        peer = spark_only(spark, workdir / "spark", args.seconds, args.rate, args.interval, args.pool, pipeline)
+        peer = spark_only(spark, workdir / "spark", args.seconds, args.rate, args.interval, args.pool)
     finally:
         spark.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -115,7 +110,8 @@ def main() -> None:
     half = len(commit_delays) // 2
     early, late = quantiles(commit_delays[:half])[0], quantiles(commit_delays[half:])[0]
     peer_med, peer_p95 = quantiles(peer["delays"])
-    samples = [mb for _, mb in (result["rss"] or [[]])[0]] if result["rss"] else []
+    timed = list((result["rss"] or [[]])[0]) if result["rss"] else []
+    samples = [mb for _, mb in timed]
     print(f"input: {args.rate} records/s in a file every {args.interval:g} s for {args.seconds:g} s "
           f"({result['records']} records, {result['epochs']} epochs; pipeline wall {wall:.0f} s; {args.master})")
     print(f"timely pipeline, sink commit -> downstream readStream: median {med:.2f} s, p95 {p95:.2f} s "
@@ -127,6 +123,9 @@ def main() -> None:
     if samples:
         print(f"timely worker RSS: first {samples[0]:.0f} MiB, max {max(samples):.0f} MiB, last {samples[-1]:.0f} MiB "
               f"({len(samples)} samples)")
+        minutes = [f"{mb:.0f}" for (at, mb), (before, _) in zip(timed[1:], timed[:-1])
+                   if int(at // 60) > int(before // 60)]
+        print(f"timely worker RSS each minute (MiB): {samples[0]:.0f} " + " ".join(minutes))
     print(f"log files (compact_every={args.compact_every}): edges {live['edges']} read / {result['files']['edges']} "
           f"on disk, changes {live['changes']} read / {result['files']['changes']} on disk; final result equals "
           f"the batch algorithm: {'yes' if result['ok'] else 'NO'}")

@@ -8,8 +8,9 @@ Three stages run at once in one Spark application:
    negative ids) and writes them with ``writeStream.format("timely")``: each micro-batch
    is one epoch of the event log ``<workdir>/edges``;
 2. a timely job on barrier workers (``ts.spark.run``) follows that log
-   (``ts.capture.follow``), keeps ``ts.graph.components`` up to date and captures, per
-   epoch, the vertices whose component changed into the log ``<workdir>/changes``;
+   (``ts.capture.follow``), keeps ``ts.graph.components`` up to date incrementally and
+   captures, per epoch, the vertices whose component changed into the log
+   ``<workdir>/changes``;
 3. a ``readStream.format("timely")`` query reads the changes and prints, per epoch,
    how many entities (records) changed their resolved identity.
 
@@ -25,291 +26,21 @@ streaming queries need at least one more slot between them.  On the embedded def
 
     spark-submit jobs/streaming_components.py --seconds 60
     python jobs/streaming_components.py --seconds 30 --rate 500 --workdir /tmp/idres
+
+The stages live in ``jobs/_streaming_pipeline.py`` (shared with ``jobs/bench_streaming.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import random
 import shutil
 import tempfile
-import threading
-import time
 from pathlib import Path
-from typing import Any, Callable, Optional
 
-import numpy as np
-import pyarrow as pa
+from _streaming_pipeline import run_pipeline
 
 import timely_spark as ts
-from timely_spark.capture import ParquetEventWriter, follow
-
-CHANGES_SCHEMA = "time long, worker long, vertex long, component long"
-
-
-# ---- stage 0: the generator --------------------------------------------------------------
-class Generator(threading.Thread):
-    """Writes a file of ``rate * interval`` records every ``interval`` seconds (under a
-    hidden name, then renamed: the file source never reads half a file)."""
-
-    def __init__(self, folder: Path, rate: int, interval: float, pool: int, seed: int = 7) -> None:
-        super().__init__(daemon=True)
-        self.folder, self.rate, self.interval, self.pool = folder, rate, interval, pool
-        self.random = random.Random(seed)
-        self.stop_event = threading.Event()
-        self.next_id = 0
-        self.files = 0
-        self.written: list[float] = []      # when each file landed (wall clock)
-
-    def write_file(self) -> None:
-        n = max(1, int(self.rate * self.interval))
-        lines = []
-        for i in range(self.next_id, self.next_id + n):
-            record = {"id": i, "email": f"user{self.random.randrange(self.pool)}@example.com",
-                      "phone": f"+1-555-{self.random.randrange(self.pool):07d}"}
-            lines.append(json.dumps(record))
-        self.next_id += n
-        tmp = self.folder / f".records-{self.files:06d}.json"
-        tmp.write_text("\n".join(lines) + "\n")
-        os.replace(tmp, self.folder / f"records-{self.files:06d}.json")
-        self.written.append(time.time())
-        self.files += 1
-
-    def run(self) -> None:
-        while not self.stop_event.is_set():
-            self.write_file()
-            self.stop_event.wait(self.interval)
-
-
-# ---- stage 1: records -> edges -> the timely sink ----------------------------------------
-def edges_query(spark: Any, source: Path, edges_log: Path, checkpoint: Path, files_per_trigger: int = 1,
-                compact_every: int = 0) -> Any:
-    """The Structured Streaming query writing edges ``(src, dst)`` to the timely sink."""
-    from pyspark.sql import functions as F
-
-    def attribute(prefix: str, column: str) -> Any:     # a negative vertex id per attribute value
-        return -1 - F.pmod(F.xxhash64(F.concat(F.lit(prefix), F.col(column))), F.lit(2 ** 62))
-
-    records = (spark.readStream.schema("id long, email string, phone string")
-               .option("maxFilesPerTrigger", files_per_trigger).json(str(source)))
-    edges = (records.select(F.col("id").alias("src"),
-                            F.explode(F.array(attribute("e:", "email"), attribute("p:", "phone"))).alias("dst"))
-             .where(F.col("dst").isNotNull()))
-    return (edges.writeStream.format("timely").queryName("edges").option("compact_every", str(compact_every))
-            .option("checkpointLocation", str(checkpoint)).start(str(edges_log)))
-
-
-# ---- stage 2: the timely job ---------------------------------------------------------------
-def changed_vertices() -> Callable[[Any, list], list]:
-    """``per_time`` logic: the ``(vertex, component)`` rows whose component differs from
-    what the vertex had before (new vertices included).  It accepts both forms of
-    ``ts.graph.components``: the current one (all vertices at each time) and an
-    incremental one (a ``diff`` column: only rows with ``diff > 0`` count)."""
-    state = {"v": np.zeros(0, np.int64), "c": np.zeros(0, np.int64)}
-
-    def logic(time: Any, batches: list) -> list:
-        table = pa.Table.from_batches(batches)
-        if "diff" in table.column_names:
-            table = table.filter(pa.compute.greater(table["diff"], 0))
-        v = table["vertex"].to_numpy().astype(np.int64)
-        c = table["component"].to_numpy().astype(np.int64)
-        prev_v, prev_c = state["v"], state["c"]
-        at = np.searchsorted(prev_v, v)
-        known = at < len(prev_v)
-        known[known] = prev_v[at[known]] == v[known]
-        changed = np.ones(len(v), bool)
-        changed[known] = prev_c[at[known]] != c[known]
-        all_v, all_c = np.concatenate([prev_v, v]), np.concatenate([prev_c, c])
-        order = np.argsort(all_v, kind="stable")
-        all_v, all_c = all_v[order], all_c[order]
-        last = np.ones(len(all_v), bool)
-        last[:-1] = all_v[1:] != all_v[:-1]               # the newest row of each vertex wins
-        state["v"], state["c"] = all_v[last], all_c[last]
-        if not changed.any():
-            return []
-        return [pa.record_batch({"vertex": v[changed], "component": c[changed]})]
-
-    return logic
-
-
-class _Discard:
-    """A pusher for the workers that capture nothing (every change is on worker 0)."""
-
-    def push(self, event: Any) -> None:
-        pass
-
-
-def rss_mb() -> float:
-    """This process's resident set size, MiB (Linux; 0 elsewhere)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
-def timely_job(edges_log: str, changes_log: str, poll: float = ts.runtime.FOLLOW_POLL_INTERVAL,
-               sample_every: float = 0.0) -> Callable:
-    """The worker function: follow the edges log, keep the components, capture the
-    changes (on worker 0, a log of one writer) until the edges log is closed.  Returns
-    the worker's RSS samples ``[(seconds, MiB)]`` every ``sample_every`` seconds (0: none)."""
-    def work(worker: Any) -> list:
-        writer = ParquetEventWriter(changes_log, flush_seconds=0.0) if worker.index == 0 else _Discard()
-
-        def build(scope: Any) -> Any:
-            labels = ts.graph.components(follow(edges_log, scope, poll=poll), src="src", dst="dst")
-            changes = labels.exchange(lambda batch: 0).per_time(changed_vertices())
-            changes.capture_into(writer)
-            return changes.probe()
-
-        probe = worker.dataflow(build)
-        samples: list = []
-        start = time.monotonic()
-
-        def running() -> bool:
-            now = time.monotonic() - start
-            if sample_every and (not samples or now - samples[-1][0] >= sample_every):
-                samples.append((now, rss_mb()))
-            return not probe.done()
-
-        worker.step_while(running)
-        if isinstance(writer, ParquetEventWriter):
-            writer.close()
-        return samples
-
-    return work
-
-
-# ---- stage 3: the changes, read back as a stream -------------------------------------------
-class ChangeCounts:
-    """foreachBatch sink: per epoch, how many entities (vertex >= 0) changed."""
-
-    def __init__(self, printer: Optional[Callable[[str], None]] = print) -> None:
-        self.counts: dict[int, int] = {}
-        self.seen: dict[int, float] = {}      # epoch -> when its changes reached this query
-        self.printer = printer
-        self.lock = threading.Lock()
-
-    def __call__(self, frame: Any, batch_id: int) -> None:
-        rows = frame.where("vertex >= 0").groupBy("time").count().collect()
-        now = time.time()
-        times = [r["time"] for r in frame.select("time").distinct().collect()]
-        with self.lock:
-            for t in times:
-                self.seen.setdefault(t, now)
-            for r in sorted(rows, key=lambda r: r["time"]):
-                self.counts[r["time"]] = self.counts.get(r["time"], 0) + r["count"]
-                if self.printer:
-                    self.printer(f"epoch {r['time']}: {r['count']} entities changed")
-
-
-def changes_query(spark: Any, changes_log: Path, checkpoint: Path, sink: ChangeCounts) -> Any:
-    return (spark.readStream.format("timely").schema(CHANGES_SCHEMA).load(str(changes_log))
-            .writeStream.queryName("changes").option("checkpointLocation", str(checkpoint))
-            .foreachBatch(sink).start())
-
-
-# ---- the whole pipeline --------------------------------------------------------------------
-def final_check(spark: Any, edges_log: Path, changes_log: Path) -> dict:
-    """The changes, consolidated (each vertex's last component), against the batch
-    algorithm (``ts.graph.forest``) on every edge in the edges log."""
-    edges = ts.spark.read_event_log(spark, str(edges_log)).select("src", "dst").toArrow()
-    v, c = ts.graph.forest(edges["src"].to_numpy(), edges["dst"].to_numpy())
-    expected = dict(zip(v.tolist(), c.tolist()))
-    changes = ts.spark.read_event_log(spark, str(changes_log)).select("time", "vertex", "component").toArrow()
-    order = np.argsort(changes["time"].to_numpy(), kind="stable")
-    latest = dict(zip(changes["vertex"].to_numpy()[order].tolist(), changes["component"].to_numpy()[order].tolist()))
-    epochs = len(set(ts.spark.read_event_log(spark, str(edges_log)).select("time").toArrow()["time"].to_pylist()))
-    return {"ok": latest == expected, "vertices": len(expected), "edges": edges.num_rows, "epochs": epochs,
-            "components": len(set(expected.values()))}
-
-
-def run_pipeline(spark: Any, workdir: Path, seconds: float, rate: int = 200, interval: float = 1.0,
-                 pool: int = 2000, workers: Optional[int] = None, printer: Optional[Callable] = print,
-                 min_epochs: int = 0, timeout: float = 600.0, compact_every: int = 0, sample_every: float = 0.0,
-                 watch: bool = False) -> dict:
-    """Run the three stages for ``seconds`` (and until at least ``min_epochs`` epochs
-    were committed), stop them in order, and return the final check and the counts.
-    ``compact_every``: the sink's option (and the changes log is compacted as often);
-    ``sample_every``: the timely workers' RSS samples; ``watch``: record when each
-    epoch's commit became visible in the edges log (``committed``)."""
-    workdir = Path(workdir)
-    source, edges_log, changes_log = workdir / "input", workdir / "edges", workdir / "changes"
-    source.mkdir(parents=True, exist_ok=True)
-    ts.spark.register(spark)
-    generator = Generator(source, rate, interval, pool)
-    generator.write_file()                               # the sink's first micro-batch
-    sink = edges_query(spark, source, edges_log, workdir / "ckpt-edges", compact_every=compact_every)
-    counts = ChangeCounts(printer)
-    reader = changes_query(spark, changes_log, workdir / "ckpt-changes", counts)
-    outcome: dict = {}
-
-    def timely() -> None:
-        try:
-            outcome["result"] = ts.spark.run(spark, timely_job(str(edges_log), str(changes_log),
-                                                               sample_every=sample_every),
-                                             workers=workers, timeout=timeout)
-        except BaseException as exc:        # reported by the main thread
-            outcome["error"] = exc
-
-    committed: dict[int, float] = {}
-    stop_watch = threading.Event()
-
-    def watcher() -> None:          # when each epoch's commit is visible: the sink's state, polled
-        state_file, last = edges_log / "_sink" / "state.json", 0
-        while not stop_watch.wait(0.01):
-            try:
-                frontier = json.loads(state_file.read_text())["frontier"]
-            except (OSError, ValueError, KeyError):
-                continue
-            now = time.time()
-            for e in range(last, frontier):
-                committed[e] = now
-            last = max(last, frontier)
-        stop_watch.set()
-
-    def compactor() -> None:
-        while not stop_watch.wait(10.0):
-            if (changes_log / "worker=0").is_dir():
-                ts.capture.compact(changes_log, min_files=compact_every)
-
-    helpers = [threading.Thread(target=watcher, daemon=True)] if watch else []
-    helpers += [threading.Thread(target=compactor, daemon=True)] if compact_every else []
-    job = threading.Thread(target=timely, name="timely job", daemon=True)
-    started = time.monotonic()
-    try:
-        for helper in helpers:
-            helper.start()
-        job.start()
-        generator.start()
-        while time.monotonic() - started < seconds or generator.files < min_epochs:
-            if "error" in outcome:
-                break
-            time.sleep(0.2)
-    finally:
-        generator.stop_event.set()
-        generator.join()
-        if sink.isActive:
-            sink.processAllAvailable()
-        sink.stop()
-        if (edges_log / "_sink").exists():
-            ts.spark.close_sink_log(edges_log)           # the timely job ends once it has read everything
-        job.join(timeout)
-        if reader.isActive:
-            reader.processAllAvailable()
-        reader.stop()
-        stop_watch.set()
-        for helper in helpers:
-            helper.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    check = final_check(spark, edges_log, changes_log)
-    files = {name: sum(1 for _ in (workdir / name).glob("worker=*/part-*.parquet")) for name in ("edges", "changes")}
-    return {**check, "records": generator.next_id, "changes": dict(counts.counts), "seen": dict(counts.seen),
-            "committed": committed, "written": list(generator.written), "rss": outcome.get("result"),
-            "files": files}
 
 
 def main() -> None:

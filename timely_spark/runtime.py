@@ -314,6 +314,12 @@ COMPACT_GRACE = 60.0
 COMPACT_MIN_FILES = 16
 __all__ += ["COMPACT_GRACE", "COMPACT_MIN_FILES"]
 
+# ---- capturing writers that have no record yet (ParquetEventWriter) ----------------------
+#: Seconds between a capturing writer's looks for its log's record columns (in another
+#: worker's file) while it holds progress back because it has not written a record yet.
+CAPTURE_COLUMNS_RETRY = 0.5
+__all__ += ["CAPTURE_COLUMNS_RETRY"]
+
 def encryption_enabled() -> bool:
     """Whether this process encrypts its wires: True unless ``$TIMELY_SPARK_ENCRYPTION``
     is ``off`` (or ``0``, ``false``, ``no``); authentication stays either way.

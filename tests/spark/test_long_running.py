@@ -84,3 +84,32 @@ def test_a_job_leaving_a_streaming_query_no_slot_fails_at_once(spark, tmp_path):
         assert ts.spark.run(spark, lambda worker: worker.index) == [0]     # default: the free slots
     finally:
         query.stop()
+
+
+def test_slots_held_by_a_running_transform_fail_a_job_at_once(spark, tmp_path):
+    flag = tmp_path / "release"
+
+    def build(scope, stream):
+        def held(batch):        # the barrier stage holds its slots until the test releases it
+            deadline = time.monotonic() + WAIT
+            while not flag.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            return batch
+        return stream.map(held)
+
+    started = tmp_path / "started"
+    frame = spark.range(4).repartition(2)
+    result = ts.spark.transform(frame, lambda s, stream: build(s, stream.inspect(lambda b: started.touch())),
+                                "id long", workers=2)
+    done = {}
+    job = threading.Thread(target=lambda: done.setdefault("rows", result.count()), daemon=True)
+    job.start()
+    try:
+        wait_for(started.exists, "the transform's barrier stage runs")
+        with pytest.raises(SparkSetupError, match="2 held by running timely jobs"):
+            ts.spark.run(spark, lambda worker: worker.index, workers=1)
+    finally:
+        flag.touch()
+        job.join(WAIT)
+    assert done.get("rows") == 4
+    assert ts.spark.run(spark, lambda worker: worker.index, workers=2) == [0, 1]    # the slots are free again

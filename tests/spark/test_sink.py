@@ -171,3 +171,22 @@ def test_compaction_in_the_sink_while_a_readstream_reads_each_epoch_once(spark, 
     assert sorted(got) == [(n, n * 10 + i) for n in range(4) for i in range(3)]
     assert any("-" in p.name[len("part-"):] for p in (log / "worker=0").glob("part-*.parquet"))   # compacted
     assert epochs(spark, log) == {n: [n * 10 + i for i in range(3)] for n in range(4)}
+
+
+def test_a_second_query_on_the_path_fails_instead_of_being_skipped(spark, tmp_path):
+    """Its batch ids start at 0 again: before, its first batches were taken for epochs
+    complete already and dropped without a word."""
+    src, log = tmp_path / "src", tmp_path / "log"
+    src.mkdir()
+    ts.spark.register(spark)
+    add_file(src, 0, range(3))
+    assert run_query(spark, src, log, tmp_path / "ckpt-a", partitions=2) is None
+    other = tmp_path / "src-b"
+    other.mkdir()
+    add_file(other, 0, [100, 101])
+    failure = run_query(spark, other, log, tmp_path / "ckpt-b", partitions=2)     # another checkpoint: another query
+    assert failure is not None and "one query writes one log" in str(failure)
+    assert epochs(spark, log) == {0: [0, 1, 2]}
+    add_file(src, 1, [3])                   # the log's own query goes on
+    assert run_query(spark, src, log, tmp_path / "ckpt-a", partitions=2) is None
+    assert epochs(spark, log) == {0: [0, 1, 2], 1: [3]}

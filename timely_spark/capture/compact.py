@@ -2,7 +2,10 @@
 
 A log written every second by every worker grows in many small files.
 :func:`compact` rewrites, per worker, the longest run of its first files whose data is
-all at *complete* times (the log's frontier has passed them) into one file named
+all at *complete* times (the log's frontier has passed them) -- leaving out the
+leading compacted files that are at least twice the size of what follows them (so a
+log keeps a few compacted files of growing size, and a byte is rewritten about
+log(size of the log) times over its life, not at every compaction) -- into one file named
 ``part-<first>-<last>.parquet`` (it stands for parts ``first`` to ``last``): the files'
 data rows in their order, then their progress updates consolidated (summed per time).
 The file appears whole (written under a hidden name, then renamed); readers take it in
@@ -103,6 +106,7 @@ def compact(path: Any, retain_before: Any = None, min_files: int = COMPACT_MIN_F
             if any(snap.frontier.less_equal(t) for t in part.times):
                 break
             run.append(part)
+        run = _merged_tail(run, retain)
         drop = [] if retain is None else sorted({plain for part in run for t, plain in zip(part.times, part.plain)
                                                  if not retain.less_equal(t)}, key=str)
         if not run or (len(run) < min_files and not drop) or (len(run) == 1 and not drop):
@@ -112,6 +116,32 @@ def compact(path: Any, retain_before: Any = None, min_files: int = COMPACT_MIN_F
             counts["compacted"] += len(run)
         counts["removed"] += _remove_replaced(folder, grace)
     return counts
+
+
+def _merged_tail(run: list, retain: Optional[Antichain]) -> list:
+    """The part of ``run`` (a worker's first files, at complete times) to rewrite: a
+    leading compacted file stays as it is while it is at least twice the size of the
+    files after it and retention drops nothing from it.  So a log holds a few compacted
+    files of growing size, and each byte is rewritten a logarithmic number of times over
+    the log's life (its file grows by half at least each time), not at every compaction."""
+    sizes = [_size(part.path) for part in run]
+    start = 0
+    while start < len(run):
+        part = run[start]
+        first, last = part_range(Path(part.path).name) or (0, 0)
+        keeps = retain is None or all(retain.less_equal(t) for t in part.times)
+        if last > first and keeps and sizes[start] >= 2 * sum(sizes[start + 1:]):
+            start += 1
+        else:
+            break
+    return run[start:]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _accepted(folder: Path, snap: LogSnapshot) -> list[Path]:

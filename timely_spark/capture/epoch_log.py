@@ -52,9 +52,10 @@ import os
 import re
 import shutil
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from ..errors import EventLogError
 from .epoch_files import data_table, part_name, progress_table, record_schema, write_part
@@ -77,6 +78,7 @@ class Staged:
     base: int
     file: Optional[str]     # None: the epoch was complete already, nothing staged
     rows: int
+    query: Optional[str] = None     # the id of the streaming query that staged it (None: not known)
 
 
 class EpochLog:
@@ -153,23 +155,35 @@ class EpochLog:
         return self.path / SINK_DIR / "staging" / f"epoch={epoch}"
 
     # ---- writing -------------------------------------------------------------------
-    def stage(self, epoch: int, task: int, table: Any, attempt: Any = None) -> Staged:
-        """Stage task ``task``'s rows ``table`` (Arrow) at time ``epoch`` (on an executor);
-        nothing is visible until :meth:`commit`.  An epoch complete already stages nothing."""
+    def stage(self, epoch: int, task: int, table: Any, attempt: Any = None, query: Optional[str] = None) -> Staged:
+        """Stage task ``task``'s rows ``table`` (Arrow) at time ``epoch`` (on an executor)
+        for streaming query ``query`` (its id; None: not known); nothing is visible until
+        :meth:`commit`.  An epoch complete already stages nothing."""
         self._check_open()
         if epoch < self.frontier:
-            return Staged(epoch, task, int(self.state["parts"]), None, table.num_rows)
+            return Staged(epoch, task, int(self.state["parts"]), None, table.num_rows, query)
         base = int(self.state["parts"])
         folder = self._staging(epoch) / f"task={task}-{attempt if attempt is not None else uuid.uuid4().hex}"
         file = write_part(folder, base + task, data_table(table, epoch, self.records, seq=2 * epoch),
                           worker=0, peers=1, stream=self.state["stream"])
-        return Staged(epoch, task, base, str(file), table.num_rows)
+        return Staged(epoch, task, base, str(file), table.num_rows, query)
 
     def commit(self, epoch: int, staged: list) -> None:
         """Publish epoch ``epoch`` from every task's :class:`Staged` file, atomically (see the
-        module's docstring); an epoch complete already is left as it is."""
+        module's docstring); an epoch complete already is left as it is.  The first
+        commit binds the log to the streaming query that staged it: one from another
+        query (two queries on one path, or a query started afresh without its
+        checkpoint, whose batch ids start over) is an EventLogError naming both, never
+        skipped as if its epochs were written already.  Commits (and :meth:`close`) of
+        one log take turns (a lock file in ``_sink``)."""
+        with _locked(self.path / SINK_DIR / "lock"):
+            self._reload()
+            self._commit(epoch, staged)
+
+    def _commit(self, epoch: int, staged: list) -> None:
         self._check_open()
         self._repair()
+        self._check_query(epoch, staged)
         if epoch < self.frontier:
             self._drop_staging(epoch)
             return
@@ -203,6 +217,11 @@ class EpochLog:
     def close(self) -> None:
         """Close the log: its frontier becomes empty (no epoch can still come) and
         ``worker=0/_CLOSED`` is written.  Idempotent."""
+        with _locked(self.path / SINK_DIR / "lock"):
+            self._reload()
+            self._close()
+
+    def _close(self) -> None:
         if self.closed:
             return
         self._repair()
@@ -215,6 +234,24 @@ class EpochLog:
         (self.worker_dir / "_CLOSED").touch()
 
     # ---- helpers -------------------------------------------------------------------
+    def _reload(self) -> None:
+        self.state = EpochLog.open(self.path).state
+
+    def _check_query(self, epoch: int, staged: list) -> None:
+        """Bind the log to the query of ``staged`` on its first commit; EventLogError if
+        another query wrote it."""
+        queries = {s.query for s in staged if s is not None and s.query is not None}
+        if not queries:
+            return
+        bound = self.state.get("query")
+        if len(queries) > 1 or (bound is not None and bound not in queries):
+            raise EventLogError(f"{self.path}: epoch {epoch} comes from streaming query {sorted(queries)[0]}, but "
+                                f"this log is written by query {bound or sorted(queries)[1]}: one query writes one "
+                                "log (two queries on one path, or a query restarted without its checkpoint, whose "
+                                "batch ids start over); write to a new path")
+        if bound is None:
+            self._save(query=queries.pop())
+
     def _check_open(self) -> None:
         if self.closed:
             raise EventLogError(f"{self.path}: the event log is closed (ts.spark.close_sink_log); nothing more can "
@@ -261,6 +298,24 @@ class EpochLog:
 
     def _drop_staging(self, epoch: int) -> None:
         shutil.rmtree(self._staging(epoch), ignore_errors=True)
+
+
+@contextmanager
+def _locked(file: Path) -> Iterator[None]:
+    """An exclusive lock on ``file`` (made if missing) for the block: the writers of one
+    log on this machine take turns (``fcntl.flock``; where it is missing, no lock)."""
+    try:
+        import fcntl
+    except ImportError:         # pragma: no cover -- not POSIX
+        yield
+        return
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with open(file, "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _write_json(file: Path, value: dict) -> None:

@@ -37,7 +37,7 @@ from typing import Any, Callable, Optional
 
 from ..errors import EventLogError
 from ..progress import timestamp
-from ..runtime import check_count
+from ..runtime import CAPTURE_COLUMNS_RETRY, check_count
 from .event import Messages, Progress
 from .part_file import FORMAT, PROGRESS, check_meta, check_rows, open_part, read_columns
 from .record_columns import RecordColumns, layout_of
@@ -73,6 +73,12 @@ class ParquetEventWriter:
     ``flush_seconds`` have passed since the last file, when ``max_rows`` rows are
     buffered, and at ``close()``.  A crashed writer loses only its unflushed tail.
 
+    Every file of a log has the same columns, which the first record shows; a writer
+    that has no record yet writes its progress in the columns of another worker's
+    file of the log, or those of ``schema`` (the Arrow schema of the record batches it
+    would capture, a ``diff`` column for a changelog), so that a worker that gets no
+    data never holds the log's frontier back (see :meth:`flush`).
+
     >>> import tempfile, timely_spark as ts
     >>> from timely_spark.capture import ParquetEventWriter, ParquetEventReader, extract
     >>> path = tempfile.mkdtemp()
@@ -83,7 +89,7 @@ class ParquetEventWriter:
     """
 
     def __init__(self, path: Any, worker: int = 0, peers: int = 1, flush_seconds: float = 1.0,
-                 max_rows: int = 1_000_000) -> None:
+                 max_rows: int = 1_000_000, schema: Any = None) -> None:
         check_count("peers", peers)
         if isinstance(worker, bool) or not isinstance(worker, int) or not 0 <= worker < peers:
             raise ValueError(f"worker must be this writer's worker index, 0 <= worker < peers ({peers}), got "
@@ -111,6 +117,9 @@ class ParquetEventWriter:
         self._changelog = False                  # records are record batches with a diff column
         self.stream_id = uuid.uuid4().hex        # every file of this writer says it is this stream's
         self.closed = False
+        # the log's record columns before this writer's first record: (layout, Arrow fields, changelog)
+        self._known: Optional[tuple[str, list, bool]] = _given_columns(self.dir, schema) if schema is not None \
+            else None
 
     @property
     def _layout(self) -> Optional[str]:
@@ -145,18 +154,27 @@ class ParquetEventWriter:
         if wait > 0:
             return wait
         self.flush()
-        return self.flush_seconds if self._events else None
+        if not self._events:
+            return None
+        # progress held back (the log's columns are not known yet): look again later, never spin
+        return max(self.flush_seconds, CAPTURE_COLUMNS_RETRY)
 
     def flush(self, closing: bool = False) -> None:
-        """Write what is buffered as one new file (atomically).  Until the first data
-        record shows the records' columns, progress waits in the buffer (every file of
-        a log has the same columns), except when closing.  A record that does not fit
-        the log (see :mod:`.record_columns`) raises EventLogError naming it."""
+        """Write what is buffered as one new file (atomically).  Every file of a log has
+        the same columns: until this writer's first record shows them, progress is
+        written with the columns given as ``schema`` or found in another worker's file
+        of the log, and otherwise waits in the buffer (looked at again every
+        :data:`~timely_spark.runtime.CAPTURE_COLUMNS_RETRY` seconds), except when
+        closing.  So a worker that never gets a record still moves the log's frontier
+        once some worker wrote one.  A record that does not fit the log (see
+        :mod:`.record_columns`) raises EventLogError naming it."""
         if not self._events:
             return
-        if self._layout is None and not closing and not any(
-                type(e) is Messages and e.data for _, e in self._events):
-            return
+        if self._layout is None and not any(type(e) is Messages and e.data for _, e in self._events):
+            if self._known is None:
+                self._known = _sibling_columns(self.root, self.worker)
+            if self._known is None and not closing:
+                return
         events, self._events, self._rows = self._events, [], 0
         self._write_atomically(self._table(*self._rows_of(events)))
 
@@ -208,6 +226,9 @@ class ParquetEventWriter:
             "time": pa.array(data["time"] + progress["time"], timestamp.arrow_type(self._time_desc or "int")),
             "diff": pa.array([None] * n_data + progress["diff"], pa.int64()),
         }
+        if self._columns is None and self._known is not None:     # progress only, in the log's known columns
+            for field in self._known[1]:
+                columns[field.name] = pa.nulls(n_data + n_progress, field.type)
         if self._columns is not None:
             built = self._columns.build(records, record_times) if records else self._columns.nulls(0)
             for name, col in built:
@@ -226,9 +247,11 @@ class ParquetEventWriter:
             self._schema = table.schema
         elif not table.schema.equals(self._schema):     # RecordColumns keeps every file's columns the same
             raise EventLogError(f"{self.dir}: records changed shape: {table.schema} after {self._schema}")
-        meta = {"format": FORMAT, "time": self._time_desc or "int", "records": self._layout or "none",
+        known = self._known if self._columns is None else None
+        meta = {"format": FORMAT, "time": self._time_desc or "int",
+                "records": self._layout or (known[0] if known else "none"),
                 "worker": self.worker, "peers": self.peers, "stream": self.stream_id, "part": self._part}
-        if self._changelog:
+        if self._changelog or (known and known[2]):
             meta["changelog"] = True
         return table.replace_schema_metadata({b"timely": json.dumps(meta).encode()})
 
@@ -250,6 +273,42 @@ class ParquetEventWriter:
             self.flush(closing=True)
             self.closed = True
             (self.dir / "_CLOSED").touch()
+
+
+def _given_columns(where: Path, schema: Any) -> tuple[str, list, bool]:
+    """The log's columns from a writer's ``schema`` argument (the Arrow schema of its
+    record batches; a ``diff`` column makes it a changelog)."""
+    import pyarrow as pa
+
+    if not isinstance(schema, pa.Schema):
+        raise ValueError(f"{where}: schema must be the pyarrow.Schema of the record batches to be captured, "
+                         f"got {type(schema).__name__}")
+    for name in schema.names:
+        if name in RESERVED and name != "diff":
+            raise EventLogError(f"{where}: record field {name!r} clashes with the event log's columns {RESERVED}")
+    return "arrow", [f for f in schema.remove_metadata() if f.name != "diff"], "diff" in schema.names
+
+
+def _sibling_columns(root: Path, worker: int) -> Optional[tuple[str, list, bool]]:
+    """The record columns (layout, Arrow fields, changelog) of the log at ``root`` as
+    another worker's first file with records shows them; None if there is none yet."""
+    try:
+        dirs = sorted(p for p in root.iterdir() if p.name.startswith("worker=") and p.name != f"worker={worker}")
+    except OSError:
+        return None
+    for folder in dirs:
+        try:
+            first = min((p for p in folder.iterdir() if _PART.match(p.name)), default=None,
+                        key=lambda p: part_range(p.name) or (0, 0))
+            if first is None:
+                continue
+            meta, schema = read_footer(first)
+        except (OSError, EventLogError):          # went away (compacted) or damaged: its readers say so
+            continue
+        if meta["records"] != "none":
+            fields = [f for f in schema if f.name not in RESERVED]
+            return str(meta["records"]), fields, is_changelog(meta)
+    return None
 
 
 def worker_dirs(path: Any) -> list[Path]:

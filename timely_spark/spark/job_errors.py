@@ -32,7 +32,10 @@ log = logging.getLogger(__name__)
 
 SHIPPING_DOCS = "README.md, section 'Shipping the package to a cluster'"
 
-_EVENT_LOG = re.compile(r"EventLogError: (.+)")
+# The line a Python traceback ends with: ``[module.]EventLogError: message`` at the start of a
+# line (source lines and their comments are indented in a traceback, so never match), or
+# quoted after Spark's exception name (``PythonException: 'timely_spark.errors.EventLogError: ...'``).
+_EVENT_LOG = re.compile(r"^(?:.*?: (')|)(?:[A-Za-z_]\w*\.)*EventLogError: (.+?)(?(1)'|)$", re.M)
 _MISSING = re.compile(r"No module named '(timely_spark)(\.[\w.]+)?'")
 _JVM_PACKAGES = ("org.", "java.", "scala.")
 _JAVA_ERROR = re.compile(r"^:?\s*((?:org|java|scala)\.[\w.$]+): (.+)$")
@@ -59,9 +62,9 @@ def timely_cause(exc: BaseException) -> Optional[BaseException]:
     reported = reported_failure(text)     # Spark shows one task's error; its job attempt's most telling wins
     if reported is not None:
         return reported
-    logged = _EVENT_LOG.search(text)
+    logged = _EVENT_LOG.findall(text)     # the last: the error the traceback ends with
     if logged:
-        return EventLogError(logged.group(1).strip())
+        return EventLogError(logged[-1][1].strip())
     missing = _MISSING.search(text)
     if missing:
         return SparkSetupError(

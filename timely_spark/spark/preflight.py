@@ -7,6 +7,7 @@ dynamic allocation); these checks say what is wrong at once instead.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from contextlib import contextmanager
@@ -16,7 +17,9 @@ from ..errors import SparkSetupError
 from ..runtime import check_count
 
 __all__ = ["SparkSetupError", "check_session", "task_slots", "check_free_slots", "holding_slots", "held_slots",
-           "free_slots"]
+           "free_slots", "barrier_stage_slots", "RUN_RDD_NAME"]
+
+log = logging.getLogger(__name__)
 
 
 def _spark_context(spark: Any) -> Any:
@@ -91,10 +94,36 @@ _held_lock = threading.Lock()
 _held: dict[int, int] = {}          # id(SparkContext) -> slots held by running ts.spark.run jobs
 
 
+#: The name of a ``ts.spark.run`` job's barrier RDD: its slots are counted by
+#: :func:`holding_slots`, so :func:`barrier_stage_slots` leaves its stage out.
+RUN_RDD_NAME = "timely_spark.run"
+
+
 def held_slots(sc: Any) -> int:
-    """Task slots of ``sc`` held now by this driver's running ``ts.spark.run`` jobs."""
+    """Task slots of ``sc`` held now by this driver's running timely jobs: its
+    ``ts.spark.run`` jobs (from before their launch) and the running barrier stages
+    of other jobs (``ts.spark.transform`` results being computed)."""
     with _held_lock:
-        return _held.get(id(sc), 0)
+        held = _held.get(id(sc), 0)
+    return held + barrier_stage_slots(sc)
+
+
+def barrier_stage_slots(sc: Any) -> int:
+    """Tasks of the barrier stages Spark's scheduler runs now, other than those of
+    ``ts.spark.run`` jobs (their RDD is named :data:`RUN_RDD_NAME`): each holds a slot
+    until its stage ends.  (Read from the driver's scheduler; 0 where it cannot be read.)"""
+    try:
+        found = 0
+        stages = sc._jsc.sc().dagScheduler().runningStages().toList()   # a copy: the scheduler changes the set
+        while not stages.isEmpty():
+            stage, stages = stages.head(), stages.tail()
+            rdd = stage.rdd()
+            if rdd.isBarrier() and rdd.name() != RUN_RDD_NAME:
+                found += int(stage.numTasks())
+        return found
+    except Exception as exc:        # a deployment whose scheduler this cannot read: count what it can
+        log.debug("barrier stages not counted: %s", exc)
+        return 0
 
 
 @contextmanager

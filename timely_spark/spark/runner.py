@@ -13,7 +13,7 @@ from .barrier import run_in_barrier_task
 from .cancel import caller_job_group, cancelled_on_interrupt_or_deadline
 from .job_errors import chained, spark_summary, timely_cause
 from .job_errors import install as install_error_translation
-from .preflight import check_free_slots, check_session, free_slots, holding_slots
+from .preflight import RUN_RDD_NAME, check_free_slots, check_session, free_slots, holding_slots
 from .rendezvous import Ticket, session_rendezvous
 
 __all__ = ["run", "SparkJobError"]
@@ -88,7 +88,8 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
         try:
             with holding_slots(sc, workers), cancelled_on_interrupt_or_deadline(sc, backstop) as expired:
                 rows = (sc.parallelize(range(workers), workers).barrier()
-                        .mapPartitions(_partition_fn(fn_bytes, secret, peer_timeout, timeout, ticket)).collect())
+                        .mapPartitions(_partition_fn(fn_bytes, secret, peer_timeout, timeout, ticket))
+                        .setName(RUN_RDD_NAME).collect())
         except Exception as exc:  # the stage failed; Spark will not retry it
             if expired.is_set():
                 assert timeout is not None

@@ -19,7 +19,9 @@ replaces what a failed commit left and never adds its epoch twice (an epoch comp
 already is skipped, as Spark's file sink does); an aborted micro-batch leaves nothing
 a reader sees.  The log's frontier is the first epoch not committed, so a downstream
 reader knows when an epoch is whole.  One query writes one log: give each query its
-own path (and keep its checkpoint with it).  :func:`close_sink_log` closes the log
+own path (and keep its checkpoint with it); the first commit binds the log to its
+query, and a batch of another query (or of the same query started again without its
+checkpoint: its batch ids start over) fails with ``EventLogError``.  :func:`close_sink_log` closes the log
 once the query has stopped: its readers then end.
 
 Option ``compact_every`` (a number of files, default 0: off): after a commit, when the
@@ -51,10 +53,14 @@ except ImportError:       # pragma: no cover -- PySpark 4.0: rows
     _ARROW = False
 
 __all__ = ["TimelyStreamWriter", "StagedMessage", "close_sink_log", "compact_option", "record_columns",
-           "BATCH_ID_PROPERTY"]
+           "BATCH_ID_PROPERTY", "QUERY_ID_PROPERTY"]
 
 #: The Spark local property holding the id of the micro-batch a task belongs to.
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
+
+#: The Spark local property holding the id of the streaming query a task belongs to
+#: (kept across restarts from the query's checkpoint).
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
 
 
 class StagedMessage(WriterCommitMessage):
@@ -108,7 +114,8 @@ class TimelyStreamWriter(_Base):
             batches = [pa.RecordBatch.from_pylist([r.asDict(recursive=True) for r in iterator])]
         table = pa.Table.from_batches(batches) if batches else self.records.empty_table()
         log = EpochLog.open(self.path)
-        return StagedMessage(log.stage(int(batch_id), ctx.partitionId(), table, attempt=ctx.taskAttemptId()))
+        return StagedMessage(log.stage(int(batch_id), ctx.partitionId(), table, attempt=ctx.taskAttemptId(),
+                                       query=ctx.getLocalProperty(QUERY_ID_PROPERTY)))
 
     def commit(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
         """Publish the micro-batch as epoch ``batchId`` (on the driver)."""
