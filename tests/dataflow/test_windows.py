@@ -251,6 +251,7 @@ def run_on(data, **params):
     (dict(time_column="t"), "every"),
     (dict(time_column="t", every=5, allowed_lateness=-1), "allowed_lateness"),
     (dict(time_column="t", every=5, late="keep"), "late"),
+    (dict(time_column="t", every=5, allowed_lateness=3), "allowed_lateness"),     # no epoch: no effect
 ])
 def test_bad_parameters_name_the_parameter(params, parameter):
     with pytest.raises(WorkerError) as e:
@@ -299,3 +300,27 @@ def test_late_stream_needs_late_output_and_aggregate_runs_once():
         return s.to_stream([])
 
     collect(build)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_windows_inside_iterative_close_at_the_end_with_product_times(kind):
+    """Product times (inside ``iterative``): no epoch, or an epoch function, closes the
+    windows when the input ends, exactly; an epoch duration (which multiplies int
+    times) is a ParameterError naming it when the dataflow is built."""
+    rng = np.random.default_rng(4)
+    keys = rng.choice(np.array(["a", None], object), 80)
+    rows = [(int(x), k, int(v)) for x, k, v in zip(rng.integers(0, 60, 80), keys, rng.integers(0, 9, 80))]
+
+    def windows(epoch):
+        return [r for _, r in collect(lambda s: s.iterative(
+            lambda inner: s.to_stream(table(rows) if s.index == 0 else []).enter(inner)
+            .group_by_window("t", keys="k", epoch=epoch, **KINDS[kind])
+            .aggregate([([], "count_all"), ("v", "sum")]).leave()).to_records(), threads=2)]
+
+    for epoch in (None, lambda t: -100):
+        got = sorted(((r["window_start"], r["window_end"], r["k"], r["count_all"], r["v_sum"]) for r in windows(epoch)),
+                     key=str)
+        assert got == reference(rows, **KINDS[kind])
+    with pytest.raises(WorkerError) as e:
+        windows(10)
+    assert isinstance(e.value.cause, ParameterError) and e.value.cause.parameter == "epoch"
