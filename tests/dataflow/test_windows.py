@@ -324,3 +324,37 @@ def test_windows_inside_iterative_close_at_the_end_with_product_times(kind):
     with pytest.raises(WorkerError) as e:
         windows(10)
     assert isinstance(e.value.cause, ParameterError) and e.value.cause.parameter == "epoch"
+
+
+def test_sliding_windows_whose_period_is_not_a_multiple_of_every_stream_exactly():
+    """every=4, period=10: panes of gcd 2; out-of-order and late rows, on time."""
+    params = dict(every=4, period=10)
+    epochs = epoch_rows(2)
+    on_time = [r for rows in epochs for r in rows if r not in late_rows(epochs)]
+    [(sent, _, early, slow)] = stream_windows(params, dict(threads=1), seed=2)
+    got = sorted(((r["window_start"], r["window_end"], r["k"], r["count_all"], r["v_sum"]) for r in sent), key=str)
+    assert got == reference(on_time, **params) and early == [] and slow == []
+
+
+@pytest.mark.parametrize("unit, tz, every", [("s", "Asia/Kolkata", timedelta(hours=1)),
+                                             ("ms", None, timedelta(milliseconds=1500)),
+                                             ("ns", "America/New_York", timedelta(minutes=1, microseconds=1))])
+def test_timestamps_of_any_unit_and_time_zone_align_windows_on_the_unix_epoch(unit, tz, every):
+    """Windows start at multiples of ``every`` since 1970-01-01 UTC whatever the unit and
+    zone (as Spark's ``window``); the bounds keep the column's type."""
+    per_unit = {"s": 1, "ms": 10**3, "ns": 10**9}[unit]
+    n = int(every.total_seconds() * per_unit) if unit != "ns" else (60 * 10**6 + 1) * 1000
+    xs = [0, n - 1, n, 5 * n + 7, -1, 1_700_000_000 * per_unit + 3]
+    column = pa.array(xs, pa.timestamp(unit, tz))
+    out = [r for _, r in collect(lambda s: s.to_stream(pa.table({"t": column}))
+                                 .group_by_window("t", every=every).aggregate([([], "count_all")]).to_records())]
+    want = sorted({(x - x % n, x - x % n + n) for x in xs})
+    got = sorted((r["window_start"], r["window_end"]) for r in out)
+    as_ints = pa.array([w for pair in got for w in pair], pa.timestamp(unit, tz)).cast(pa.int64()).to_pylist()
+    assert list(zip(as_ints[::2], as_ints[1::2])) == want and sum(r["count_all"] for r in out) == len(xs)
+
+
+def test_a_length_that_is_not_a_whole_number_of_the_column_unit_names_the_parameter():
+    with pytest.raises(WorkerError, match=r"period=.* is not a whole number of s \(the unit of time column 't'\)"):
+        run_on(pa.table({"t": pa.array([1], pa.timestamp("s"))}), time_column="t", every=timedelta(seconds=1),
+               period=timedelta(milliseconds=1500))
