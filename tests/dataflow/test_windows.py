@@ -358,3 +358,16 @@ def test_a_length_that_is_not_a_whole_number_of_the_column_unit_names_the_parame
     with pytest.raises(WorkerError, match=r"period=.* is not a whole number of s \(the unit of time column 't'\)"):
         run_on(pa.table({"t": pa.array([1], pa.timestamp("s"))}), time_column="t", every=timedelta(seconds=1),
                period=timedelta(milliseconds=1500))
+
+
+@pytest.mark.timeout(60)
+def test_sliding_windows_with_a_tiny_common_pane_close_in_time_proportional_to_the_rows():
+    """every=10**6, period=10**9 + 1: panes of gcd 1, a billion pane slots per window;
+    closing a window looks only at the panes that hold rows (it used to walk every slot)."""
+    rng = np.random.default_rng(3)
+    rows = [(int(x), "a", int(v)) for x, v in zip(rng.integers(0, 10**7, 40), rng.integers(0, 9, 40))]
+    out = [r for _, r in collect(lambda s: s.to_stream(table(rows))
+                                 .group_by_window("t", keys="k", every=10**6, period=10**9 + 1)
+                                 .aggregate([([], "count_all"), ("v", "sum")]).to_records())]
+    got = sorted(((r["window_start"], r["window_end"], r["k"], r["count_all"], r["v_sum"]) for r in out), key=str)
+    assert got == reference(rows, every=10**6, period=10**9 + 1)

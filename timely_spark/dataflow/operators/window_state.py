@@ -82,13 +82,16 @@ class Panes:
         """``send(capability, table)`` the windows that ``bound`` closes (``end <=
         bound``), aggregated; then release the panes no open window holds."""
         before, self.bound = self.bound, bound        # windows ending by `before` were sent already
-        period, pane = self.period, self.pane
+        period = self.period
         if not self.panes or bound <= before or min(self._starts(min(self.panes))) + period > bound:
             return
         starts = sorted({s for p in self.panes for s in self._starts(p) if before < s + period <= bound})
         by_time: dict[Any, list] = {}            # logical time -> [capability, [(start, batches)]]
-        for s in starts:
-            entries = [self.panes[q] for q in range(s, s + period, pane) if q in self.panes]
+        held = np.array(sorted(self.panes), np.int64)     # the panes with rows (not every pane slot)
+        firsts = np.searchsorted(held, starts).tolist()
+        lasts = np.searchsorted(held, [s + period for s in starts]).tolist()
+        for s, lo, hi in zip(starts, firsts, lasts):
+            entries = [self.panes[q] for q in held[lo:hi].tolist()]
             if not entries:
                 continue
             cap = min((e[0].first() for e in entries), key=lambda c: sort_key(c.time))
