@@ -251,6 +251,7 @@ def run_on(data, **params):
     (dict(time_column="t"), "every"),
     (dict(time_column="t", every=5, allowed_lateness=-1), "allowed_lateness"),
     (dict(time_column="t", every=5, late="keep"), "late"),
+    (dict(time_column="t", every=5, allowed_lateness=3), "allowed_lateness"),     # no epoch: no effect
 ])
 def test_bad_parameters_name_the_parameter(params, parameter):
     with pytest.raises(WorkerError) as e:
@@ -299,3 +300,74 @@ def test_late_stream_needs_late_output_and_aggregate_runs_once():
         return s.to_stream([])
 
     collect(build)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_windows_inside_iterative_close_at_the_end_with_product_times(kind):
+    """Product times (inside ``iterative``): no epoch, or an epoch function, closes the
+    windows when the input ends, exactly; an epoch duration (which multiplies int
+    times) is a ParameterError naming it when the dataflow is built."""
+    rng = np.random.default_rng(4)
+    keys = rng.choice(np.array(["a", None], object), 80)
+    rows = [(int(x), k, int(v)) for x, k, v in zip(rng.integers(0, 60, 80), keys, rng.integers(0, 9, 80))]
+
+    def windows(epoch):
+        return [r for _, r in collect(lambda s: s.iterative(
+            lambda inner: s.to_stream(table(rows) if s.index == 0 else []).enter(inner)
+            .group_by_window("t", keys="k", epoch=epoch, **KINDS[kind])
+            .aggregate([([], "count_all"), ("v", "sum")]).leave()).to_records(), threads=2)]
+
+    for epoch in (None, lambda t: -100):
+        got = sorted(((r["window_start"], r["window_end"], r["k"], r["count_all"], r["v_sum"]) for r in windows(epoch)),
+                     key=str)
+        assert got == reference(rows, **KINDS[kind])
+    with pytest.raises(WorkerError) as e:
+        windows(10)
+    assert isinstance(e.value.cause, ParameterError) and e.value.cause.parameter == "epoch"
+
+
+def test_sliding_windows_whose_period_is_not_a_multiple_of_every_stream_exactly():
+    """every=4, period=10: panes of gcd 2; out-of-order and late rows, on time."""
+    params = dict(every=4, period=10)
+    epochs = epoch_rows(2)
+    on_time = [r for rows in epochs for r in rows if r not in late_rows(epochs)]
+    [(sent, _, early, slow)] = stream_windows(params, dict(threads=1), seed=2)
+    got = sorted(((r["window_start"], r["window_end"], r["k"], r["count_all"], r["v_sum"]) for r in sent), key=str)
+    assert got == reference(on_time, **params) and early == [] and slow == []
+
+
+@pytest.mark.parametrize("unit, tz, every", [("s", "Asia/Kolkata", timedelta(hours=1)),
+                                             ("ms", None, timedelta(milliseconds=1500)),
+                                             ("ns", "America/New_York", timedelta(minutes=1, microseconds=1))])
+def test_timestamps_of_any_unit_and_time_zone_align_windows_on_the_unix_epoch(unit, tz, every):
+    """Windows start at multiples of ``every`` since 1970-01-01 UTC whatever the unit and
+    zone (as Spark's ``window``); the bounds keep the column's type."""
+    per_unit = {"s": 1, "ms": 10**3, "ns": 10**9}[unit]
+    n = int(every.total_seconds() * per_unit) if unit != "ns" else (60 * 10**6 + 1) * 1000
+    xs = [0, n - 1, n, 5 * n + 7, -1, 1_700_000_000 * per_unit + 3]
+    column = pa.array(xs, pa.timestamp(unit, tz))
+    out = [r for _, r in collect(lambda s: s.to_stream(pa.table({"t": column}))
+                                 .group_by_window("t", every=every).aggregate([([], "count_all")]).to_records())]
+    want = sorted({(x - x % n, x - x % n + n) for x in xs})
+    got = sorted((r["window_start"], r["window_end"]) for r in out)
+    as_ints = pa.array([w for pair in got for w in pair], pa.timestamp(unit, tz)).cast(pa.int64()).to_pylist()
+    assert list(zip(as_ints[::2], as_ints[1::2])) == want and sum(r["count_all"] for r in out) == len(xs)
+
+
+def test_a_length_that_is_not_a_whole_number_of_the_column_unit_names_the_parameter():
+    with pytest.raises(WorkerError, match=r"period=.* is not a whole number of s \(the unit of time column 't'\)"):
+        run_on(pa.table({"t": pa.array([1], pa.timestamp("s"))}), time_column="t", every=timedelta(seconds=1),
+               period=timedelta(milliseconds=1500))
+
+
+@pytest.mark.timeout(60)
+def test_sliding_windows_with_a_tiny_common_pane_close_in_time_proportional_to_the_rows():
+    """every=10**6, period=10**9 + 1: panes of gcd 1, a billion pane slots per window;
+    closing a window looks only at the panes that hold rows (it used to walk every slot)."""
+    rng = np.random.default_rng(3)
+    rows = [(int(x), "a", int(v)) for x, v in zip(rng.integers(0, 10**7, 40), rng.integers(0, 9, 40))]
+    out = [r for _, r in collect(lambda s: s.to_stream(table(rows))
+                                 .group_by_window("t", keys="k", every=10**6, period=10**9 + 1)
+                                 .aggregate([([], "count_all"), ("v", "sum")]).to_records())]
+    got = sorted(((r["window_start"], r["window_end"], r["k"], r["count_all"], r["v_sum"]) for r in out), key=str)
+    assert got == reference(rows, every=10**6, period=10**9 + 1)

@@ -1,6 +1,6 @@
 """Aggregation specs, shared by every columnar aggregating operator (``group_by``,
 ``group_by_window``): ``[(column, function), ...]`` checked against pyarrow's hash
-aggregate functions, and the output column each one becomes.
+aggregate functions, the output column each one becomes, and a table aggregated by one.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from ...errors import BuildError
 
-__all__ = ["aggregation_spec", "output_name", "output_names"]
+__all__ = ["aggregate_table", "aggregation_spec", "output_name", "output_names"]
 
 
 def aggregation_spec(aggregations: Sequence[Any], operator: str) -> list[tuple[Any, str]]:
@@ -56,3 +56,15 @@ def output_names(spec: Sequence[Any]) -> list[str]:
     ['x_sum', 'count_all']
     """
     return [output_name(c, fn) for c, fn, *_ in spec]
+
+
+def aggregate_table(table: pa.Table, keys: list[str], spec: Sequence[Any]) -> pa.Table:
+    """``table`` grouped by ``keys`` and aggregated by ``spec`` (single-threaded): the
+    key columns first, then one column per aggregate named as :func:`output_names`.
+
+    >>> import pyarrow as pa
+    >>> aggregate_table(pa.table({"k": ["a", "b", "a"], "x": [1, 2, 3]}), ["k"], [("x", "sum")]).to_pylist()
+    [{'k': 'a', 'x_sum': 4}, {'k': 'b', 'x_sum': 2}]
+    """
+    grouped = table.group_by(keys, use_threads=False).aggregate(list(spec))
+    return grouped.select(keys + output_names(spec))

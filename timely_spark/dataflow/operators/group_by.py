@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import BuildError
+from .agg_spec import aggregate_table
 from .agg_spec import aggregation_spec as _spec
 from .agg_spec import output_name as _output_name
 from .arrangement import Arrangement
@@ -129,9 +130,7 @@ class _PerTime:
         self.keys, self.spec, self.operator = keys, spec, operator
 
     def __call__(self, table: pa.Table, time: Any) -> pa.Table:
-        grouped = table.group_by(self.keys, use_threads=False).aggregate(self.spec)
-        names = [_output_name(c, fn) for c, fn, *_ in self.spec]
-        return grouped.select(self.keys + names)
+        return aggregate_table(table, self.keys, self.spec)
 
 
 class _Running:

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from ...errors import BuildError
+from ...errors import BuildError, ParameterError
 from ..channels import Exchange
 from ..operator import OperatorBuilder
 from .agg_spec import aggregation_spec
@@ -211,7 +211,9 @@ def group_by_window(stream: "Stream", time_column: str, every: Optional[Duration
     session windows per key.  Durations are ``datetime.timedelta`` s or ints in the
     column's unit.  ``epoch`` and ``allowed_lateness`` turn the input frontier into an
     event-time bound (the module's documentation says exactly how); without ``epoch``
-    windows close when the input ends.  ``late``: ``"drop"`` (counted) or ``"output"``
+    windows close when the input ends (and ``allowed_lateness`` is a ParameterError).
+    ``epoch`` as a duration needs int logical times; inside ``iterative`` (``Product``
+    times) pass a function of the logical time, or no epoch.  ``late``: ``"drop"`` (counted) or ``"output"``
     (:attr:`Windowed.late`).  Bad parameters raise ParameterError naming them; a time
     column of another type, or with nulls, a WindowError naming it.
 
@@ -239,6 +241,11 @@ def group_by_window(stream: "Stream", time_column: str, every: Optional[Duration
     3 [(20, 'a', 2), (20, 'b', 2)]
     """
     spec = window_spec(time_column, every, period, gap, allowed_lateness, epoch, late, name)
+    least = stream.scope.minimum
+    if spec.epoch is not None and not callable(spec.epoch) and not isinstance(least, int):
+        raise ParameterError(f"operator {name!r}: epoch={spec.epoch!r} multiplies int logical times, but this "
+                             f"scope's times are {least!r}-like (inside iterative?): pass epoch=a function of the "
+                             f"logical time", "epoch")
     key_names = [keys] if isinstance(keys, str) else list(keys)
     if not all(isinstance(k, str) for k in key_names):
         raise BuildError(f"operator {name!r}: keys must be a column name or a list of them, got {keys!r}")

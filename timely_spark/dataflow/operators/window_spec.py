@@ -67,7 +67,7 @@ def window_spec(time_column: Any, every: Any, period: Any, gap: Any, allowed_lat
                 late: Any, operator: str) -> WindowSpec:
     """The parameters checked: exactly one of ``every`` (tumbling; with ``period``,
     sliding) and ``gap`` (session); positive lengths, ``period >= every``, a lateness
-    ``>= 0``, ``epoch`` None, a positive duration or a function, ``late`` one of
+    ``>= 0`` (``> 0`` only with an ``epoch``), ``epoch`` None, a positive duration or a function, ``late`` one of
     :data:`LATE_CHOICES`.
 
     >>> window_spec("ts", 60, None, None, 0, None, "drop", "W").kind
@@ -101,6 +101,10 @@ def window_spec(time_column: Any, every: Any, period: Any, gap: Any, allowed_lat
     lateness = _positive(allowed_lateness, "allowed_lateness", operator, zero_ok=True)
     if epoch is not None and not callable(epoch):
         epoch = _positive(epoch, "epoch", operator)
+    if epoch is None and lateness:
+        raise ParameterError(f"operator {operator!r}: allowed_lateness={lateness!r} needs epoch=: without it the "
+                             f"logical times say nothing about event time and windows close only when the input "
+                             f"ends, so a lateness would have no effect", "allowed_lateness")
     if late not in LATE_CHOICES:
         raise ParameterError(f"operator {operator!r}: late must be one of {', '.join(map(repr, LATE_CHOICES))}, "
                              f"got {late!r}", "late")

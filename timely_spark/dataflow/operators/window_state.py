@@ -25,53 +25,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...progress import less_equal, sort_key
+from ...progress import sort_key
 from ...runtime import WINDOW_PANE_BATCHES
-from .agg_spec import output_names
+from ..capability import CapabilitySet
+from .agg_spec import aggregate_table
 from .group_by import tables_of
 
-__all__ = ["HeldTimes", "Panes", "Sessions"]
+__all__ = ["Panes", "Sessions"]
 
 _WS, _WE = "window_start", "window_end"
-
-
-class HeldTimes:
-    """The capabilities for the minimal logical times of a window's rows (an antichain;
-    one capability for totally ordered times)."""
-
-    __slots__ = ("caps",)
-
-    def __init__(self) -> None:
-        self.caps: list = []
-
-    def add(self, icap: Any) -> None:
-        """Hold ``icap``'s time too, unless a held time is already ``<=`` it."""
-        t = icap.time
-        if any(less_equal(c.time, t) for c in self.caps):
-            return
-        keep = []
-        for c in self.caps:
-            if less_equal(t, c.time):
-                c.drop()
-            else:
-                keep.append(c)
-        keep.append(icap.retain())
-        self.caps = keep
-
-    def earliest(self) -> Any:
-        """The held capability first in the total order ``sort_key`` (a minimal time)."""
-        return min(self.caps, key=lambda c: sort_key(c.time))
-
-    def drop(self) -> None:
-        """Give every held capability up."""
-        for c in self.caps:
-            c.drop()
-        self.caps = []
-
-
-def _aggregate(table: pa.Table, group: list[str], spec: list, operator: str) -> pa.Table:
-    grouped = table.group_by(group, use_threads=False).aggregate(spec)
-    return grouped.select(group + output_names(spec))
 
 
 def _split_by(values: np.ndarray, batch: Any) -> list[tuple[int, Any]]:
@@ -93,7 +55,7 @@ class Panes:
     def __init__(self, keys: list[str], spec: list, every: int, period: int, operator: str) -> None:
         self.keys, self.spec, self.every, self.period, self.operator = keys, spec, every, period, operator
         self.pane = math.gcd(every, period)
-        self.panes: dict[int, list] = {}        # pane start -> [HeldTimes, [batches]]
+        self.panes: dict[int, list] = {}        # pane start -> [CapabilitySet of its rows' times, [batches]]
         self.bound: float = -math.inf           # the event-time bound of the last close
 
     def add(self, icap: Any, batch: Any, x: np.ndarray) -> None:
@@ -101,8 +63,8 @@ class Panes:
         for start, part in _split_by(x - x % self.pane, batch):
             entry = self.panes.get(start)
             if entry is None:
-                entry = self.panes[start] = [HeldTimes(), []]
-            entry[0].add(icap)
+                entry = self.panes[start] = [CapabilitySet(), []]
+            entry[0].insert(icap.retain())
             entry[1].append(part)
             if len(entry[1]) >= WINDOW_PANE_BATCHES:     # few large chunks aggregate much faster than many small
                 entry[1] = tables_of(entry[1], self.operator, icap.time).combine_chunks().to_batches()
@@ -120,33 +82,36 @@ class Panes:
         """``send(capability, table)`` the windows that ``bound`` closes (``end <=
         bound``), aggregated; then release the panes no open window holds."""
         before, self.bound = self.bound, bound        # windows ending by `before` were sent already
-        period, pane = self.period, self.pane
+        period = self.period
         if not self.panes or bound <= before or min(self._starts(min(self.panes))) + period > bound:
             return
         starts = sorted({s for p in self.panes for s in self._starts(p) if before < s + period <= bound})
         by_time: dict[Any, list] = {}            # logical time -> [capability, [(start, batches)]]
-        for s in starts:
-            entries = [self.panes[q] for q in range(s, s + period, pane) if q in self.panes]
+        held = np.array(sorted(self.panes), np.int64)     # the panes with rows (not every pane slot)
+        firsts = np.searchsorted(held, starts).tolist()
+        lasts = np.searchsorted(held, [s + period for s in starts]).tolist()
+        for s, lo, hi in zip(starts, firsts, lasts):
+            entries = [self.panes[q] for q in held[lo:hi].tolist()]
             if not entries:
                 continue
-            cap = min((e[0].earliest() for e in entries), key=lambda c: sort_key(c.time))
+            cap = min((e[0].first() for e in entries), key=lambda c: sort_key(c.time))
             group = by_time.setdefault(cap.time, [cap, []])
             group[1].append((s, [b for e in entries for b in e[1]]))
         for cap, windows in by_time.values():
             batches = [b for _, bs in windows for b in bs]
             table = tables_of(batches, self.operator, cap.time)
             if len(windows) == 1:                    # the streaming case: one chunk, grouped by the keys alone
-                out = _aggregate(table.combine_chunks(), self.keys, self.spec, self.operator)
+                out = aggregate_table(table.combine_chunks(), self.keys, self.spec)
                 out = out.add_column(0, _WS, pa.array(np.full(out.num_rows, windows[0][0], np.int64)))
             else:
                 lengths = [sum(b.num_rows for b in bs) for _, bs in windows]
                 ws = np.repeat(np.array([s for s, _ in windows], np.int64), lengths)
                 table = table.append_column(_WS, pa.array(ws))
-                out = _aggregate(table, [_WS] + self.keys, self.spec, self.operator)
+                out = aggregate_table(table, [_WS] + self.keys, self.spec)
             end = pc.add(out.column(_WS), pa.scalar(period, pa.int64()))
             send(cap, out.add_column(1, _WE, end))
         for p in [p for p in self.panes if max(self._starts(p)) + period <= bound]:
-            self.panes.pop(p)[0].drop()
+            self.panes.pop(p)[0].clear()
 
 
 class Sessions:
@@ -220,7 +185,7 @@ class Sessions:
         rank_of[[self.tids[t] for t in order]] = np.arange(len(order))
         done = done.set_column(done.schema.get_field_index("__tid"), "__tid",
                                pa.array(rank_of[done.column("__tid").to_numpy()]))
-        out = _aggregate(done, ["__sid"] + self.keys, self.spec + [("__tid", "min")], self.operator)
+        out = aggregate_table(done, ["__sid"] + self.keys, self.spec + [("__tid", "min")])
         s = out.column("__sid").to_numpy()
         first_rank = out.column("__tid_min").to_numpy()
         out = out.drop_columns(["__sid", "__tid_min"])
