@@ -42,6 +42,10 @@ SHAPES = {"tumbling 1 min": dict(every=timedelta(minutes=1)),
           "sliding 5 min / 1 min": dict(every=timedelta(minutes=1), period=timedelta(minutes=5))}
 
 
+#: Seconds a transform run may take before it fails with RunTimeout (a run that stalls never hangs the bench).
+RUN_BOUND = 1800.0
+
+
 def make_table(rows: int, keys: int, seed: int = 0) -> pa.Table:
     rng = np.random.default_rng(seed)
     ts_us = START_US + rng.integers(0, HOUR_US, rows)
@@ -114,7 +118,8 @@ def spark_figures(table: pa.Table) -> None:
 
         def ours(shape=shape):
             ts.spark.transform(df, lambda scope, s: s.group_by_window("ts", keys="key", **shape).aggregate(AGGS),
-                               "window_start timestamp, window_end timestamp, key long, v_count long, v_mean double") \
+                               "window_start timestamp, window_end timestamp, key long, v_count long, v_mean double",
+                               timeout=RUN_BOUND) \
                 .write.format("noop").mode("overwrite").save()
 
         t_spark, _ = timed(theirs, 2)
