@@ -1,6 +1,6 @@
 """Benchmark: the streaming pipeline of jobs/streaming_components.py against a Spark-only stateful query.
 
-(The pipeline's stages: jobs/_streaming_pipeline.py, imported with ``jobs/`` on ``sys.path``.)
+(The pipeline's stages: ``timely_spark.graph.streaming``.)
 
 One SparkSession (``local[2]`` by default).  First the three-stage pipeline runs for
 ``--seconds`` at a steady input rate (a file of ``rate * interval`` records every
@@ -34,10 +34,9 @@ import threading
 import time
 from pathlib import Path
 
-import _streaming_pipeline as pipeline
-
 import timely_spark as ts
 from timely_spark.capture import LogIndex
+from timely_spark.graph import streaming as pipeline
 
 HERE = Path(__file__).resolve().parent
 

@@ -27,7 +27,7 @@ streaming queries need at least one more slot between them.  On the embedded def
     spark-submit jobs/streaming_components.py --seconds 60
     python jobs/streaming_components.py --seconds 30 --rate 500 --workdir /tmp/idres
 
-The stages live in ``jobs/_streaming_pipeline.py`` (shared with ``jobs/bench_streaming.py``).
+The stages live in ``timely_spark.graph.streaming`` (shared with ``jobs/bench_streaming.py``).
 """
 
 from __future__ import annotations
@@ -38,9 +38,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from _streaming_pipeline import run_pipeline
-
 import timely_spark as ts
+from timely_spark.graph.streaming import run_pipeline
 
 
 def main() -> None:

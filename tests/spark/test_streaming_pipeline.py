@@ -2,31 +2,18 @@
 following the log (ts.graph.components) -> a captured log of changes -> readStream,
 for at least 10 epochs; the consolidated changes equal the batch algorithm on all input.
 
-The pipeline is jobs/_streaming_pipeline.py (what jobs/streaming_components.py runs), run here
-in-process on the test session."""
-
-import importlib
-import sys
-from pathlib import Path
+The pipeline is timely_spark.graph.streaming.run_pipeline (what jobs/streaming_components.py
+runs), run here in-process on the test session."""
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_job(monkeypatch):
-    """The pipeline imported the way the jobs import it (jobs/ on sys.path): what the
-    timely job sends the executors must travel although they cannot import it."""
-    monkeypatch.syspath_prepend(str(ROOT / "jobs"))
-    monkeypatch.delitem(sys.modules, "_streaming_pipeline", raising=False)
-    return importlib.import_module("_streaming_pipeline")
+from timely_spark.graph.streaming import run_pipeline
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_three_stage_pipeline_for_ten_epochs_equals_the_batch_algorithm(spark, tmp_path, monkeypatch):
-    job = load_job(monkeypatch)
-    result = job.run_pipeline(spark, tmp_path, seconds=0, rate=40, interval=0.25, pool=60, printer=None,
+def test_three_stage_pipeline_for_ten_epochs_equals_the_batch_algorithm(spark, tmp_path):
+    result = run_pipeline(spark, tmp_path, seconds=0, rate=40, interval=0.25, pool=60, printer=None,
                               min_epochs=10, timeout=240)
     assert result["epochs"] >= 10
     assert result["edges"] == 2 * result["records"]

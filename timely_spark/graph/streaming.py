@@ -1,8 +1,13 @@
-"""The identity-resolution streaming pipeline shared by ``jobs/streaming_components.py``
-(the job; its docstring describes the three stages) and ``jobs/bench_streaming.py`` (its
-benchmark): a module for those scripts to import (they run with ``jobs/`` on
-``sys.path``), not a job itself.  The executors cannot import it, so what the timely
-job sends them travels by value.
+"""Connected components kept current between two Spark streams (identity resolution).
+
+:func:`follow_components` is the timely side: a worker function that follows an event
+log of edges (``ts.capture.follow``), keeps ``ts.graph.components`` up to date
+incrementally and captures, per completed epoch, each vertex whose component changed
+into a second log -- for ``ts.spark.run`` (or ``ts.execute``) on workers that run as long
+as the edges log is open.  :func:`run_pipeline` is the whole pipeline that
+``jobs/streaming_components.py`` runs and ``jobs/bench_streaming.py`` measures: a
+generator of identity records, a Structured Streaming query writing edges to a
+``timely`` sink, the timely job, and a ``readStream`` of the changes.
 
 Stage 2 here keeps ``ts.graph.components`` up to date incrementally (a changelog of
 edges in, of labels out) and captures each vertex whose component changed, with its
@@ -18,23 +23,25 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import cloudpickle
 import numpy as np
 import pyarrow as pa
 
-import timely_spark as ts
-from timely_spark.capture import ParquetEventWriter, follow
+from ..capture import ParquetEventWriter, compact, follow
+from ..runtime import FOLLOW_POLL_INTERVAL
+from ..spark import close_sink_log, read_event_log, register
+from ..spark import run as spark_run
+from .components_columnar import forest
+from .incremental_components import components
+
+__all__ = ["follow_components", "run_pipeline", "CHANGES_SCHEMA"]
 
 CHANGES_SCHEMA = "time long, worker long, vertex long, component long"
 
-if __name__ in sys.modules:     # imported by a job: the executors cannot import this file, so what it
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])     # sends them travels by value
 
 
 # ---- stage 0: the generator --------------------------------------------------------------
@@ -118,7 +125,7 @@ def rss_mb() -> float:
         return 0.0
 
 
-def timely_job(edges_log: str, changes_log: str, poll: float = ts.runtime.FOLLOW_POLL_INTERVAL,
+def follow_components(edges_log: str, changes_log: str, poll: float = FOLLOW_POLL_INTERVAL,
                sample_every: float = 0.0) -> Callable:
     """The worker function: follow the edges log, keep the components, capture the
     changes (each worker its own share of the log; a worker with none still moves its
@@ -129,7 +136,7 @@ def timely_job(edges_log: str, changes_log: str, poll: float = ts.runtime.FOLLOW
                                     schema=CHANGES_COLUMNS)
 
         def build(scope: Any) -> Any:
-            labels = ts.graph.components(follow(edges_log, scope, poll=poll), src="src", dst="dst")
+            labels = components(follow(edges_log, scope, poll=poll), src="src", dst="dst")
             changes = labels.per_time(new_labels)
             changes.capture_into(writer)
             return changes.probe()
@@ -184,13 +191,13 @@ def changes_query(spark: Any, changes_log: Path, checkpoint: Path, sink: ChangeC
 def final_check(spark: Any, edges_log: Path, changes_log: Path) -> dict:
     """The changes, consolidated (each vertex's last component), against the batch
     algorithm (``ts.graph.forest``) on every edge in the edges log."""
-    edges = ts.spark.read_event_log(spark, str(edges_log)).select("src", "dst").toArrow()
-    v, c = ts.graph.forest(edges["src"].to_numpy(), edges["dst"].to_numpy())
+    edges = read_event_log(spark, str(edges_log)).select("src", "dst").toArrow()
+    v, c = forest(edges["src"].to_numpy(), edges["dst"].to_numpy())
     expected = dict(zip(v.tolist(), c.tolist()))
-    changes = ts.spark.read_event_log(spark, str(changes_log)).select("time", "vertex", "component").toArrow()
+    changes = read_event_log(spark, str(changes_log)).select("time", "vertex", "component").toArrow()
     order = np.argsort(changes["time"].to_numpy(), kind="stable")
     latest = dict(zip(changes["vertex"].to_numpy()[order].tolist(), changes["component"].to_numpy()[order].tolist()))
-    epochs = len(set(ts.spark.read_event_log(spark, str(edges_log)).select("time").toArrow()["time"].to_pylist()))
+    epochs = len(set(read_event_log(spark, str(edges_log)).select("time").toArrow()["time"].to_pylist()))
     return {"ok": latest == expected, "vertices": len(expected), "edges": edges.num_rows, "epochs": epochs,
             "components": len(set(expected.values()))}
 
@@ -207,7 +214,7 @@ def run_pipeline(spark: Any, workdir: Path, seconds: float, rate: int = 200, int
     workdir = Path(workdir)
     source, edges_log, changes_log = workdir / "input", workdir / "edges", workdir / "changes"
     source.mkdir(parents=True, exist_ok=True)
-    ts.spark.register(spark)
+    register(spark)
     generator = Generator(source, rate, interval, pool)
     generator.write_file()                               # the sink's first micro-batch
     sink = edges_query(spark, source, edges_log, workdir / "ckpt-edges", compact_every=compact_every)
@@ -217,7 +224,7 @@ def run_pipeline(spark: Any, workdir: Path, seconds: float, rate: int = 200, int
 
     def timely() -> None:
         try:
-            outcome["result"] = ts.spark.run(spark, timely_job(str(edges_log), str(changes_log),
+            outcome["result"] = spark_run(spark, follow_components(str(edges_log), str(changes_log),
                                                                sample_every=sample_every),
                                              workers=workers, timeout=timeout)
         except BaseException as exc:        # reported by the main thread
@@ -242,7 +249,7 @@ def run_pipeline(spark: Any, workdir: Path, seconds: float, rate: int = 200, int
     def compactor() -> None:
         while not stop_watch.wait(10.0):
             if (changes_log / "worker=0").is_dir():
-                ts.capture.compact(changes_log, min_files=compact_every)
+                compact(changes_log, min_files=compact_every)
 
     helpers = [threading.Thread(target=watcher, daemon=True)] if watch else []
     helpers += [threading.Thread(target=compactor, daemon=True)] if compact_every else []
@@ -264,7 +271,7 @@ def run_pipeline(spark: Any, workdir: Path, seconds: float, rate: int = 200, int
             sink.processAllAvailable()
         sink.stop()
         if (edges_log / "_sink").exists():
-            ts.spark.close_sink_log(edges_log)           # the timely job ends once it has read everything
+            close_sink_log(edges_log)           # the timely job ends once it has read everything
         job.join(timeout)
         if reader.isActive:
             reader.processAllAvailable()
