@@ -11,15 +11,15 @@ that keeps one state across epochs (a warm start) needs epoch ``T`` finished fir
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..dataflow import OperatorBuilder
+from ..dataflow import ExchangeBy, OperatorBuilder
 from ..progress import less_equal
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
 
-__all__ = ["in_order"]
+__all__ = ["in_order", "rounds_in_order"]
 
 
 def _before(a: Any, b: Any) -> bool:
@@ -63,3 +63,22 @@ def in_order(entered: "Stream", cycle: "Stream", name: str = "InOrder") -> "Stre
 
     b.build(logic, notify=True)
     return gate
+
+
+def rounds_in_order(edges: "Stream", make_state: Callable[[Any], Any], src: str, name: str) -> "Stream":
+    """The loop the incremental graph algorithms share: ``edges`` (routed by ``src``) and
+    the loop's own feedback (routed by ``vertex``) meet in one ``per_time`` whose logic is
+    ``make_state(inner_scope).step``, epochs strictly in order (:func:`in_order`).  Batches
+    the step returns with a ``kind`` column go round the loop again; the others leave it,
+    and are the returned stream (at the outer times)."""
+    def loop(inner: Any) -> Any:
+        handle, cycle = inner.feedback(1)
+        entered = edges.enter(inner)
+        gate = in_order(entered, cycle, f"{name}Order")
+        state = make_state(inner)
+        out = entered.per_time(state.step, others=(cycle, gate),
+                               exchange=[ExchangeBy([src], name), ExchangeBy(["vertex"], name), None], name=name)
+        out.flat_map(lambda rb: [rb] if "kind" in rb.schema.names else []).connect_loop(handle)
+        return out.flat_map(lambda rb: [] if "kind" in rb.schema.names else [rb]).leave()
+
+    return edges.scope.iterative(loop)

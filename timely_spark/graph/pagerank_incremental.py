@@ -35,14 +35,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import DIFF, ExchangeBy
+from ..dataflow import DIFF
 from ..errors import ParameterError
 from ..progress import Product
 from ..runtime import PAGERANK_TOLERANCE, check_fraction, check_positive
 from .broadcast import broadcast_keys
 from .components_columnar import edge_arrays
 from .edge_input import diffs_at, withdrawn_error
-from .in_order import in_order
+from .in_order import rounds_in_order
 from .sorted_rows import SortedRows
 from .unique import sorted_unique
 
@@ -372,25 +372,13 @@ def pagerank_stream(edges: "Stream", tolerance: float = PAGERANK_TOLERANCE, damp
     1 [1, 1, 2, 2] [0.5, 0.6491, 0.5, 0.3509] [-1, 1, -1, 1]
     """
     check_stream_parameters(tolerance, damping)
-    scope = edges.scope
     name = "PageRankStream"
-
-    def loop(inner: Any) -> Any:
-        handle, cycle = inner.feedback(1)
-        entered = edges.enter(inner)
-        gate = in_order(entered, cycle, f"{name}Order")
-        state = make(inner.peers)
-        out = entered.per_time(state.step, others=(cycle, gate),
-                               exchange=[ExchangeBy([src], name), ExchangeBy(["vertex"], name), None], name=name)
-        out.flat_map(lambda rb: [rb] if "kind" in rb.schema.names else []).connect_loop(handle)
-        return out.flat_map(lambda rb: [] if "kind" in rb.schema.names else [rb]).leave()
-
     state: list = []
 
-    def make(peers: int) -> _PageRank:
-        state.append(_PageRank(peers, tolerance, damping, src, dst, name))
+    def make(inner: Any) -> _PageRank:
+        state.append(_PageRank(inner.peers, tolerance, damping, src, dst, name))
         return state[0]
 
-    ticks = scope.iterative(loop)
+    ticks = rounds_in_order(edges, make, src, name)
     return ticks.per_time(lambda t, batches: state[0].emit(t, batches), name=f"{name}Emit")
 

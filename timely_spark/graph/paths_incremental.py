@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import DIFF, ExchangeBy
+from ..dataflow import DIFF
 from ..progress import Product
 from .broadcast import broadcast_keys
 from .edge_input import diffs_at, source_vertices, weighted_edges, withdrawn_error
-from .in_order import in_order
+from .in_order import rounds_in_order
 from .key_index import expand_ranges
 from .sorted_rows import SortedRows
 
@@ -393,20 +393,12 @@ def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optio
     1 {'vertex': [3, 3], 'source': [1, 1], 'distance': [2, 1], 'diff': [-1, 1]}
     """
     wanted = source_vertices(sources)
-    scope = edges.scope
     name = "ShortestPathsStream"
 
-    def loop(inner: Any) -> Any:
-        handle, cycle = inner.feedback(1)
-        entered = edges.enter(inner)
-        gate = in_order(entered, cycle, f"{name}Order")
-        state = _Paths(inner.peers, inner.index, wanted, weight, src, dst, name)
-        out = entered.per_time(state.step, others=(cycle, gate),
-                               exchange=[ExchangeBy([src], name), ExchangeBy(["vertex"], name), None], name=name)
-        out.flat_map(lambda rb: [rb] if "kind" in rb.schema.names else []).connect_loop(handle)
-        return out.flat_map(lambda rb: [] if "kind" in rb.schema.names else [rb]).leave()
+    def make(inner: Any) -> _Paths:
+        return _Paths(inner.peers, inner.index, wanted, weight, src, dst, name)
 
-    result = scope.iterative(loop).consolidate(name=f"{name}Changes")
+    result = rounds_in_order(edges, make, src, name).consolidate(name=f"{name}Changes")
     if weight is None:
         return result.map(lambda rb: rb.set_column(2, "distance", rb.column(2).cast(pa.int64())))
     return result
