@@ -144,7 +144,7 @@ def test_bad_input_names_the_file(tmp_path):
     assert extract(iter(ParquetEventReader(tmp_path / "good"))) == [(0, [1, 2])]   # ignored
 
     with pytest.raises(EventLogError, match="already holds an event log"):
-        ParquetEventWriter(tmp_path / "good")
+        ParquetEventWriter(tmp_path / "good").push(Progress([(0, -1)]))
 
 
 WRITER = r"""

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..errors import EventLogError
-from ..progress import timestamp
-from ..runtime import CAPTURE_COLUMNS_RETRY, check_count
+from ..progress import MutableAntichain, timestamp
+from ..runtime import CAPTURE_COLUMNS_RETRY, COMPACT_GRACE, check_count
 from .event import Messages, Progress
 from .part_file import FORMAT, PROGRESS, check_meta, check_rows, open_part, read_columns
 from .record_columns import RecordColumns, layout_of
@@ -101,9 +101,8 @@ class ParquetEventWriter:
         self.root = Path(path)
         self.dir = self.root / f"worker={worker}"
         self.dir.mkdir(parents=True, exist_ok=True)
-        existing = [p for p in self.dir.iterdir() if _PART.match(p.name)]
-        if existing or (self.dir / "_CLOSED").exists():
-            raise EventLogError(f"{self.dir}: already holds an event log; write a new one elsewhere")
+        # a log here already: an error at the first write, unless a restored run resumes it (restore)
+        self._existing = any(_PART.match(p.name) for p in self.dir.iterdir()) or (self.dir / "_CLOSED").exists()
         self.worker, self.peers = worker, peers
         self.flush_seconds, self.max_rows = flush_seconds, max_rows
         self._events: list[Any] = []
@@ -120,6 +119,9 @@ class ParquetEventWriter:
         # the log's record columns before this writer's first record: (layout, Arrow fields, changelog)
         self._known: Optional[tuple[str, list, bool]] = _given_columns(self.dir, schema) if schema is not None \
             else None
+        self._resumed: Any = None                # a restored run's ResumePoint (see restore)
+        self._run: Any = None                    # the restored run's own frontier (a MutableAntichain)
+        self._written: dict = {}                 # the counts this restored writer's stream holds
 
     @property
     def _layout(self) -> Optional[str]:
@@ -131,6 +133,12 @@ class ParquetEventWriter:
         """
         if self.closed:
             raise EventLogError(f"{self.dir}: the writer is closed")
+        if self._existing:
+            self._refuse()
+        if self._resumed is not None:
+            event = self._past_cut(event)
+            if event is None:
+                return
         self._events.append((self._seq, event))
         self._seq += 1
         if type(event) is Messages:
@@ -168,6 +176,12 @@ class ParquetEventWriter:
         closing.  So a worker that never gets a record still moves the log's frontier
         once some worker wrote one.  A record that does not fit the log (see
         :mod:`.record_columns`) raises EventLogError naming it."""
+        if self._existing:
+            self._refuse()
+        if self._resumed is not None and self._resumed.replaced:
+            from .resume import remove_replaced
+
+            remove_replaced(self._resumed)
         if not self._events:
             return
         if self._layout is None and not any(type(e) is Messages and e.data for _, e in self._events):
@@ -267,9 +281,80 @@ class ParquetEventWriter:
         self._part += 1
         self._last_flush = _time.monotonic()
 
+    # ---- a restored run (see timely_spark.capture.resume) ------------------------------------
+    def restore(self, restored_time: Any, grace: float = COMPACT_GRACE) -> None:
+        """Go on with the log a crashed run of the same dataflow wrote, for a run restored
+        from a snapshot at ``restored_time`` (``worker.restored_time``; ``capture_into``
+        calls this when it is built): this worker's directory is brought to the cut of
+        :mod:`~timely_spark.capture.resume` (epochs the log completed are kept, rows of
+        incomplete ones removed), and from then on the run's rows at times the log has
+        complete are dropped, never written twice.  RestoreError naming the log and both
+        worker counts if it was captured by another number of workers.  Call it before
+        the first event.  The files the cut replaced are removed ``grace`` seconds
+        after it (:data:`~timely_spark.runtime.COMPACT_GRACE`), at a flush: a read
+        planned on them finishes first."""
+        from .resume import resume_worker
+
+        if self._seq:
+            raise EventLogError(f"{self.dir}: restore() after events were pushed; it goes first")
+        point = resume_worker(self.root, self.worker, self.peers, restored_time, grace)
+        self._existing = False
+        self._resumed = point
+        if point.stream is not None:
+            self.stream_id = point.stream
+        self._part, self._seq = point.next_part, point.next_seq
+        self._time_desc = point.desc
+        if point.schema is not None and point.layout not in (None, "none"):
+            fields = [f for f in point.schema if f.name not in RESERVED]
+            self._known = (point.layout, fields, point.changelog)
+            if point.stream is not None:
+                self._schema = point.schema
+                self._changelog = point.changelog
+                if point.layout != "arrow" or not point.changelog:
+                    self._columns = RecordColumns(self.dir, point.layout)
+                    self._columns.fields = fields
+        start = timestamp.minimum_described(point.desc)
+        self._run = MutableAntichain([(start, 1)])
+        self._written = dict(point.counts)
+        self._move_frontier()
+
+    def _past_cut(self, event: Any) -> Any:
+        """A restored writer's view of ``event``: data at times complete at the cut dropped
+        (None), progress as the change of the join of the cut and the run's frontier."""
+        if type(event) is Messages:
+            return event if self._resumed.cutoff.less_equal(event.time) else None
+        self._run.update_iter(event.updates)
+        return self._move_frontier(push=False)
+
+    def _move_frontier(self, push: bool = True) -> Any:
+        """The progress taking this writer's stream to the join of the cut and the run's
+        frontier (None: no change); buffered at once with ``push``."""
+        from .resume import join_frontiers
+
+        target = {t: 1 for t in join_frontiers(self._resumed.cutoff, self._run.frontier())}
+        change = {t: -c for t, c in self._written.items()}
+        for t, c in target.items():
+            change[t] = change.get(t, 0) + c
+        updates = [(t, d) for t, d in change.items() if d]
+        self._written = target
+        if not updates:
+            return None
+        if push:
+            self._events.append((self._seq, Progress(updates)))
+            self._seq += 1
+            self._rows += len(updates)
+            return None
+        return Progress(updates)
+
+    def _refuse(self) -> None:
+        raise EventLogError(f"{self.dir}: already holds an event log; write a new one elsewhere (a run restored "
+                            "from a checkpoint goes on with it: see ParquetEventWriter.restore)")
+
     def close(self) -> None:
         """Flush and mark the log complete (idempotent)."""
         if not self.closed:
+            if self._existing:
+                self._refuse()
             self.flush(closing=True)
             self.closed = True
             (self.dir / "_CLOSED").touch()

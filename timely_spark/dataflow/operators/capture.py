@@ -61,13 +61,16 @@ def capture_into(stream: "Stream", pusher: Any, name: str = "Capture") -> None:
         armed[0] = False
         activate()
 
-    def logic() -> None:
+    def push_progress() -> None:
         if not started[0]:
             changes.changes.update(minimum, -1)
             started[0] = True
         updates = changes.changes.drain()
         if updates:
             pusher.push(Progress(updates))
+
+    def logic() -> None:
+        push_progress()
         for t, data in inp.take():
             pusher.push(Messages(t, data))
         if poll is not None and not armed[0]:
@@ -76,7 +79,31 @@ def capture_into(stream: "Stream", pusher: Any, name: str = "Capture") -> None:
                 armed[0] = True
                 worker.activate_after(fire, delay)
 
+    _recoverable(b, worker, pusher, push_progress)
     b.build(logic, notify=True, initial_capabilities=False)
+
+
+def _recoverable(b: OperatorBuilder, worker: Any, pusher: Any, push_progress: Any) -> None:
+    """Snapshots and restores (issue 24): a snapshot at ``t`` flushes the pusher (its
+    ``flush()``, if it has one) with every event before ``t`` pushed, so the log holds
+    all of the times the snapshot covers; a restored run tells the pusher its restored
+    time first (its ``restore(t)``, if it has one: a ParquetEventWriter goes on with its
+    log exactly once)."""
+    keep_state = getattr(b, "keep_state", None)
+    if keep_state is None:
+        return
+    flush = getattr(pusher, "flush", None)
+
+    def save(t: Any) -> None:
+        push_progress()
+        if flush is not None:
+            flush()
+
+    keep_state(save)
+    restored = getattr(worker, "restored_time", None)
+    restore = getattr(pusher, "restore", None)
+    if restored is not None and restore is not None:
+        restore(restored)
 
 
 def capture(stream: "Stream", name: str = "Capture") -> EventQueue:

@@ -1,0 +1,147 @@
+"""A Parquet event log resumed by a restored run: every epoch exactly once
+(timely_spark.capture.resume, ParquetEventWriter.restore)."""
+
+from collections import Counter
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from timely_spark.capture import LogIndex, Messages, ParquetEventWriter, Progress
+from timely_spark.capture.resume import resume_worker
+from timely_spark.errors import EventLogError, RestoreError
+from timely_spark.progress import Antichain
+
+EPOCHS = 8
+
+
+def rows(worker, epoch):
+    return [{"w": worker, "e": epoch, "j": j} for j in range(2)]
+
+
+def complete_rows(path):
+    """The rows of every complete time, as a reader of complete times sees them, with the frontier."""
+    snap = LogIndex(path).snapshot()
+    out = []
+    for scan in snap.complete():
+        table = pq.read_table(scan.path)
+        table = table.filter(pc.equal(table["kind"], 0))
+        if scan.times is not None:
+            table = table.filter(pc.is_in(table["time"], value_set=pa.array(scan.times, pa.int64())))
+        out += [(r["e"], r["w"], r["j"]) for r in table.select(["e", "w", "j"]).to_pylist()]
+    return Counter(out), snap.frontier
+
+
+def run_epochs(writer, worker, epochs, start=0, close=True):
+    """What the capture of a run pushes: its frontier from ``start`` on, each epoch's rows."""
+    writer.push(Progress([(0, -1), (start, 1)] if start else []))
+    for e in epochs:
+        writer.push(Messages(e, rows(worker, e)))
+        writer.push(Progress([(e, -1), (e + 1, 1)]))
+    if close:
+        writer.push(Progress([(epochs[-1] + 1, -1)]))
+        writer.close()
+
+
+def crashed_log(path):
+    """Two workers; epochs 0..4 complete; worker 0 went on to 7 with epoch 5 and 6 written,
+    worker 1 wrote half of epoch 5 (its rows, no progress) when the run died."""
+    w0 = ParquetEventWriter(path, worker=0, peers=2, flush_seconds=0.0)
+    w1 = ParquetEventWriter(path, worker=1, peers=2, flush_seconds=0.0)
+    run_epochs(w0, 0, range(7), close=False)
+    run_epochs(w1, 1, range(5), close=False)
+    w1.push(Messages(5, rows(1, 5)))
+    w0.flush(), w1.flush()
+
+
+def expected(epochs):
+    return Counter((e, w, j) for e in epochs for w in range(2) for j in range(2))
+
+
+def test_restored_writers_write_every_epoch_once(tmp_path):
+    path = tmp_path / "log"
+    crashed_log(path)
+    before, frontier = complete_rows(path)
+    assert frontier.elements() == [5] and before == expected(range(5))
+    # restored at a snapshot of time 3: the run sends epochs 3.. again, on both workers
+    writers = [ParquetEventWriter(path, worker=i, peers=2, flush_seconds=0.0) for i in range(2)]
+    for w in writers:
+        w.restore(3)
+    assert complete_rows(path) == (before, frontier)        # the cut moves nothing a reader sees
+    for i, w in enumerate(writers):
+        run_epochs(w, i, range(3, EPOCHS), start=3)
+    after, frontier = complete_rows(path)
+    assert frontier.elements() == []
+    assert after == expected(range(EPOCHS))                   # every epoch once, the same rows
+
+
+def test_cut_is_the_snapshot_time_when_the_log_lags(tmp_path):
+    """A worker whose progress never reached the log (it had no record) holds the log's
+    frontier back; the snapshot's time still bounds what the run sends again."""
+    path = tmp_path / "log"
+    w0 = ParquetEventWriter(path, worker=0, peers=2, flush_seconds=0.0)
+    w1 = ParquetEventWriter(path, worker=1, peers=2, flush_seconds=0.0)
+    run_epochs(w0, 0, range(4), close=False)
+    run_epochs(w1, 1, range(1), close=False)       # worker 1's stream stops at 1, the log's frontier too
+    w0.flush(), w1.flush()
+    points = [resume_worker(path, i, 2, 3, grace=0.0) for i in range(2)]
+    assert [p.cutoff.elements() for p in points] == [[3], [3]]
+    writers = [ParquetEventWriter(path, worker=i, peers=2, flush_seconds=0.0) for i in range(2)]
+    for w in writers:
+        w.restore(3)
+        w.flush()
+    assert complete_rows(path) == (expected(range(1)) + Counter((e, 0, j) for e in (1, 2) for j in range(2)),
+                                   Antichain([3]))
+    for i, w in enumerate(writers):
+        run_epochs(w, i, range(3, 5), start=3)
+    assert complete_rows(path)[0] == expected(range(1)) + Counter((e, 0, j) for e in (1, 2) for j in range(2)) \
+        + expected(range(3, 5))
+
+
+def test_resume_removes_incomplete_rows_and_replaced_files_after_grace(tmp_path):
+    path = tmp_path / "log"
+    crashed_log(path)
+    old = sorted(p.name for p in (path / "worker=0").glob("part-*"))
+    w = ParquetEventWriter(path, worker=0, peers=2, flush_seconds=0.0)
+    w.restore(3, grace=0.0)
+    ranged = [p.name for p in (path / "worker=0").glob("part-*-*")]
+    assert len(ranged) == 1 and set(old) <= {p.name for p in (path / "worker=0").glob("part-*")}
+    snap = LogIndex(path).snapshot()
+    assert not any(t >= 5 for p in snap.parts if p.worker == 0 for t in p.times)   # epochs 5, 6 of worker 0 gone
+    assert complete_rows(path)[0] == expected(range(5))
+    w.push(Messages(3, rows(0, 3)))                    # dropped: the log has epoch 3
+    w.flush()
+    left = {p.name for p in (path / "worker=0").glob("part-*")}
+    assert left == set(old) - {p for p in old if p >= ranged[0][:len("part-000000")]} | set(ranged)
+    assert complete_rows(path)[0] == expected(range(5))
+
+
+def test_resharded_restore_is_refused_naming_the_log_and_counts(tmp_path):
+    path = tmp_path / "log"
+    crashed_log(path)
+    w = ParquetEventWriter(path, worker=0, peers=3)
+    with pytest.raises(RestoreError, match=r"captured by 2 workers, but the restored run has 3"):
+        w.restore(3)
+
+
+def test_fresh_writer_still_refuses_an_existing_log(tmp_path):
+    path = tmp_path / "log"
+    crashed_log(path)
+    w = ParquetEventWriter(path, worker=0, peers=2)
+    with pytest.raises(EventLogError, match="already holds an event log"):
+        w.push(Progress([(0, -1), (1, 1)]))
+
+
+def test_closed_log_takes_nothing_more(tmp_path):
+    path = tmp_path / "log"
+    writers = [ParquetEventWriter(path, worker=i, peers=2, flush_seconds=0.0) for i in range(2)]
+    for i, w in enumerate(writers):
+        run_epochs(w, i, range(3))
+    files = sorted(p.name for p in path.rglob("part-*"))
+    for i in range(2):
+        w = ParquetEventWriter(path, worker=i, peers=2, flush_seconds=0.0)
+        w.restore(1)
+        run_epochs(w, i, range(1, 3), start=1)
+    assert sorted(p.name for p in path.rglob("part-*")) == files
+    assert complete_rows(path)[0] == expected(range(3))
