@@ -24,7 +24,14 @@ stream ended (its last progress released its last time; ``ParquetEventWriter.clo
 :func:`timely_spark.spark.close_sink_log`).  The stream then ends too.
 
 **Starting later.**  ``since`` (a frontier: an Antichain, a list of times or one time)
-starts the stream there: only times not complete at ``since`` are sent.
+starts the stream there: only times not complete at ``since`` are sent.  On a run
+restored from a snapshot at ``t`` (``worker.restored_time``), ``since`` defaults to ``t``:
+the times before it are in the restored state.
+
+**Snapshots.**  ``follow`` registers its source with the worker
+(``worker.register_source``), so a snapshot at ``t`` can *pin* it: the stream keeps a
+capability at ``t`` until the snapshot is committed, whatever the log does meanwhile
+(:meth:`LogFollower.pin`).
 
 Files appear whole (writers rename them into place; a hidden temporary file is never
 read); a damaged or foreign part file fails the run with ``EventLogError`` naming it.
@@ -85,7 +92,14 @@ def follow(path: Any, scope: Any, since: Any = None, poll: float = FOLLOW_POLL_I
 
     if isinstance(poll, bool) or not isinstance(poll, (int, float)) or not 0 < poll < float("inf"):
         raise ParameterError(f"follow: poll must be a positive number of seconds, got {poll!r}")
+    worker = scope.worker
+    restored = getattr(worker, "restored_time", None)
+    if since is None and restored is not None:
+        since = restored                 # a restored run: the times before it are in the snapshot
     source = LogFollower(path, scope.index, scope.peers, since=since, poll=poll, time=time)
+    register = getattr(worker, "register_source", None)
+    if register is not None:
+        register(source)                 # a snapshot may pin it (see LogFollower.pin)
     return replay_into([source], scope, name=name)
 
 
@@ -115,12 +129,46 @@ class LogFollower:
             self._pending.append(Progress([(t, -1) for t in start] + [(t, 1) for t in self.frontier]))
         self._last = float("-inf")
         self._ended = False
+        self._pinned: Any = None          # the time a snapshot pinned the stream at, if any
+        self._pins: list[Any] = []        # pin and unpin changes, sent before anything else
+
+    # ---- a source a snapshot can pin (timely_spark.dataflow.state_hook.PinnableSource) --------------
+    @property
+    def time(self) -> Any:
+        """The stream's current time: the least time not complete yet (its last one, once ended)."""
+        elements = self.frontier.elements()
+        if elements:
+            self._time = min(elements, key=timestamp.sort_key)
+        return getattr(self, "_time", timestamp.minimum_described(self.desc))
+
+    @property
+    def closed(self) -> bool:
+        """Whether the stream has ended (the log was closed and everything sent)."""
+        return self._ended and not self._pending
+
+    def pin(self, t: Any) -> None:
+        """Hold a capability at ``t`` (at or after :attr:`time`) until :meth:`unpin`: the
+        stream's frontier does not pass ``t`` meanwhile, though it goes on sending.
+        Pinning again moves the pin to the new time."""
+        updates = [(t, 1)] + ([(self._pinned, -1)] if self._pinned is not None else [])
+        self._pinned = t
+        self._pins.append(Progress(updates))
+
+    def unpin(self) -> None:
+        """Release the pin (idempotent)."""
+        if self._pinned is not None:
+            self._pins.append(Progress([(self._pinned, -1)]))
+            self._pinned = None
 
     def next(self) -> Any:
         """The next event (see the class docstring)."""
+        if self._pins:
+            return self._pins.pop(0)
         if self._pending:
             return self._pending.pop(0)
         if self._ended:
+            if self._pinned is not None:
+                return None              # its pin still holds a capability: keep being polled
             raise StopIteration
         now = _time.monotonic()
         if now - self._last < self.poll:

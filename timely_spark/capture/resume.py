@@ -15,8 +15,9 @@ from then on writes only what lies beyond it:
   was, and no frontier can pass ``t`` before every worker has restored its writer.
 * The worker's first part file holding a row at a time not complete at ``C``, or
   progress that takes its frontier past ``C``, and every file after it, are replaced
-  by **one** file (named for the range of parts it stands for, as compaction names its
-  files, so it replaces them atomically: :func:`~.parquet.part_files`) holding their
+  by **one** new file (named for the range of parts it stands for, as compaction names
+  its files, so it replaces them atomically: :func:`~.parquet.part_files`; no file is
+  rewritten in place) holding their
   rows at times complete at ``C``, in order, and one progress update that sets the
   worker's frontier to ``C``.  The rows of incomplete epochs the crashed run wrote are
   gone with it; the replaced files stay for :data:`~timely_spark.runtime.COMPACT_GRACE`
@@ -41,8 +42,8 @@ A log captured by another number of workers than the restored run's cannot be re
 ...     w.push(Messages(t, [t])); w.push(Progress([(t, -1), (t + 1, 1)]))
 >>> w.push(Messages(3, [30])); w.flush()                    # ... and half of epoch 3: a crash
 >>> point = resume_worker(path, 0, 1, 2, grace=0.0)         # restored at a snapshot of time 2
->>> point.cutoff, point.next_part
-(Antichain([3]), 4)
+>>> point.cutoff, point.next_part, sorted(p.name for p in Path(path, "worker=0").glob("part-*"))[-2:]
+(Antichain([3]), 5, ['part-000003-000004.parquet', 'part-000003.parquet'])
 >>> sorted(s.rows for s in LogIndex(path).snapshot().scans())   # epoch 3's row is gone
 [1, 1, 1]
 """
@@ -167,7 +168,7 @@ def resume_worker(path: Any, worker: int, peers: int, restored: Any, grace: floa
     point.counts = {t: 1 for t in cutoff}
     (folder / "_CLOSED").unlink(missing_ok=True)       # its stream goes on
     replaced = [Path(p.path) for p in mine[first:]]
-    _rewrite(replaced, mine[first:], cutoff, counts, snap.desc)
+    point.next_part = _rewrite(replaced, mine[first:], cutoff, counts) + 1
     point.replaced, point.remove_after = _covered(folder, grace)
     return point
 
@@ -194,7 +195,7 @@ def _range(path: str) -> tuple[int, int]:
 
 
 def _name(lo: int, hi: int) -> str:
-    return f"part-{lo:06d}.parquet" if lo == hi else f"part-{lo:06d}-{hi:06d}.parquet"
+    return f"part-{lo:06d}-{hi:06d}.parquet"
 
 
 def _read(path: str) -> tuple[dict, Any]:
@@ -209,10 +210,12 @@ def _next_seq(table: Any) -> int:
     return int(pc.max(table["seq"]).as_py()) + 1 if table.num_rows else 0
 
 
-def _rewrite(files: list, parts: list, cutoff: Antichain, counts: MutableAntichain, desc: Any) -> None:
+def _rewrite(files: list, parts: list, cutoff: Antichain, counts: MutableAntichain) -> int:
     """Replace ``files`` (a worker's last part files, summarized in ``parts``) by one file:
     their data rows at times complete at ``cutoff``, then one progress event taking the
-    worker's counts (``counts``, before the first of them) to ``cutoff``."""
+    worker's counts (``counts``, before the first of them) to ``cutoff``.  The file
+    stands for a range of at least two part numbers (one more than there were, if need
+    be), so no file is ever rewritten in place; returns the range's last number."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -242,16 +245,15 @@ def _rewrite(files: list, parts: list, cutoff: Antichain, counts: MutableAnticha
                                      for f in schema], schema=schema)
     out = pa.concat_tables(tables + [progress])
     lo, hi = _range(str(files[0]))[0], _range(str(files[-1]))[1]
-    meta = {**meta, "part": lo}
-    meta.pop("through", None)
-    if hi > lo:
-        meta["through"] = hi
+    hi = max(hi, lo + 1)
+    meta = {**meta, "part": lo, "through": hi}
     final = Path(files[0]).with_name(_name(lo, hi))
     tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
     import pyarrow.parquet as pq
 
     pq.write_table(out.replace_schema_metadata({b"timely": json.dumps(meta).encode()}), tmp)
     os.replace(tmp, final)
+    return hi
 
 
 def remove_replaced(point: ResumePoint, now: Optional[float] = None) -> None:
