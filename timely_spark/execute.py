@@ -31,7 +31,8 @@ R = TypeVar("R")
 
 
 def execute(fn: Callable[[Worker], R], threads: int = 1, processes: int = 1, timeout: Optional[float] = None,
-            peer_timeout: float = DEFAULT_PEER_TIMEOUT) -> list[R]:
+            peer_timeout: float = DEFAULT_PEER_TIMEOUT, checkpoint: Optional[str] = None,
+            snapshot_every: Optional[float] = None) -> list[R]:
     """Run ``fn(worker)`` on ``threads`` workers in each of ``processes`` local processes
     and return their results in worker order (worker ``process * threads + thread``).
 
@@ -45,15 +46,22 @@ def execute(fn: Callable[[Worker], R], threads: int = 1, processes: int = 1, tim
     :class:`~timely_spark.errors.WorkerFailure`.  ``fn`` travels to other processes
     with cloudpickle, so lambdas and closures from a notebook work.
 
+    ``checkpoint`` (a directory) turns on snapshots of operator state: one every
+    ``snapshot_every`` seconds and one when the inputs close; a run started with a
+    checkpoint that holds a committed snapshot restores it first
+    (``worker.restored_time``; see :mod:`timely_spark.state`).
+
     >>> import timely_spark as ts
     >>> ts.execute(lambda worker: (worker.index, worker.peers), threads=3)
     [(0, 3), (1, 3), (2, 3)]
     """
-    config = Config(threads=threads, processes=processes, timeout=timeout, peer_timeout=peer_timeout).check()
+    config = Config(threads=threads, processes=processes, timeout=timeout, peer_timeout=peer_timeout,
+                    checkpoint=checkpoint, snapshot_every=snapshot_every).check()
     if processes > 1:
         return launch_local(fn, config)
     fabric = ThreadFabric(threads)
-    results = run_threads(fn, fabric, [ThreadAllocator(i, fabric) for i in range(threads)], config.timeout)
+    results = run_threads(fn, fabric, [ThreadAllocator(i, fabric) for i in range(threads)], config.timeout,
+                          config=config)
     raise_failure(fabric)
     return results
 

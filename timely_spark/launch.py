@@ -142,7 +142,8 @@ def _launch(fn: Callable, config: Config) -> list:
         for c in children:
             c.send({"process": c.index, "processes": config.processes, "threads": config.threads,
                     "secret": secret, "fn": fn_bytes, "timeout": config.timeout,
-                    "peer_timeout": config.peer_timeout, "connect_timeout": config.connect_timeout})
+                    "peer_timeout": config.peer_timeout, "connect_timeout": config.connect_timeout,
+                    "config": config})
         addresses = []
         for c in children:
             kind, value = _read(c.fd, start_deadline)
@@ -248,7 +249,8 @@ def child_main(write_fd: int, parent: int = 0) -> None:
         fn = cloudpickle.loads(config["fn"])
         results = run_process(fn, config["process"], config["processes"], config["threads"], addresses,
                               listener, config["secret"], peer_timeout=config["peer_timeout"],
-                              connect_timeout=config["connect_timeout"], timeout=config["timeout"])
+                              connect_timeout=config["connect_timeout"], timeout=config["timeout"],
+                              config=config["config"])
         message = ("result", results)
     except BaseException as exc:  # noqa: BLE001 -- sent to the parent
         message = ("error", exc)

@@ -17,16 +17,20 @@ from typing import Any, Callable, Optional, Sequence
 from .communication.thread import ThreadFabric
 from .dataflow.worker import Worker
 from .errors import RunTimeout, WorkerAborted, WorkerError, WorkerFailure, operator_of, picklable
-from .runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, check_count, check_timeout
+from .runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, Config, check_count, check_timeout
 
 __all__ = ["run_threads", "run_process", "raise_failure"]
 
 
 def _run_worker(fn: Callable[[Worker], Any], allocator: Any, fabric: ThreadFabric, results: list,
-                incomplete: dict) -> None:
-    worker = Worker(allocator)
+                incomplete: dict, config: Optional[Config] = None) -> None:
+    worker = Worker(allocator, config)
     returned = False
     try:
+        if worker.config.checkpoint is not None:
+            from .state import attach
+
+            attach(worker)
         results[allocator.index - fabric.offset] = fn(worker)
         returned = True
         worker.finish()
@@ -48,21 +52,23 @@ def as_worker_error(index: int, exc: BaseException) -> BaseException:
 
 
 def run_threads(fn: Callable[[Worker], Any], fabric: ThreadFabric, allocators: list,
-                timeout: Optional[float] = None, started: Optional[float] = None) -> list:
+                timeout: Optional[float] = None, started: Optional[float] = None,
+                config: Optional[Config] = None) -> list:
     """Run ``fn(worker)`` for each allocator and return the results in worker order.
 
     With a ``timeout`` (counted from ``started``, a ``time.monotonic()`` reading, by
     default now), once it passes every worker is stopped at its next step and the
     run's failure becomes a :class:`~timely_spark.errors.RunTimeout` naming what each
     unfinished worker was doing; a worker stuck in its own code (never stepping) is
-    left behind as a daemon thread after a short grace.
+    left behind as a daemon thread after a short grace.  ``config`` is the run's
+    :class:`~timely_spark.runtime.Config`, given to every worker (``worker.config``).
     """
     results: list[Any] = [None] * len(allocators)
     incomplete: dict[int, str] = {}
     if len(allocators) == 1 and timeout is None:
-        _run_worker(fn, allocators[0], fabric, results, incomplete)
+        _run_worker(fn, allocators[0], fabric, results, incomplete, config)
         return results
-    pool = [threading.Thread(target=_run_worker, args=(fn, a, fabric, results, incomplete),
+    pool = [threading.Thread(target=_run_worker, args=(fn, a, fabric, results, incomplete, config),
                              name=f"timely-worker-{a.index}", daemon=True) for a in allocators]
     for t in pool:
         t.start()
@@ -97,7 +103,7 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
                 addresses: Sequence[tuple[str, int]], listener: Any, secret: bytes,
                 *, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, timeout: Optional[float] = None,
-                stats: Optional[dict] = None) -> list:
+                stats: Optional[dict] = None, config: Optional[Config] = None) -> list:
     """Run process ``process``'s workers of a multi-process run; return their results.
 
     ``listener`` is this process's bound listening socket (``addresses[process]``).
@@ -105,7 +111,8 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
     ``timeout``: a bound on the whole run, connecting included (None: no bound).
     Raises WorkerError, WorkerFailure or RunTimeout if the run fails anywhere, and a
     ValueError naming a malformed parameter.  ``stats``, if given, receives
-    ``connect_seconds`` (building the mesh) and ``run_seconds``.
+    ``connect_seconds`` (building the mesh) and ``run_seconds``.  ``config``, if given,
+    is the run's Config each worker sees (``worker.config``; checkpointing).
     """
     from .communication.tcp import Mesh, TcpAllocator
 
@@ -138,7 +145,7 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
     allocators = [TcpAllocator(process * threads + t, fabric, mesh, peers) for t in range(threads)]
     clean = False
     try:
-        results = run_threads(fn, fabric, allocators, timeout, started=began)
+        results = run_threads(fn, fabric, allocators, timeout, started=began, config=config)
         if stats is not None:
             stats["run_seconds"] = time.perf_counter() - connected
         failure = fabric.failure
