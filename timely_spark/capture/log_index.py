@@ -34,10 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from ..errors import EventLogError
 from ..progress import Antichain, MutableAntichain, timestamp
 from ..runtime import LOG_INDEX_CACHE_FILES, MISSING_WORKER_WAIT
 from .arrow_times import time_counts
-from .parquet import EventLogError, missing_workers, worker_files
+from .log_files import missing_workers, worker_files
 from .part_file import DATA, THREADED_READ_ROWS, check_meta, check_rows, open_part, read_columns
 
 __all__ = ["LogIndex", "LogSnapshot", "PartSummary", "Scan", "local_path"]

@@ -29,16 +29,28 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import re
 import time as _time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from ..errors import EventLogError
 from ..progress import MutableAntichain, timestamp
 from ..runtime import CAPTURE_COLUMNS_RETRY, COMPACT_GRACE, check_count
 from .event import Messages, Progress
+from .log_files import (
+    RESERVED,
+    is_changelog,
+    log_files,
+    missing_workers,
+    not_started,
+    part_files,
+    part_range,
+    read_footer,
+    read_meta,
+    worker_dirs,
+    worker_files,
+)
 from .part_file import FORMAT, PROGRESS, check_meta, check_rows, open_part, read_columns
 from .record_columns import RecordColumns, layout_of
 
@@ -47,9 +59,6 @@ __all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_
            "FORMAT"]
 __all__ += ["is_changelog"]
 
-RESERVED = ("seq", "kind", "time", "diff", "worker")
-_PART = re.compile(r"^part-(\d{6,})(?:-(\d{6,}))?\.parquet$")     # part-<n>, or part-<first>-<last> (compacted)
-_WORKER = re.compile(r"^worker=(\d+)$")
 
 
 # ---- times ---------------------------------------------------------------------------------
@@ -102,7 +111,7 @@ class ParquetEventWriter:
         self.dir = self.root / f"worker={worker}"
         self.dir.mkdir(parents=True, exist_ok=True)
         # a log here already: an error at the first write, unless a restored run resumes it (restore)
-        self._existing = any(_PART.match(p.name) for p in self.dir.iterdir()) or (self.dir / "_CLOSED").exists()
+        self._existing = any(part_range(p.name) for p in self.dir.iterdir()) or (self.dir / "_CLOSED").exists()
         self.worker, self.peers = worker, peers
         self.flush_seconds, self.max_rows = flush_seconds, max_rows
         self._events: list[Any] = []
@@ -383,7 +392,7 @@ def _sibling_columns(root: Path, worker: int) -> Optional[tuple[str, list, bool]
         return None
     for folder in dirs:
         try:
-            first = min((p for p in folder.iterdir() if _PART.match(p.name)), default=None,
+            first = min((p for p in folder.iterdir() if part_range(p.name)), default=None,
                         key=lambda p: part_range(p.name) or (0, 0))
             if first is None:
                 continue
@@ -394,44 +403,6 @@ def _sibling_columns(root: Path, worker: int) -> Optional[tuple[str, list, bool]
             fields = [f for f in schema if f.name not in RESERVED]
             return str(meta["records"]), fields, is_changelog(meta)
     return None
-
-
-def worker_dirs(path: Any) -> list[Path]:
-    """The ``worker=<i>`` directories of an event log, by worker index; EventLogError if
-    there is no directory, an empty one (the log has not started) or one that is not a log."""
-    root = Path(path)
-    if not root.is_dir():
-        raise EventLogError(f"{root}: no such directory")
-    found = []
-    entries = list(root.iterdir())
-    for p in entries:
-        m = _WORKER.match(p.name)
-        if m and p.is_dir():
-            found.append((int(m.group(1)), p))
-    if not entries:
-        raise EventLogError(f"{root}: an empty directory: the event log has not started yet (no worker=<i> "
-                            "directory)")
-    if not found:
-        raise EventLogError(f"{root}: not a timely_spark event log (not an event log: no worker=<i> directories)")
-    return [p for _, p in sorted(found)]
-
-
-def not_started(path: Any) -> bool:
-    """Whether ``path`` is an event log that has not started: no directory yet, an empty
-    one, or ``worker=<i>`` directories without a part file yet."""
-    root = Path(path)
-    entries = list(root.iterdir()) if root.is_dir() else []
-    dirs = [p for p in entries if _WORKER.match(p.name) and p.is_dir()]
-    return not entries or bool(dirs) and not any(_PART.match(f.name) for d in dirs for f in d.iterdir())
-
-
-def read_footer(file: Any) -> tuple[dict, Any]:
-    """The checked timely metadata of one part file (format, time type, record layout,
-    worker, peers: see :func:`.part_file.check_meta`) and its Arrow schema (without
-    metadata); EventLogError naming the file and what is wrong."""
-    with open_part(file) as part:
-        schema = part.schema_arrow
-    return check_meta(file, schema), schema.remove_metadata()
 
 
 def _changelog_diffs(where: Any, column: Any) -> Any:
@@ -445,98 +416,6 @@ def _changelog_diffs(where: Any, column: Any) -> Any:
         raise ChangelogError(f"{where}: a captured changelog's 'diff' column must be integers without nulls, "
                              f"got {column.type} with {column.null_count} null(s)")
     return column.cast(pa.int64())
-
-
-def is_changelog(meta: dict) -> bool:
-    """Whether a part file (its metadata ``meta``) holds a changelog: record batches whose
-    ``diff`` column is stored in the log's ``diff`` column on data rows."""
-    return bool(meta.get("changelog"))
-
-
-def read_meta(file: Any) -> dict:
-    """The checked timely metadata of one part file (see :func:`read_footer`)."""
-    return read_footer(file)[0]
-
-
-def part_range(name: str) -> Optional[tuple[int, int]]:
-    """``(first, last)`` part numbers a file named ``name`` holds (``part-<n>.parquet``:
-    ``(n, n)``; a compacted ``part-<first>-<last>.parquet``: the range), None if the name
-    is not a part file's."""
-    m = _PART.match(name)
-    if not m:
-        return None
-    first = int(m.group(1))
-    return first, int(m.group(2)) if m.group(2) is not None else first
-
-
-def part_files(worker_dir: Path, meta: Callable[[Path], dict] = read_meta) -> list[Path]:
-    """The part files of one worker's stream, in order, checked to be its own: each
-    names this worker, the same stream (writer) as the first, and its own number, with
-    no number missing.  Files not named like part files (another tool's, a writer's
-    hidden temporary file) are ignored; a part file that is not this stream's raises
-    EventLogError naming it.  ``meta`` reads a file's metadata (a caching reader may
-    stand in for :func:`read_meta`).
-
-    A compacted file ``part-<first>-<last>.parquet`` stands for parts ``first`` to
-    ``last``: the files it replaces, while they are still there (compaction removes them
-    after a grace period, see :mod:`.compact`), are left out."""
-    numbered = []
-    for p in worker_dir.iterdir():
-        span = part_range(p.name)
-        if span is not None and span[1] >= span[0]:
-            numbered.append((span[0], -span[1], p))
-    numbered.sort()
-    stream = None
-    expected_worker = int(worker_dir.name.split("=", 1)[1]) if worker_dir.name.startswith("worker=") else None
-    out = []
-    expected = 0
-    for n, minus_last, p in numbered:
-        last = -minus_last
-        if n < expected:
-            if last >= expected:
-                raise EventLogError(f"{p}: holds parts {n} to {last}, overlapping another compacted file of "
-                                    f"{worker_dir} (up to part {expected - 1})")
-            continue                       # replaced by a compacted file
-        info = meta(p)
-        if expected_worker is not None and info.get("worker") != expected_worker:
-            raise EventLogError(f"{p}: written by worker {info.get('worker')}, not by worker {expected_worker}")
-        if stream is None:
-            stream = info.get("stream")
-        elif info.get("stream") != stream:
-            raise EventLogError(f"{p}: a part file of another event log (stream {info.get('stream')}, "
-                                f"not {stream})")
-        if n != expected or info.get("part", n) != n or info.get("through", last) != last:
-            raise EventLogError(f"{p}: part {n} where part {expected} was expected: the stream of {worker_dir} is "
-                                "missing a file")
-        out.append(p)
-        expected = last + 1
-    return out
-
-
-def worker_files(path: Any, meta: Callable[[Path], dict] = read_meta) -> tuple[dict[int, list[Path]], int, list]:
-    """The checked part files of a log by worker (see :func:`part_files`), its number of
-    workers (from its first file; without files, the number of ``worker=<i>``
-    directories) and the workers with no directory yet."""
-    dirs = worker_dirs(path)
-    by_worker = {int(d.name.split("=", 1)[1]): part_files(d, meta) for d in dirs}
-    first = next((fs[0] for fs in by_worker.values() if fs), None)
-    peers = int(meta(first)["peers"]) if first is not None else len(dirs)
-    return by_worker, peers, [w for w in range(peers) if w not in by_worker]
-
-
-def missing_workers(path: Any, peers: int, missing: list, why: str = "") -> EventLogError:
-    """The error naming the workers of a log with no ``worker=<i>`` directory."""
-    return EventLogError(f"{Path(path)}: the log has {peers} workers but no directory for worker(s) {missing} "
-                         f"({', '.join(f'worker={w}' for w in missing)}){why}")
-
-
-def log_files(path: Any, meta: Callable[[Path], dict] = read_meta) -> list[Path]:
-    """Every part file of a log, checked (see :func:`part_files`), for all the workers
-    that captured it; EventLogError naming a worker whose directory is missing."""
-    by_worker, peers, missing = worker_files(path, meta)
-    if missing:
-        raise missing_workers(path, peers, missing)
-    return [f for w in sorted(by_worker) for f in by_worker[w]]
 
 
 class ParquetEventReader:

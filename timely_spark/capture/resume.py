@@ -62,8 +62,8 @@ from ..errors import EventLogError, RestoreError
 from ..progress import Antichain, MutableAntichain, timestamp
 from ..runtime import COMPACT_GRACE
 from .arrow_times import mask_at
+from .log_files import RESERVED, is_changelog, part_range
 from .log_index import LogIndex, local_path
-from .parquet import RESERVED, is_changelog, part_range
 from .part_file import DATA, PROGRESS, open_part, read_columns
 
 __all__ = ["ResumePoint", "resume_worker", "join_frontiers", "remove_replaced"]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...progress import ChangeBatch
 from ..operator import OperatorBuilder
+from ..state_hook import KEY_HASH
 from .event import EventQueue, Messages, Progress
 
 if TYPE_CHECKING:
@@ -89,17 +90,18 @@ def _recoverable(b: OperatorBuilder, worker: Any, pusher: Any, push_progress: An
     all of the times the snapshot covers; a restored run tells the pusher its restored
     time first (its ``restore(t)``, if it has one: a ParquetEventWriter goes on with its
     log exactly once)."""
-    keep_state = getattr(b, "keep_state", None)
-    if keep_state is None:
-        return
+    keep_state = b.keep_state
     flush = getattr(pusher, "flush", None)
 
-    def save(t: Any) -> None:
+    def save(t: Any) -> Any:
+        import pyarrow as pa
+
         push_progress()
         if flush is not None:
             flush()
+        return pa.table({KEY_HASH: pa.array([], pa.uint64())})     # nothing: keyed, so any worker count
 
-    keep_state(save)
+    keep_state(save, keyed=True)
     restored = getattr(worker, "restored_time", None)
     restore = getattr(pusher, "restore", None)
     if restored is not None and restore is not None:
