@@ -1,0 +1,101 @@
+"""Issue 24's failure tests: a stateful streaming dataflow (running group_by, running
+join, delay, incremental components) fed from a followed log, on ``ts.execute(processes=2)``
+with a checkpoint; one worker process is SIGKILLed at chosen points -- in the middle of
+processing or of a snapshot being written -- and the run is started again with the same
+checkpoint until it completes.  The output logs, read by Spark (batch, and a streaming
+query running across every failure), equal a run without failures exactly: every epoch
+once, the same rows.  The harness is in :mod:`tests.spark.failures`."""
+
+import random
+import threading
+from collections import Counter
+
+import pytest
+
+import timely_spark as ts
+from tests.spark.failures import OUTPUTS, InputFeeder, pipeline, read_outputs, run_until_done
+
+EPOCHS = 8
+SLOW_EPOCHS = 24
+ATTEMPT_TIMEOUT = 120.0
+
+
+@pytest.fixture(scope="module")
+def reference(spark, tmp_path_factory):
+    """``reference(epochs)``: the outputs of a run without failures (nor checkpoint) over
+    the whole input of ``epochs`` epochs."""
+    done = {}
+
+    def outputs(epochs):
+        if epochs not in done:
+            root = tmp_path_factory.mktemp("reference")
+            InputFeeder(root / "input", epochs, 0.0).run()
+            ts.execute(pipeline(str(root / "input"), str(root / "out")), processes=2, timeout=ATTEMPT_TIMEOUT)
+            done[epochs] = read_outputs(spark, root / "out")
+        return done[epochs]
+
+    return outputs
+
+
+class StreamedRows:
+    """A Spark streaming query over one output log, running across the failures: every
+    row each micro-batch delivered."""
+
+    SCHEMA = {"totals": "time long, worker long, k long, v_sum long, count_all long, diff long"}
+
+    def __init__(self, spark, path, name="totals"):
+        self.rows, self.lock = Counter(), threading.Lock()
+        columns = ["time"] + OUTPUTS[name].names
+
+        def collect(frame, batch_id):
+            got = Counter(tuple(r) for r in frame.select(*columns).collect())
+            with self.lock:
+                self.rows.update(got)
+
+        self.query = (spark.readStream.format("timely").schema(self.SCHEMA[name]).load(str(path / name))
+                      .writeStream.trigger(processingTime="200 milliseconds").foreachBatch(collect)
+                      .option("checkpointLocation", str(path.parent / f"ckpt-{name}")).start())
+
+    def finish(self):
+        self.query.processAllAvailable()
+        self.query.stop()
+        return self.rows
+
+
+def recover(spark, tmp_path, kills, epochs, interval):
+    root = tmp_path
+    feeder = InputFeeder(root / "input", epochs, interval)
+    feeder.start()
+    (root / "out").mkdir()
+    streamed = StreamedRows(spark, root / "out")
+    try:
+        counts = run_until_done(root / "input", root / "out", root / "checkpoint", kills, snapshot_every=0.1,
+                                timeout=ATTEMPT_TIMEOUT)
+    finally:
+        feeder.join()
+    assert feeder.error is None
+    return counts, read_outputs(spark, root / "out"), streamed.finish()
+
+
+@pytest.mark.timeout(300)
+def test_one_sigkill_then_restore_writes_every_epoch_once(spark, tmp_path, reference):
+    counts, outputs, streamed = recover(spark, tmp_path, [("batch", 1, 3)], EPOCHS, 0.1)
+    reference = reference(EPOCHS)
+    assert counts["failures"] == 1
+    for name in OUTPUTS:
+        assert outputs[name] == reference[name], name
+    assert streamed == reference["totals"]          # the streaming reader saw each row once
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_many_random_sigkills_write_every_epoch_once(spark, tmp_path, reference):
+    seed = random.randrange(1 << 30)
+    rnd = random.Random(seed)
+    kills = [(rnd.choice(["batch", "batch", "save"]), rnd.randrange(2), rnd.randrange(1, 4)) for _ in range(12)]
+    counts, outputs, streamed = recover(spark, tmp_path, kills, SLOW_EPOCHS, 0.4)
+    reference = reference(SLOW_EPOCHS)
+    assert counts["failures"] >= 1, (seed, kills, counts)
+    for name in OUTPUTS:
+        assert outputs[name] == reference[name], (name, seed, kills)
+    assert streamed == reference["totals"], (seed, kills)
