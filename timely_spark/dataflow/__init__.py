@@ -17,6 +17,9 @@ from .operators.exchange_by import ExchangeBy, check_batch, check_columns
 from .operators.feedback import LoopHandle
 from .operators.generic import source
 from .operators.key_hash import destinations
+
+# operator state in snapshots (issue 24)
+from .operators.op_state import StateHooks  # noqa: E402
 from .operators.split import BranchOut, OkErrOut
 from .ports import InputPort, OutputHandle
 from .probe import ProbeHandle
@@ -31,5 +34,6 @@ __all__ = [
     "ProbeHandle", "Scope", "Stream", "Vertex", "Worker", "check_batch", "check_columns", "destinations",
     "source", "stable_hash",
     "DIFF", "diffs", "with_diffs", "without_diffs",
+    "StateHooks",
 ]
 

@@ -1,7 +1,8 @@
 """Naiad's vertex model: ``on_recv`` / ``on_notify`` callbacks, ``send_by`` / ``notify_at``.
 
 Subclass :class:`Vertex` and connect it with ``stream.vertex(v)`` (or
-``stream.vertex(v, other_stream)`` for more inputs).  Messages and notifications
+``stream.vertex(v, other_stream)`` for more inputs).  Snapshots keep a vertex's
+pending notifications and what its :meth:`Vertex.checkpoint` returns.  Messages and notifications
 never go backwards: inside a callback for time ``t`` you may send and request
 notifications at times ``>= t`` only.
 
@@ -105,6 +106,37 @@ class Vertex:
         complete: 0
         """
 
+    def checkpoint(self, time: Any) -> Any:
+        """The vertex's state for the times before ``time``, for a snapshot at ``time``
+        (Naiad's Checkpoint; override it with :meth:`restore`): any picklable value,
+        folded from records at times before ``time`` only (records at ``time`` or later
+        are sent again to the restored run).  By default None: nothing beyond the
+        pending notifications, which snapshots always keep.
+
+        >>> import timely_spark as ts
+        >>> class Total(ts.Vertex):
+        ...     def __init__(self):
+        ...         self.sums = {}
+        ...     def checkpoint(self, time):
+        ...         return {t: n for t, n in self.sums.items() if t < time}
+        ...     def restore(self, state):
+        ...         self.sums = dict(state)
+        >>> v = Total(); v.sums = {1: 5, 3: 2}
+        >>> w = Total(); w.restore(v.checkpoint(2)); w.sums
+        {1: 5}
+        """
+        return None
+
+    def restore(self, state: Any) -> None:
+        """Take back what :meth:`checkpoint` returned, when a run restores from a
+        snapshot (before any callback; override it with :meth:`checkpoint`).  The
+        notifications pending at the snapshot are requested again for the vertex: one
+        may come for a time it holds nothing for (requested for records the restored
+        run sends again).
+
+        >>> Vertex().restore(None)
+        """
+
     def send_by(self, output: int, records: Sequence[Any], time: Any) -> None:
         """Send ``records`` on ``output`` at ``time`` (not before the callback's time,
         else CapabilityError).
@@ -195,7 +227,13 @@ def vertex(stream: "Stream", vertex: Vertex, *others: "Stream", pact: Any = None
         handles.append(handle)
         results.append(out)
     notificator = Notificator([inp.frontier for inp in inputs], b.core)
-    b.initial_capability().drop()
+    initial = b.initial_capability()
+    restored = b.keep_state(lambda t: {"pending": notificator.pending(), "state": vertex.checkpoint(t)})
+    if restored is not None:
+        for t in restored["pending"]:
+            notificator.notify_at(initial.delayed(t))
+        vertex.restore(restored["state"])
+    initial.drop()
     ctx = _Context(name, handles, notificator)
     vertex.attach(ctx)
     activate = b.info().activate

@@ -1,6 +1,16 @@
 """Per-time aggregation: accumulate (and count), aggregate by key, state_machine.
 
 Each holds a capability per time with data and emits once that time is complete.
+
+Snapshots (``OperatorBuilder.keep_state``): ``state_machine`` folds a time's records
+into its per-key states only once the time is complete, so at a snapshot at ``t`` (not
+complete) nothing of ``t`` or later is in them.  What is saved: the times before ``t`` still held (each time's input is
+folded apart from the other times', so the times at or after ``t`` are left out; their
+capabilities are re-created from the initial capability on a restore)
+and ``state_machine``'s per-key states.  ``accumulate`` (and ``count``) keep their
+state per worker (restored into the same worker count only); ``aggregate`` and
+``state_machine`` store each key's entry with its route value ``key(k)`` (the int the
+exchange routes by), so their state re-shards into another worker count.
 """
 
 from __future__ import annotations
@@ -9,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from ...progress import sort_key
 from ..channels import Exchange, Pipeline, stable_hash
-from . import generic
+from ..operator import OperatorBuilder
+from .op_state import before, entries_of, keyed_entries
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -20,6 +31,24 @@ __all__ = ["count", "accumulate", "aggregate", "state_machine"]
 def _key_route(key: Optional[Callable[[Any], int]]) -> Exchange:
     route = key or stable_hash
     return Exchange(lambda kv: route(kv[0]))
+
+
+def _frontier_operator(stream: "Stream", pact: Any, name: str,
+                       constructor: Callable[[Any, OperatorBuilder], Callable]) -> "Stream":
+    """A unary frontier operator whose ``constructor(initial_capability, builder)`` may
+    declare state (``builder.keep_state``) and returns ``logic(input, output)``."""
+    b = OperatorBuilder(stream.scope, name)
+    inp = b.new_input(stream, pact)
+    out, result = b.new_output()
+    logic = constructor(b.initial_capability(), b)
+    b.build(lambda: logic(inp, out), notify=True)
+    return result
+
+
+def _restore_held(cap: Any, held: dict, entries: Any) -> None:
+    """``held[time] = [capability at time, value]`` for each saved ``(time, value)``."""
+    for time, value in entries:
+        held[time] = [cap.delayed(time), value]
 
 
 def _emit_complete(frontier: Any, held: dict, emit: Callable[[Any, Any, Any], None]) -> None:
@@ -39,9 +68,12 @@ def accumulate(stream: "Stream", init: Any, fold: Callable[[Any, list], Any], na
     >>> _ = ts.example(lambda s: s.to_stream([1, 2, 3]).accumulate(0, lambda a, b: a + sum(b)).inspect(print))
     6
     """
-    def constructor(cap: Any, info: Any) -> Callable:
-        cap.drop()
+    def constructor(cap: Any, builder: OperatorBuilder) -> Callable:
         held: dict[Any, list] = {}     # time -> [capability, acc]
+
+        restored = builder.keep_state(lambda t: [(time, e[1]) for time, e in held.items() if before(time, t)])
+        _restore_held(cap, held, restored or ())
+        cap.drop()
 
         def logic(input: Any, output: Any) -> None:
             for icap, data in input:
@@ -53,7 +85,7 @@ def accumulate(stream: "Stream", init: Any, fold: Callable[[Any, list], Any], na
 
         return logic
 
-    return generic.unary_frontier(stream, Pipeline, name, constructor)
+    return _frontier_operator(stream, Pipeline, name, constructor)
 
 
 def count(stream: "Stream", name: str = "Count") -> "Stream":
@@ -80,9 +112,22 @@ def aggregate(stream: "Stream", fold: Callable[[Any, Any, Any], Any], emit: Call
     ('a', 2)
     ('b', 1)
     """
-    def constructor(cap: Any, info: Any) -> Callable:
-        cap.drop()
+    route = key or stable_hash
+
+    def constructor(cap: Any, builder: OperatorBuilder) -> Callable:
         held: dict[Any, list] = {}     # time -> [capability, {key: acc}]
+
+        def save(t: Any) -> Any:
+            times = [time for time in held if before(time, t)]
+            return keyed_entries((route(k) for time in times for k in held[time][1]),
+                                 ((time, k, acc) for time in times for k, acc in held[time][1].items()), name)
+
+        for time, k, acc in entries_of(builder.keep_state(save, keyed=True)):
+            entry = held.get(time)
+            if entry is None:
+                entry = held[time] = [cap.delayed(time), {}]
+            entry[1][k] = acc
+        cap.drop()
 
         def logic(input: Any, output: Any) -> None:
             for icap, data in input:
@@ -100,7 +145,7 @@ def aggregate(stream: "Stream", fold: Callable[[Any, Any, Any], Any], emit: Call
 
         return logic
 
-    return generic.unary_frontier(stream, _key_route(key), name, constructor)
+    return _frontier_operator(stream, _key_route(key), name, constructor)
 
 
 def state_machine(stream: "Stream", fold: Callable[[Any, Any, Any], tuple[Any, Iterable[Any]]],
@@ -117,10 +162,27 @@ def state_machine(stream: "Stream", fold: Callable[[Any, Any, Any], tuple[Any, I
     ('x', 1)
     ('x', 3)
     """
-    def constructor(cap: Any, info: Any) -> Callable:
-        cap.drop()
-        held: dict[Any, list] = {}     # time -> [capability, [records]]
+    route = key or stable_hash
+
+    def constructor(cap: Any, builder: OperatorBuilder) -> Callable:
+        held: dict[Any, list] = {}     # time -> [capability, [records]], folded once the time is complete
         states: dict[Any, Any] = {}
+
+        def save(t: Any) -> Any:
+            pending = [(time, kv) for time, e in held.items() if before(time, t) for kv in e[1]]
+            return keyed_entries([route(k) for k in states] + [route(kv[0]) for _, kv in pending],
+                                 [(None, k, s) for k, s in states.items()] + [(time, kv, None) for time, kv in pending],
+                                 name)
+
+        for time, k, s in entries_of(builder.keep_state(save, keyed=True)):
+            if time is None:
+                states[k] = s
+                continue
+            entry = held.get(time)
+            if entry is None:
+                entry = held[time] = [cap.delayed(time), []]
+            entry[1].append(k)
+        cap.drop()
 
         def logic(input: Any, output: Any) -> None:
             for icap, data in input:
@@ -143,4 +205,4 @@ def state_machine(stream: "Stream", fold: Callable[[Any, Any, Any], tuple[Any, I
 
         return logic
 
-    return generic.unary_frontier(stream, _key_route(key), name, constructor)
+    return _frontier_operator(stream, _key_route(key), name, constructor)

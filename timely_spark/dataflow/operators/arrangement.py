@@ -25,7 +25,7 @@ import pyarrow as pa
 from ...errors import ChangelogError
 from .key_hash import hash_columns
 
-__all__ = ["Arrangement", "ranges"]
+__all__ = ["Arrangement", "ranges", "save_arrangements", "load_arrangements"]
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -144,3 +144,88 @@ state's schema (k: int64, v: string); a changelog keeps one schema across times
         if not parts:
             return self.levels[-1][1].schema.empty_table()
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+    # ---- snapshots -------------------------------------------------------------------
+    def save(self, key_hash: str) -> Optional[pa.Table]:
+        """Every stored row (levels merged and compacted) with its key hash in a uint64
+        column ``key_hash``: the hash the operator's exchange routes the row by, when the
+        keys are the columns it is exchanged by.  ``None`` if nothing was ever inserted.
+
+        >>> import pyarrow as pa
+        >>> state = Arrangement(["k"], lambda t: t)
+        >>> state.insert(pa.table({"k": ["a"], "v": [1]}))
+        >>> state.save("_h").column_names
+        ['k', 'v', '_h']
+        """
+        if self.schema is None:
+            return None
+        if not self.levels:
+            rows = self.schema.empty_table()
+            hashes = np.zeros(0, np.uint64)
+        else:
+            rows = pa.concat_tables([t for _, t in self.levels])
+            if len(self.levels) > 1:
+                rows = self.compact(rows)
+            rows = rows.combine_chunks()
+            hashes = hash_columns(rows, self.keys) if rows.num_rows else np.zeros(0, np.uint64)
+        return rows.append_column(key_hash, pa.array(hashes, pa.uint64()))
+
+    def load(self, table: pa.Table, key_hash: str) -> None:
+        """Rebuild from what :meth:`save` returned (all columns but ``key_hash``); the
+        arrangement must be empty.  Rows of several workers' saves may be mixed (a
+        restore into another worker count): they are compacted into one level."""
+        if self.levels or self.schema is not None:
+            raise ValueError(f"operator {self.name!r}: load into an arrangement that holds rows")
+        rows = table.drop_columns([key_hash]) if key_hash in table.column_names else table
+        self.schema = rows.schema
+        if rows.num_rows:
+            merged = self.compact(rows)
+            if merged.num_rows:
+                self.levels.append(self._level(merged))
+
+
+_PART = "__part"
+
+
+def save_arrangements(parts: Sequence[Arrangement], key_hash: str) -> pa.Table:
+    """The state of an operator's arrangements (all keyed by the columns its exchange
+    routes by) as one keyed table: part ``i``'s column ``c`` is named ``"i:c"``, a
+    ``__part`` column says which part a row belongs to, ``key_hash`` its hash.
+
+    >>> import pyarrow as pa
+    >>> a, b = Arrangement(["k"], lambda t: t), Arrangement(["k"], lambda t: t)
+    >>> a.insert(pa.table({"k": [1], "v": ["x"]})); b.insert(pa.table({"k": [2], "n": [5]}))
+    >>> table = save_arrangements([a, b], "_h")
+    >>> table.column_names
+    ['__part', '_h', '0:k', '0:v', '1:k', '1:n']
+    >>> c, d = Arrangement(["k"], lambda t: t), Arrangement(["k"], lambda t: t)
+    >>> load_arrangements([c, d], table, "_h")
+    >>> c.gather(pa.table({"k": [1]})).to_pylist(), d.rows
+    ([{'k': 1, 'v': 'x'}], 1)
+    """
+    tables = []
+    for i, part in enumerate(parts):
+        saved = part.save(key_hash)
+        if saved is None:
+            continue
+        renamed = saved.rename_columns([n if n == key_hash else f"{i}:{n}" for n in saved.column_names])
+        tables.append(renamed.add_column(0, _PART, pa.array(np.full(saved.num_rows, i, np.int16))))
+    if not tables:
+        return pa.table({_PART: pa.array([], pa.int16()), key_hash: pa.array([], pa.uint64())})
+    first = [_PART, key_hash]
+    merged = pa.concat_tables(tables, promote_options="default")
+    return merged.select(first + [n for n in merged.column_names if n not in first])
+
+
+def load_arrangements(parts: Sequence[Arrangement], table: Optional[pa.Table], key_hash: str) -> None:
+    """Rebuild ``parts`` from a table :func:`save_arrangements` made (``None``: nothing)."""
+    if table is None:
+        return
+    import pyarrow.compute as pc
+    for i, part in enumerate(parts):
+        prefix = f"{i}:"
+        names = [n for n in table.column_names if n.startswith(prefix)]
+        if not names:
+            continue
+        rows = table.filter(pc.equal(table.column(_PART), i)).select(names)
+        part.load(rows.rename_columns([n[len(prefix):] for n in names]), key_hash)

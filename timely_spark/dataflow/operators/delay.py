@@ -1,4 +1,12 @@
-"""Operators that move records in time: delay, delay_total, reclock."""
+"""Operators that move records in time: delay, delay_total, reclock.
+
+Snapshots at ``t`` keep the records each holds because of input at times before ``t``
+(for ``delay``, records it must still send at times ``>= t``: their capabilities are
+re-created from the initial capability on a restore) and not the records that came at
+``t`` or later (the restored run sends them again); so each keeps, per held record, the
+time it came at.  The state is kept per worker (the inputs are not exchanged):
+restored into the same worker count only.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ...progress import less_equal, sort_key
 from ..channels import Pipeline
+from ..operator import OperatorBuilder
 from . import generic
+from .op_state import StateHooks, before
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -25,22 +35,34 @@ def delay(stream: "Stream", f: Callable[[Any, Any], Any], name: str = "Delay") -
     1 1
     3 3
     """
-    elements: dict[Any, list] = {}
+    elements: dict[Any, list] = {}     # new time -> [(time it came at, [records])]
 
     def logic(input: Any, output: Any, notificator: Any) -> None:
         for cap, data in input:
             t = cap.time
+            arrived: dict[Any, list] = {}
             for x in data:
                 nt = f(x, t)
-                bucket = elements.get(nt)
+                bucket = arrived.get(nt)
                 if bucket is None:
-                    notificator.notify_at(cap.delayed(nt))
-                    bucket = elements[nt] = []
+                    bucket = arrived[nt] = []
+                    if nt not in elements:
+                        notificator.notify_at(cap.delayed(nt))
+                        elements[nt] = []
                 bucket.append(x)
+            for nt, xs in arrived.items():
+                elements[nt].append((t, xs))
         for cap in notificator:
-            output.session(cap).give_batch(elements.pop(cap.time, ()))
+            output.session(cap).give_batch([x for _, xs in elements.pop(cap.time, ()) for x in xs])
 
-    return generic.unary_notify(stream, Pipeline, name, [], logic)
+    def save(t: Any) -> dict:
+        kept = {nt: [(at, xs) for at, xs in held if before(at, t)] for nt, held in elements.items()}
+        return {nt: held for nt, held in kept.items() if held}
+
+    def restore(saved: dict) -> None:
+        elements.update(saved)         # the notificator requests these times again
+
+    return generic.unary_notify(stream, Pipeline, name, [], logic, state=StateHooks(save, restore))
 
 
 def delay_total(stream: "Stream", f: Callable[[Any, Any], Any], name: str = "DelayTotal") -> "Stream":
@@ -52,32 +74,50 @@ def delay_total(stream: "Stream", f: Callable[[Any, Any], Any], name: str = "Del
     2 2
     5 5
     """
-    def constructor(cap: Any, info: Any) -> Callable:
-        cap.drop()
-        heap: list = []          # (time, seq, capability); a capability per distinct time
-        buckets: dict[Any, list] = {}
-        seq = [0]
+    b = OperatorBuilder(stream.scope, name)
+    inp = b.new_input(stream, Pipeline)
+    out, result = b.new_output()
+    heap: list = []          # (time, seq, capability); a capability per distinct time
+    buckets: dict[Any, list] = {}        # new time -> [(time it came at, [records])]
+    seq = [0]
 
-        def logic(input: Any, output: Any) -> None:
-            for icap, data in input:
-                t = icap.time
-                for x in data:
-                    nt = f(x, t)
-                    bucket = buckets.get(nt)
-                    if bucket is None:
-                        seq[0] += 1
-                        heapq.heappush(heap, (sort_key(nt), seq[0], icap.delayed(nt)))
-                        bucket = buckets[nt] = []
-                    bucket.append(x)
-            frontier = input.frontier
-            while heap and not frontier.less_equal(heap[0][2].time):
-                _, _, c = heapq.heappop(heap)
-                output.session(c).give_batch(buckets.pop(c.time))
-                c.drop()
+    def hold(nt: Any, cap: Any) -> None:
+        seq[0] += 1
+        heapq.heappush(heap, (sort_key(nt), seq[0], cap.delayed(nt)))
+        buckets[nt] = []
 
-        return logic
+    def save(t: Any) -> dict:
+        kept = {nt: [(at, xs) for at, xs in held if before(at, t)] for nt, held in buckets.items()}
+        return {nt: held for nt, held in kept.items() if held}
 
-    return generic.unary_frontier(stream, Pipeline, name, constructor)
+    initial = b.initial_capability()
+    for nt, held in (b.keep_state(save) or {}).items():
+        hold(nt, initial)
+        buckets[nt] = held
+    initial.drop()
+
+    def logic() -> None:
+        for icap, data in inp:
+            t = icap.time
+            arrived: dict[Any, list] = {}
+            for x in data:
+                nt = f(x, t)
+                bucket = arrived.get(nt)
+                if bucket is None:
+                    bucket = arrived[nt] = []
+                    if nt not in buckets:
+                        hold(nt, icap)
+                bucket.append(x)
+            for nt, xs in arrived.items():
+                buckets[nt].append((t, xs))
+        frontier = inp.frontier
+        while heap and not frontier.less_equal(heap[0][2].time):
+            _, _, c = heapq.heappop(heap)
+            out.session(c).give_batch([x for _, xs in buckets.pop(c.time) for x in xs])
+            c.drop()
+
+    b.build(logic, notify=True)
+    return result
 
 
 def reclock(stream: "Stream", clock: "Stream", name: str = "Reclock") -> "Stream":
@@ -93,7 +133,10 @@ def reclock(stream: "Stream", clock: "Stream", name: str = "Reclock") -> "Stream
     5 1
     5 2
     """
-    stash: list[tuple[Any, list]] = []
+    stash: list[tuple[Any, list]] = []     # (time, records) not yet released
+
+    def save(t: Any) -> list:
+        return [(time, data) for time, data in stash if before(time, t)]
 
     def logic(data_in: Any, clock_in: Any, output: Any, notificator: Any) -> None:
         for cap, data in data_in:
@@ -110,4 +153,5 @@ def reclock(stream: "Stream", clock: "Stream", name: str = "Reclock") -> "Stream
                     keep.append((t, data))
             stash[:] = keep
 
-    return generic.binary_notify(stream, clock, Pipeline, Pipeline, name, [], logic)
+    return generic.binary_notify(stream, clock, Pipeline, Pipeline, name, [], logic,
+                                 state=StateHooks(save, stash.extend))

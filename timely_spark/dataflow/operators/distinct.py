@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrangement import Arrangement
+from .arrangement import Arrangement, load_arrangements, save_arrangements
 from .changelog import (
     DIFF,
     check_counts,
@@ -27,6 +27,7 @@ from .changelog import (
 from .consolidate import ByRow
 from .group_by import tables_of
 from .key_hash import hash_columns
+from .op_state import KEY_HASH, StateHooks
 from .per_time import per_time
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ def distinct(stream: "Stream", name: str = "Distinct") -> "Stream":
     found in an arrangement, not by a scan).  A withdrawal that drives a row's count
     below 0 raises :class:`~timely_spark.errors.ChangelogError` naming the operator,
     the time and the row.  Times must be totally ordered (not inside ``iterative``).
+    Snapshots keep the counts, keyed by the row's hash (they re-shard).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> def work(w):
@@ -109,4 +111,14 @@ def distinct(stream: "Stream", name: str = "Distinct") -> "Stream":
         signs = np.where(pc.greater(changed["__new"], 0).to_numpy(zero_copy_only=False), 1, -1)
         return with_diffs(changed.select(columns), signs).to_batches()
 
-    return per_time(stream, logic, exchange=ByRow(name), name=name)
+    def save(t: Any) -> pa.Table:
+        return save_arrangements(state, KEY_HASH)
+
+    def restore(table: pa.Table) -> None:
+        columns = [n[2:] for n in table.column_names if n.startswith("0:")]
+        if columns:                    # the row columns, in the order the state kept them
+            state.append(Arrangement(row_columns(pa.schema([table.schema.field(f"0:{c}").with_name(c)
+                                                            for c in columns])), compact, name))
+            load_arrangements(state, table, KEY_HASH)
+
+    return per_time(stream, logic, exchange=ByRow(name), name=name, state=StateHooks(save, restore, keyed=True))

@@ -68,14 +68,14 @@ class ExchangeBy:
     (``stream.exchange_by(keys)`` uses it).
 
     >>> import pyarrow as pa, timely_spark as ts
-    >>> table = pa.table({"k": ["a", "b", "a", "c"]})
+    >>> table = pa.table({"k": ["a", "e", "a", "g"]})
     >>> def work(w):
     ...     rows = []
     ...     w.dataflow(lambda s: s.to_stream(table if w.index == 0 else [])
     ...                .exchange_by("k").inspect(lambda rb: rows.extend(rb["k"].to_pylist())))
     ...     return rows
     >>> [sorted(set(rows)) for rows in ts.execute(work, threads=2)]     # each key on one worker
-    [['c'], ['a', 'b']]
+    [['a'], ['e', 'g']]
     """
 
     def __init__(self, keys: Sequence[str], operator: str) -> None:
@@ -99,8 +99,8 @@ class ExchangeBy:
         ...     def __init__(self): self.got = []
         ...     def push(self, message): self.got.append([b.num_rows for b in message[1]])
         >>> to = [Pusher(), Pusher()]
-        >>> ExchangeBy(["k"], "ExchangeBy").tee_pusher(to, 0)(0, [pa.record_batch({"k": ["a", "c", "a"]})])
-        >>> [p.got for p in to]                   # one batch per worker: 'c' to worker 0, both 'a' rows to 1
+        >>> ExchangeBy(["k"], "ExchangeBy").tee_pusher(to, 0)(0, [pa.record_batch({"k": ["e", "a", "e"]})])
+        >>> [p.got for p in to]                   # one batch per worker: 'a' to worker 0, both 'e' rows to 1
         [[[1]], [[2]]]
         """
         peers = len(pushers)

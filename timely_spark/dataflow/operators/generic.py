@@ -125,11 +125,24 @@ def binary_frontier(stream: "Stream", other: "Stream", pact1: Any, pact2: Any, n
     return _binary(stream, other, pact1, pact2, name, constructor, frontier=True)
 
 
-def _notificator(b: OperatorBuilder, frontiers: list, init: Sequence[Any]) -> Notificator:
+def _notificator(b: OperatorBuilder, frontiers: list, init: Sequence[Any], state: Any = None) -> Notificator:
+    """The operator's notificator, its ``init`` times requested; its pending times (and
+    ``state``, a :class:`~.op_state.StateHooks`, if given) kept in snapshots."""
     notificator = Notificator(frontiers, b.core)
     cap = b.initial_capability()
-    for t in init:
-        notificator.notify_at(cap.delayed(t))
+
+    def save(t: Any) -> dict:
+        return {"pending": notificator.pending(), "state": None if state is None else state.save(t)}
+
+    restored = b.keep_state(save)
+    if restored is None:
+        for t in init:
+            notificator.notify_at(cap.delayed(t))
+    else:
+        for t in restored["pending"]:
+            notificator.notify_at(cap.delayed(t))
+        if state is not None:
+            state.restore(restored["state"])
     cap.drop()
     return notificator
 
@@ -146,11 +159,18 @@ def _rerun_if_deliverable(b: OperatorBuilder, notificator: Notificator, run: Cal
 
 
 def unary_notify(stream: "Stream", pact: Any, name: str, init: Sequence[Any],
-                 logic: Callable[[Any, Any, Any], Any]) -> "Stream":
+                 logic: Callable[[Any, Any, Any], Any], state: Any = None) -> "Stream":
     """A one-input operator with a :class:`~..notificator.Notificator`:
     ``logic(input, output, notificator)``; ``init`` lists times to be notified at from
     the start.  A notification for ``t`` comes once no record at a time ``<= t`` can
     still arrive.
+
+    Snapshots keep the notificator's pending times: a restored run requests each of them
+    again (so a notification requested for earlier input is not lost; one requested for
+    input at or after the snapshot time may come although the restored logic holds
+    nothing for it: logic must allow that).  ``state``, a
+    :class:`~.op_state.StateHooks` (unkeyed), keeps the logic's own state with them:
+    ``save(t)`` must give what was folded from the times before ``t`` only.
 
     >>> import timely_spark as ts
     >>> def logic(input, output, notificator):
@@ -163,15 +183,16 @@ def unary_notify(stream: "Stream", pact: Any, name: str, init: Sequence[Any],
     b = OperatorBuilder(stream.scope, name)
     inp = b.new_input(stream, pact)
     out, result = b.new_output()
-    notificator = _notificator(b, [inp.frontier], init)
+    notificator = _notificator(b, [inp.frontier], init, state)
     b.build(_rerun_if_deliverable(b, notificator, lambda: logic(inp, out, notificator)), notify=True)
     return result
 
 
 def binary_notify(stream: "Stream", other: "Stream", pact1: Any, pact2: Any, name: str, init: Sequence[Any],
-                  logic: Callable[[Any, Any, Any, Any], Any]) -> "Stream":
+                  logic: Callable[[Any, Any, Any, Any], Any], state: Any = None) -> "Stream":
     """A two-input operator with a notificator: ``logic(input1, input2, output,
-    notificator)``; a time is delivered once it is complete at both inputs.
+    notificator)``; a time is delivered once it is complete at both inputs.  Snapshots
+    and ``state``: as :func:`unary_notify`.
 
     >>> import timely_spark as ts
     >>> def logic(in1, in2, out, notificator):
@@ -186,7 +207,7 @@ def binary_notify(stream: "Stream", other: "Stream", pact1: Any, pact2: Any, nam
     in1 = b.new_input(stream, pact1)
     in2 = b.new_input(other, pact2)
     out, result = b.new_output()
-    notificator = _notificator(b, [in1.frontier, in2.frontier], init)
+    notificator = _notificator(b, [in1.frontier, in2.frontier], init, state)
     b.build(_rerun_if_deliverable(b, notificator, lambda: logic(in1, in2, out, notificator)), notify=True)
     return result
 

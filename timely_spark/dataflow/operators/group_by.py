@@ -13,7 +13,9 @@ completed time it emits a changelog of the aggregates -- the old row of a key wh
 aggregates changed with ``diff`` -1, the new one with +1; nothing for a key whose
 aggregates did not change; only -1 for a key left with no rows (the streaming word
 count, exact under withdrawals).  Running aggregates are sum, count, count_all, min,
-max and mean.  The state is kept in arrangements (:mod:`.arrangement`), so a time
+max and mean.  Snapshots keep the running state keyed by the key columns' hash (it
+re-shards into another worker count); a per-time aggregation keeps nothing across
+times.  The state is kept in arrangements (:mod:`.arrangement`), so a time
 costs in proportion to the keys it changes: per key the row count and per summed
 column the sum and non-null count of its values; for min/max, the multiset of the
 key's values (a withdrawn minimum is replaced by the next one).
@@ -31,10 +33,11 @@ from ...errors import BuildError
 from .agg_spec import aggregate_table
 from .agg_spec import aggregation_spec as _spec
 from .agg_spec import output_name as _output_name
-from .arrangement import Arrangement
+from .arrangement import Arrangement, load_arrangements, save_arrangements
 from .changelog import DIFF, check_counts, consolidate_table, diffs, require_total_order, with_diffs, with_int64_diffs
 from .exchange_by import ExchangeBy, check_columns, key_list
 from .key_hash import hash_columns
+from .op_state import KEY_HASH, StateHooks
 from .per_time import per_time
 
 if TYPE_CHECKING:
@@ -113,7 +116,8 @@ class GroupBy:
             require_total_order(self.stream.scope, operator)
         keys = self.keys
         columns = [c for c, *_ in spec if isinstance(c, str)]
-        finish = _Running(keys, spec, operator) if running else _PerTime(keys, spec, operator)
+        running_state = _Running(keys, spec, operator) if running else None
+        finish = running_state if running_state is not None else _PerTime(keys, spec, operator)
 
         def logic(time: Any, batches: list) -> list:
             for batch in batches:
@@ -122,7 +126,10 @@ class GroupBy:
                 batches = with_int64_diffs(batches, operator)
             return finish(tables_of(batches, operator, time), time).combine_chunks().to_batches()
 
-        return per_time(self.stream, logic, exchange=ExchangeBy(keys, operator), name=operator)
+        kept = None
+        if running_state is not None:
+            kept = StateHooks(lambda t: running_state.save(), running_state.restore, keyed=True)
+        return per_time(self.stream, logic, exchange=ExchangeBy(keys, operator), name=operator, state=kept)
 
 
 class _PerTime:
@@ -152,6 +159,14 @@ class _Running:
         self.accumulators = ["__n"] + [f"__{kind}{i}" for i in range(len(self.sums)) for kind in kinds]
         self.state = Arrangement(keys, self._compact_state, operator)
         self.values = [Arrangement(keys, self._compact_values, operator) for _ in self.extremes]
+
+    def save(self) -> pa.Table:
+        """The state (accumulators and min/max values) as one keyed table (snapshots)."""
+        return save_arrangements([self.state, *self.values], KEY_HASH)
+
+    def restore(self, table: pa.Table) -> None:
+        """Rebuild the state from :meth:`save`'s tables (of one or more workers)."""
+        load_arrangements([self.state, *self.values], table, KEY_HASH)
 
     def _compact_state(self, table: pa.Table) -> pa.Table:
         summed = table.group_by(self.keys, use_threads=False).aggregate([(a, "sum") for a in self.accumulators])

@@ -15,10 +15,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import BuildError
-from .arrangement import Arrangement
+from .arrangement import Arrangement, load_arrangements, save_arrangements
 from .changelog import DIFF, consolidate_table, require_total_order, with_int64_diffs
 from .exchange_by import ExchangeBy, check_columns, key_list
 from .group_by import tables_of
+from .op_state import KEY_HASH, StateHooks
 from .per_time import per_time
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
     raises BuildError); null keys match nothing; a withdrawal of a row a side does
     not hold is not detected here (the output then withdraws join rows it never
     added -- ``ts.collection`` of it raises ChangelogError); running needs totally
-    ordered times (not inside ``iterative``: BuildError).
+    ordered times (not inside ``iterative``: BuildError).  Snapshots keep both sides'
+    collections of a running join, keyed by the key columns' hash (they re-shard).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> users = pa.table({"id": [1, 2], "name": ["ann", "bob"]})
@@ -86,11 +88,15 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
                              "state (join the changelogs, then add the unmatched rows from an anti-join of "
                              "their collections per time if needed)")
         require_total_order(stream.scope, name)
-        logic: Any = _RunningJoin(keys, name)
+        running_join = _RunningJoin(keys, name)
+        logic: Any = running_join
+        kept = StateHooks(lambda t: save_arrangements(running_join.states, KEY_HASH),
+                         lambda table: load_arrangements(running_join.states, table, KEY_HASH), keyed=True)
     else:
         logic = _PerTimeJoin(keys, how, name)
+        kept = None
     exchange = ExchangeBy(keys, name)
-    return per_time(stream, logic, others=[other], exchange=exchange, name=name)
+    return per_time(stream, logic, others=[other], exchange=exchange, name=name, state=kept)
 
 
 class _PerTimeJoin:

@@ -131,16 +131,14 @@ def hash_columns(batch: Any, keys: Sequence[str]) -> np.ndarray:
 
 
 def destinations(batch: Any, keys: Sequence[str], peers: int) -> np.ndarray:
-    """The worker of each row of ``batch``: ``((hash >> 32) * peers) >> 32``, which maps
-    the hash evenly onto ``0..peers-1`` without a division; as the smallest unsigned
-    type that holds it (sorting it is then a radix sort).
+    """The worker of each row of ``batch``: ``hash % peers`` (the rule a snapshot's keyed
+    state is re-sharded by, so a key's state and its rows meet on any number of workers);
+    as the smallest unsigned type that holds it (sorting it is then a radix sort).
 
     >>> import pyarrow as pa
     >>> destinations(pa.record_batch({"k": [5, 5, 9]}), ["k"], 1).tolist()
     [0, 0, 0]
     """
     h = hash_columns(batch, keys)
-    h >>= np.uint64(32)
-    h *= np.uint64(peers)
-    h >>= np.uint64(32)
+    h %= np.uint64(peers)
     return h.astype(np.uint8 if peers <= 256 else np.uint16 if peers <= 65536 else np.uint32)

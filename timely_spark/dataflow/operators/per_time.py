@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
 import pyarrow as pa
 
+from ...errors import CheckpointError
 from ...progress import sort_key
 from ..operator import OperatorBuilder
 from .exchange_by import check_batch
+from .op_state import before
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -25,7 +27,7 @@ __all__ = ["per_time"]
 
 def per_time(stream: "Stream", logic: Callable[..., Optional[Iterable[pa.RecordBatch]]],
              others: Sequence["Stream"] = (), exchange: Any = None,
-             name: str = "PerTime") -> "Stream":
+             name: str = "PerTime", state: Any = None) -> "Stream":
     """Call ``logic(time, batches, *others_batches)`` once per completed time and send
     the record batches it returns (an iterable, or ``None``) at that time.
 
@@ -38,6 +40,14 @@ def per_time(stream: "Stream", logic: Callable[..., Optional[Iterable[pa.RecordB
     one pact for every input (e.g. ``ExchangeBy(["key"])``), or a list with one pact
     (or ``None``) per input.  A record that is not a ``pyarrow.RecordBatch`` raises an
     error naming the operator.
+
+    ``state``: the state ``logic`` keeps across times, for snapshots -- a
+    :class:`~.op_state.StateHooks` ``(save, restore, keyed)``: ``save(t)`` gives the state
+    folded from the times before ``t`` (keyed: a table with ``KEY_HASH``), ``restore``
+    gets it back when a run restores.  Since a time reaches ``logic`` only once it is
+    complete, and a snapshot's time ``t`` is not complete when it is taken, ``logic``'s
+    state is exactly that of the times before ``t``; the batches held for times not yet
+    complete are not saved (the restored run sends them again).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> def total(time, batches):
@@ -63,6 +73,17 @@ def per_time(stream: "Stream", logic: Callable[..., Optional[Iterable[pa.RecordB
     out, result = builder.new_output()
     builder.initial_capability().drop()
     pending: dict = {}                      # time -> [capability, [batches of input 0], ...]
+    if state is not None:
+        def save(t: Any) -> Any:
+            early = [p for p in pending if before(p, t)]
+            if early:
+                raise CheckpointError(f"operator {name!r}: a snapshot at time {t!r} found input at time "
+                                      f"{early[0]!r} not yet processed (its output is not consumed?)")
+            return state.save(t)
+
+        restored = builder.keep_state(save, keyed=state.keyed)
+        if restored is not None:
+            state.restore(restored)
 
     def logic_() -> None:
         for i, inp in enumerate(inputs):

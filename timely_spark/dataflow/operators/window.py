@@ -44,6 +44,10 @@ rows are not sent (as Spark's ``groupBy(window(...))``).  The input is exchanged
 the keys (by none: to worker 0); the rows of open windows are kept (tumbling and
 sliding windows share panes, each row kept once) and released when the window is
 sent: memory follows the open windows (:attr:`Windowed.open_windows`), not history.
+
+Snapshots keep the rows of open windows that came at logical times before the
+snapshot's time, keyed by the keys' hash (all on worker 0 without keys), so they
+re-shard; :attr:`Windowed.late_rows` is a count of this run's rows, not restored.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from ..channels import Exchange
 from ..operator import OperatorBuilder
 from .agg_spec import aggregation_spec
 from .exchange_by import ExchangeBy, check_batch, check_columns
+from .op_state import KEY_HASH
 from .window_spec import Clock, Duration, epoch_start, window_spec
 from .window_state import Panes, Sessions
 
@@ -132,7 +137,7 @@ class Windowed:
         inp = b.new_input(self.stream, ExchangeBy(keys, operator) if keys else Exchange(_to_first_worker))
         out, result = b.new_output("windows")
         late_out, late_stream = b.new_output("late")
-        b.initial_capability().drop()
+        initial = b.initial_capability()
         self._late = late_stream if w.late == "output" else None
         clocks: list[Clock] = []
 
@@ -155,6 +160,17 @@ class Windowed:
             table = table.set_column(0, "window_start", clock.array(table.column(0).to_numpy()))
             table = table.set_column(1, "window_end", clock.array(table.column(1).to_numpy()))
             out.session(cap).give_batch(table.combine_chunks().to_batches())
+
+        def save(t: Any) -> pa.Table:
+            if self._state is None:
+                return pa.table({KEY_HASH: pa.array([], pa.uint64())})
+            return self._state.save(t)
+
+        restored = b.keep_state(save, keyed=True)
+        if restored is not None and restored.num_rows:
+            start(restored.schema.field(w.column).type)
+            self._state.load(restored, initial)
+        initial.drop()
 
         def logic() -> None:
             for cap, data in inp:

@@ -14,6 +14,13 @@ and send the window's result at that time.  ``close(bound, send)`` calls
 ``send(capability, table)`` with columns ``window_start, window_end, keys, aggregates``
 (window bounds as int64 of the column's unit; the operator casts them); all per-row
 work is Arrow's or numpy's.
+
+Snapshots (:meth:`Panes.save`, :meth:`Sessions.save`): the rows that came at logical
+times before the snapshot time ``t`` (each row remembers its logical time: a per-pane
+index in ``__tid``, a per-operator one for sessions), with their logical times, pane
+or event time and key hash; not the rows that came at ``t`` or later (the restored run
+sends them again).  :meth:`Panes.load` / :meth:`Sessions.load` rebuild them, with
+capabilities re-created from the operator's initial capability.
 """
 
 from __future__ import annotations
@@ -30,10 +37,30 @@ from ...runtime import WINDOW_PANE_BATCHES
 from ..capability import CapabilitySet
 from .agg_spec import aggregate_table
 from .group_by import tables_of
+from .key_hash import hash_columns
+from .op_state import KEY_HASH, before, pickled_times, time_codes
 
 __all__ = ["Panes", "Sessions"]
 
 _WS, _WE = "window_start", "window_end"
+_TID, _TIME, _PANE, _BOUND, _X = "__tid", "__time", "__pane", "__bound", "__x"
+
+
+def _keyed(table: pa.Table, keys: list[str]) -> pa.Table:
+    """``table`` with the hash its exchange routed it by: the keys' hash, or 0 (all rows
+    went to worker 0) without keys."""
+    h = hash_columns(table, keys) if keys and table.num_rows else np.zeros(table.num_rows, np.uint64)
+    return table.append_column(KEY_HASH, pa.array(h, pa.uint64()))
+
+
+def _earlier(table: pa.Table, times: list, t: Any) -> tuple[pa.Table, list]:
+    """The rows of ``table`` whose time (``times[__tid]``) is before ``t``, their
+    ``__tid`` replaced by the pickled time in ``__time``."""
+    keep = np.array([before(time, t) for time in times], bool)
+    codes = table.column(_TID).to_numpy()
+    rows = table.filter(pa.array(keep[codes])) if not keep.all() else table
+    kept_codes = rows.column(_TID).to_numpy()
+    return rows.drop_columns([_TID]).append_column(_TIME, pickled_times(kept_codes, times)), times
 
 
 def _split_by(values: np.ndarray, batch: Any) -> list[tuple[int, Any]]:
@@ -55,19 +82,53 @@ class Panes:
     def __init__(self, keys: list[str], spec: list, every: int, period: int, operator: str) -> None:
         self.keys, self.spec, self.every, self.period, self.operator = keys, spec, every, period, operator
         self.pane = math.gcd(every, period)
-        self.panes: dict[int, list] = {}        # pane start -> [CapabilitySet of its rows' times, [batches]]
+        # pane start -> [CapabilitySet of its rows' times, [batches], {logical time: its __tid}]
+        self.panes: dict[int, list] = {}
         self.bound: float = -math.inf           # the event-time bound of the last close
 
     def add(self, icap: Any, batch: Any, x: np.ndarray) -> None:
         """Keep the rows of ``batch`` (event times ``x``), received with ``icap``."""
+        time = icap.time
         for start, part in _split_by(x - x % self.pane, batch):
             entry = self.panes.get(start)
             if entry is None:
-                entry = self.panes[start] = [CapabilitySet(), []]
-            entry[0].insert(icap.retain())
-            entry[1].append(part)
+                entry = self.panes[start] = [CapabilitySet(), [], {}]
+            tid = entry[2].get(time)
+            if tid is None:
+                tid = entry[2][time] = len(entry[2])
+                entry[0].insert(icap.retain())
+            entry[1].append(part.append_column(_TID, pa.array(np.full(part.num_rows, tid, np.int32))))
             if len(entry[1]) >= WINDOW_PANE_BATCHES:     # few large chunks aggregate much faster than many small
                 entry[1] = tables_of(entry[1], self.operator, icap.time).combine_chunks().to_batches()
+
+    def save(self, t: Any) -> pa.Table:
+        """The rows that came before ``t``, keyed, with ``__pane``, ``__time`` and ``__bound``."""
+        parts = []
+        for start, (_, batches, tids) in self.panes.items():
+            table, _ = _earlier(tables_of(batches, self.operator, t), list(tids), t)
+            parts.append(table.append_column(_PANE, pa.array(np.full(table.num_rows, start, np.int64))))
+        if not parts:
+            return pa.table({KEY_HASH: pa.array([], pa.uint64())})
+        table = pa.concat_tables(parts).combine_chunks()
+        table = table.append_column(_BOUND, pa.array(np.full(table.num_rows, self.bound, np.float64)))
+        return _keyed(table, self.keys)
+
+    def load(self, table: pa.Table, initial: Any) -> None:
+        """Take back :meth:`save`'s rows (of one or more workers), their capabilities
+        made from ``initial``."""
+        if not table.num_rows:
+            return
+        self.bound = float(pc.max(table.column(_BOUND)).as_py())
+        panes = table.column(_PANE).to_numpy()
+        rows = table.drop_columns([_PANE, _BOUND, KEY_HASH])
+        for start, part in _split_by(panes, rows):
+            times, codes = time_codes(part.column(_TIME))
+            entry = self.panes[start] = [CapabilitySet(), [], {}]
+            for i, time in enumerate(times):
+                entry[2][time] = i
+                entry[0].insert(initial.delayed(time))
+            entry[1].extend(part.drop_columns([_TIME]).append_column(_TID, pa.array(codes, pa.int32()))
+                            .combine_chunks().to_batches())
 
     def _starts(self, pane: int) -> range:
         """The starts of the windows that hold ``pane``, latest first."""
@@ -81,9 +142,12 @@ class Panes:
     def close(self, bound: float, send: Callable[[Any, pa.Table], None]) -> None:
         """``send(capability, table)`` the windows that ``bound`` closes (``end <=
         bound``), aggregated; then release the panes no open window holds."""
-        before, self.bound = self.bound, bound        # windows ending by `before` were sent already
+        before = self.bound                           # windows ending by `before` were sent already
+        if bound <= before:                           # (a restored operator sees its frontier start over)
+            return
+        self.bound = bound
         period = self.period
-        if not self.panes or bound <= before or min(self._starts(min(self.panes))) + period > bound:
+        if not self.panes or min(self._starts(min(self.panes))) + period > bound:
             return
         starts = sorted({s for p in self.panes for s in self._starts(p) if before < s + period <= bound})
         by_time: dict[Any, list] = {}            # logical time -> [capability, [(start, batches)]]
@@ -137,6 +201,32 @@ class Sessions:
             .append_column("__tid", pa.array(np.full(n, tid, np.int64)))
         self.pending.append(table)
         self.min_end = min(self.min_end, int(x.min()) + self.gap)
+
+    def save(self, t: Any) -> pa.Table:
+        """The rows that came before ``t``, keyed, with their event times and ``__time``."""
+        times = [None] * self.next_tid
+        for time, tid in self.tids.items():
+            times[tid] = time
+        table = pa.concat_tables(self.pending) if len(self.pending) > 1 else self.pending[0] if self.pending \
+            else None
+        if table is None:
+            return pa.table({KEY_HASH: pa.array([], pa.uint64())})
+        table, _ = _earlier(table, times, t)
+        return _keyed(table.combine_chunks(), self.keys)
+
+    def load(self, table: pa.Table, initial: Any) -> None:
+        """Take back :meth:`save`'s rows (of one or more workers), their capabilities
+        made from ``initial``."""
+        if not table.num_rows:
+            return
+        times, codes = time_codes(table.column(_TIME))
+        for time in times:
+            self.tids[time] = self.next_tid
+            self.caps[self.next_tid] = initial.delayed(time)
+            self.next_tid += 1
+        rows = table.drop_columns([_TIME, KEY_HASH]).append_column(_TID, pa.array(codes.astype(np.int64)))
+        self.pending.append(rows)
+        self.min_end = min(self.min_end, float(pc.min(rows.column(_X)).as_py()) + self.gap)
 
     def _sessions(self) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
         """The pending rows sorted by key and event time, each row's session number,

@@ -1,0 +1,162 @@
+"""Every built-in stateful operator keeps its state: a run cut at a time and restored
+gives exactly the output of an uninterrupted run."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import timely_spark as ts
+
+from .opstate_harness import cut_and_restore
+
+WORDS = [[(w, 1) for w in "abcab"], [("a", 2), ("c", 1)], [], [("b", 5), ("d", 1)], [("a", 1)]]
+
+
+def check(build, epochs, cut=2, before=2, after=2, **kw):
+    whole, got = cut_and_restore(build, epochs, cut, before, after, **kw)
+    assert whole, "the test must produce output"
+    assert got == whole
+
+
+@pytest.mark.parametrize("after", [2, 3])
+def test_state_machine(after):
+    def running(k, v, s):
+        total = (s or 0) + v
+        return total, [(k, total)]
+    check(lambda s, x: x.state_machine(running), WORDS, after=after)
+
+
+@pytest.mark.parametrize("after", [2, 3])
+def test_aggregate(after):
+    check(lambda s, x: x.aggregate(lambda k, v, a: (a or 0) + v, lambda k, a: (k, a)), WORDS, after=after)
+
+
+def test_accumulate_and_count():
+    check(lambda s, x: x.delay(lambda r, t: t + 2).count(), WORDS)
+
+
+def test_delay():
+    check(lambda s, x: x.delay(lambda r, t: t + r[1]), WORDS)
+
+
+def test_delay_total():
+    check(lambda s, x: x.delay_total(lambda r, t: t + r[1]), WORDS)
+
+
+def _log(rows):
+    return [pa.record_batch({"k": [r[0] for r in rows], "v": [r[1] for r in rows], "diff": [r[2] for r in rows]})]
+
+
+CHANGES = [_log([("a", 1, 1), ("b", 2, 1), ("c", 3, 1)]), _log([("a", 1, 1), ("d", 4, 1)]),
+           _log([("a", 1, -1), ("b", 2, -1), ("e", 9, 1)]), _log([("a", 1, -1), ("c", 3, 1)]),
+           _log([("d", 4, -1), ("b", 7, 1)])]
+
+
+@pytest.mark.parametrize("after", [2, 3])
+def test_distinct(after):
+    check(lambda s, x: x.distinct(), CHANGES, cut=3, after=after)
+
+
+@pytest.mark.parametrize("after", [2, 3])
+def test_group_by_running(after):
+    aggs = [("v", "sum"), ("v", "min"), ("v", "max"), ([], "count_all"), ("v", "mean")]
+    check(lambda s, x: x.group_by("k").aggregate(aggs, running=True), CHANGES, cut=3, after=after)
+
+
+@pytest.mark.parametrize("after", [2, 3])
+def test_join_running(after):
+    other = [_log([("a", 10, 1)]), _log([("b", 20, 1), ("a", 11, 1)]), [], _log([("a", 10, -1)]), _log([("c", 5, 1)])]
+    epochs = [[left, right] for left, right in zip(CHANGES, other)]
+    check(lambda s, x, y: x.join(y.map(lambda b: b.rename_columns(["k", "w", "diff"])), "k", running=True),
+          epochs, cut=3, after=after, inputs=2)
+
+
+def _events(epoch, n=4):
+    """Rows of logical time ``epoch``: event times in [10*epoch, 10*epoch + 10)."""
+    return [pa.record_batch({"t": [10 * epoch + (3 * i) % 10 for i in range(n)],
+                             "k": ["a", "b", "a", "c"][:n], "v": [epoch * 10 + i for i in range(n)]})]
+
+
+EVENTS = [_events(e) for e in range(7)]
+
+
+@pytest.mark.parametrize("after", [2, 3])
+@pytest.mark.parametrize("kind", [dict(every=20), dict(every=10, period=30), dict(gap=12)])
+def test_windows(kind, after):
+    aggs = [("v", "sum"), ([], "count_all")]
+    check(lambda s, x: x.group_by_window("t", keys="k", epoch=10, **kind).aggregate(aggs), EVENTS, cut=3,
+          after=after, lagging=True)
+
+
+def test_windows_without_keys():
+    check(lambda s, x: x.group_by_window("t", every=30, epoch=10).aggregate([("v", "sum")]), EVENTS, cut=4,
+          after=3, lagging=True)
+
+
+def _late_sums(s, x):
+    """unary_notify: each time's sum, sent two times later (state kept through state=)."""
+    sums: dict = {}
+
+    def logic(input, output, notificator):
+        for cap, batch in input:
+            t = cap.time
+            if t not in sums:
+                sums[t] = 0
+                notificator.notify_at(cap.delayed(t + 2))
+            sums[t] += sum(v for _, v in batch)
+        for cap in notificator:
+            output.session(cap).give(("sum", cap.time, sums.pop(cap.time - 2, None)))
+
+    kept = ts.dataflow.StateHooks(lambda t: {k: v for k, v in sums.items() if k < t}, sums.update)
+    return x.unary_notify(None, "LateSums", [], logic, state=kept)
+
+
+def test_unary_notify_pending_and_state():
+    check(_late_sums, WORDS, cut=2)
+
+
+class _Reminder(ts.Vertex):
+    """A vertex that counts records per time and reports three times later."""
+
+    def __init__(self):
+        self.counts = {}
+
+    def on_recv(self, input, records, time):
+        if time not in self.counts:
+            self.counts[time] = 0
+            self.notify_at(time + 3)
+        self.counts[time] += len(records)
+
+    def on_notify(self, time):
+        self.send_by(self.output, [(time, self.counts.pop(time - 3, 0))], time)
+
+    def checkpoint(self, time):
+        return {t: n for t, n in self.counts.items() if t < time}
+
+    def restore(self, state):
+        self.counts.update(state)
+
+
+def test_vertex_pending_and_checkpoint():
+    check(lambda s, x: x.vertex(_Reminder()), WORDS, cut=2)
+
+
+def _edges(rows):
+    return [pa.record_batch({"src": [r[0] for r in rows], "dst": [r[1] for r in rows],
+                             "diff": [r[2] for r in rows]})]
+
+
+EDGES = [_edges([(1, 2, 1), (2, 3, 1), (3, 1, 1), (4, 5, 1)]), _edges([(5, 6, 1), (2, 4, 1)]),
+         _edges([(3, 1, -1), (6, 1, 1)]), _edges([(1, 7, 1), (4, 5, -1)]), _edges([(7, 2, 1)])]
+
+
+def test_pagerank_stream():
+    def build(s, x):
+        ranks = ts.graph.pagerank_stream(x, tolerance=1e-12)
+        return ranks.map(lambda b: b.set_column(1, "rank", pa.compute.round(b["rank"], 6)))
+    check(build, EDGES, cut=3)
+
+
+def test_shortest_paths_stream():
+    check(lambda s, x: ts.graph.shortest_paths_stream(x, [1, 4]), EDGES, cut=3)

@@ -1,0 +1,143 @@
+"""How the built-in operators keep their state through ``OperatorBuilder.keep_state``.
+
+A snapshot at time ``t`` asks each operator for its state *for the times before t*
+(see :meth:`~timely_spark.dataflow.operator.OperatorBuilder.keep_state`).  The pieces the
+built-in operators share live here:
+
+* :class:`StateHooks` -- a ``(save, restore, keyed)`` triple that operators built on
+  :func:`~.per_time.per_time`, ``unary_notify`` and ``binary_notify`` pass through
+  (``state=``), so they declare their state once;
+* :func:`before` -- whether a time is one of "the times before t" (not ``>= t``);
+* :func:`keyed_entries` / :func:`entries_of` -- state of row operators exchanged by a
+  Python key function, one pickled entry per row, with the route value ``key(k)`` as
+  the row's key hash (a worker is ``route % peers`` there, as for ``Exchange``), so it
+  re-shards into another worker count;
+* :func:`pickled_times` / :func:`times_of` -- logical times as a dictionary-encoded
+  binary column (one pickle per distinct time, not per row).
+
+State of columnar operators is an Arrow table with the key hash their exchange
+routes by (:meth:`.arrangement.Arrangement.save`).
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any, Callable, Iterable, NamedTuple, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...errors import CheckpointError
+from ...progress import less_equal
+from ..state_hook import KEY_HASH
+
+__all__ = ["StateHooks", "before", "keyed_entries", "entries_of", "pickled_times", "time_codes", "times_of",
+           "route_array",
+           "KEY_HASH"]
+
+_ENTRY = "entry"
+_U64 = 1 << 64
+
+
+class StateHooks(NamedTuple):
+    """State an operator built on a shared operator (``per_time``, ``unary_notify``,
+    ``binary_notify``) declares once: ``save(t)`` returns its state for the times before
+    ``t`` (a ``pyarrow.Table`` with a ``KEY_HASH`` column when ``keyed``, else any
+    picklable value); ``restore(value)`` rebuilds it from what ``save`` returned, as the
+    operator is built.
+
+    >>> kept = StateHooks(lambda t: {"seen": t}, print)
+    >>> kept.restore(kept.save(3))
+    {'seen': 3}
+    >>> kept.keyed
+    False
+    """
+
+    save: Callable[[Any], Any]
+    restore: Callable[[Any], None]
+    keyed: bool = False
+
+
+def before(time: Any, t: Any) -> bool:
+    """Whether ``time`` is one of the times before the snapshot time ``t`` (not ``>= t``):
+    what a snapshot at ``t`` saves; input at a time ``>= t`` is sent again after a restore.
+
+    >>> before(2, 3), before(3, 3), before(4, 3)
+    (True, False, False)
+    """
+    return not less_equal(t, time)
+
+
+def route_array(routes: Iterable[int], operator: str) -> pa.Array:
+    """Route values (non-negative ints below 2**64, as ``key(k)`` gives them) as the
+    uint64 key-hash column; a CheckpointError naming ``operator`` for one that is not.
+
+    >>> route_array([0, 7], "Aggregate").to_pylist()
+    [0, 7]
+    """
+    values = list(routes)
+    try:
+        return pa.array(np.array(values, dtype=np.uint64) if values else np.zeros(0, np.uint64), pa.uint64())
+    except (OverflowError, ValueError, TypeError):
+        bad = next((r for r in values if not (isinstance(r, int) and 0 <= r < _U64)), None)
+        raise CheckpointError(
+            f"operator {operator!r}: its key function gave the route value {bad!r}, which is not an int in "
+            f"[0, 2**64): its state cannot be stored by key (make the key function return such ints, e.g. "
+            f"ts.stable_hash)") from None
+
+
+def keyed_entries(routes: Iterable[int], entries: Iterable[Any], operator: str) -> pa.Table:
+    """A keyed state table: one row per entry, ``KEY_HASH`` its route value, ``entry``
+    the entry pickled.
+
+    >>> table = keyed_entries([5, 6], [("a", 1), ("b", 2)], "Aggregate")
+    >>> table.column_names, entries_of(table)
+    (['_key_hash', 'entry'], [('a', 1), ('b', 2)])
+    """
+    blobs = [pickle.dumps(e, protocol=5) for e in entries]
+    return pa.table({KEY_HASH: route_array(routes, operator), _ENTRY: pa.array(blobs, pa.binary())})
+
+
+def entries_of(table: Optional[pa.Table]) -> list:
+    """The entries of a table :func:`keyed_entries` made (none for ``None``)."""
+    if table is None or not table.num_rows:
+        return []
+    return [pickle.loads(b) for b in table.column(_ENTRY).to_pylist()]
+
+
+def pickled_times(times: np.ndarray, distinct: list) -> pa.Array:
+    """A column of logical times: ``times`` indexes into ``distinct`` (each pickled once).
+
+    >>> times_of(pickled_times(np.array([1, 0, 1]), [3, 5]))
+    [5, 3, 5]
+    """
+    dictionary = pa.array([pickle.dumps(t, protocol=5) for t in distinct], pa.binary())
+    return pa.DictionaryArray.from_arrays(pa.array(np.asarray(times, np.int32), pa.int32()), dictionary)
+
+
+def time_codes(column: Any) -> tuple[list, np.ndarray]:
+    """The distinct logical times of a column :func:`pickled_times` made (of one or more
+    saves: equal times are merged) and, per row, the index of its time among them.
+
+    >>> times, codes = time_codes(pickled_times(np.array([1, 0, 1]), [3, 5]))
+    >>> times, codes.tolist()
+    ([5, 3], [0, 1, 0])
+    """
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks else pa.array([], pa.binary())
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)       # decode: saves of several workers differ
+    encoded = pc.dictionary_encode(column)
+    times = [pickle.loads(b) for b in encoded.dictionary.to_pylist()]
+    return times, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def times_of(column: Any) -> list:
+    """The logical times of a column :func:`pickled_times` made, one per row.
+
+    >>> times_of(pickled_times(np.array([1, 0, 1]), [3, 5]))
+    [5, 3, 5]
+    """
+    times, codes = time_codes(column)
+    return [times[i] for i in codes.tolist()]
