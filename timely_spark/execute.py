@@ -6,9 +6,11 @@
   hand on one or several machines;
 * :func:`example` -- a one-worker dataflow run to completion.
 
-One process's share of a run is :func:`timely_spark.process.run_process`; the local
-processes are started by :mod:`timely_spark.launch`; defaults and validation live in
-:mod:`timely_spark.runtime`.
+All three build one :class:`~timely_spark.runtime.Config` and hand it to
+:func:`execute_config`; one process's share of a run is
+:func:`timely_spark.process.run_workers` (the path Spark's barrier tasks take too); the
+local processes are started by :mod:`timely_spark.launch`; defaults and validation live
+in :mod:`timely_spark.runtime`.
 """
 
 from __future__ import annotations
@@ -16,16 +18,16 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from dataclasses import replace
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
-from .communication.thread import ThreadAllocator, ThreadFabric
 from .dataflow.scope import Scope
 from .dataflow.worker import Worker
 from .launch import launch_local
-from .process import raise_failure, run_process, run_threads
+from .process import run_process, run_workers
 from .runtime import DEFAULT_PEER_TIMEOUT, DEFAULT_PORT, SECRET_ENV, Config, check_port
 
-__all__ = ["Config", "execute", "execute_from_args", "example", "parse_args", "run_process"]
+__all__ = ["Config", "execute", "execute_config", "execute_from_args", "example", "parse_args", "run_process"]
 
 R = TypeVar("R")
 
@@ -49,13 +51,37 @@ def execute(fn: Callable[[Worker], R], threads: int = 1, processes: int = 1, tim
     >>> ts.execute(lambda worker: (worker.index, worker.peers), threads=3)
     [(0, 3), (1, 3), (2, 3)]
     """
-    config = Config(threads=threads, processes=processes, timeout=timeout, peer_timeout=peer_timeout).check()
-    if processes > 1:
+    return execute_config(fn, Config(threads=threads, processes=processes, timeout=timeout,
+                                     peer_timeout=peer_timeout))
+
+
+def execute_config(fn: Callable[[Worker], R], config: Config) -> list[R]:
+    """Run ``fn(worker)`` on the workers ``config`` lays out and return the results of this
+    process's workers in worker order: all of them when ``config.process`` is None
+    (``config.processes`` > 1 start as local child processes), else those of process
+    ``config.process``, started by hand, which binds ``config.addresses[process]``
+    (default ``127.0.0.1:DEFAULT_PORT + process``) and takes the run's secret from
+    ``$TIMELY_SPARK_SECRET``.  :func:`execute` and :func:`execute_from_args` are its
+    keyword and command-line forms; every worker gets ``config`` as ``worker.config``.
+
+    >>> execute_config(lambda worker: worker.index, Config(threads=2))
+    [0, 1]
+    """
+    config.check()
+    if config.processes == 1:
+        return run_workers(fn, config)
+    if config.process is None:
         return launch_local(fn, config)
-    fabric = ThreadFabric(threads)
-    results = run_threads(fn, fabric, [ThreadAllocator(i, fabric) for i in range(threads)], config.timeout)
-    raise_failure(fabric)
-    return results
+    secret = os.environ.get(SECRET_ENV, "")
+    if not secret:
+        raise ValueError(f"processes started by hand need a shared secret in ${SECRET_ENV} "
+                         f"(e.g. export {SECRET_ENV}=$(python -c 'import secrets; print(secrets.token_hex(16))'))")
+    from .communication.tcp import bind_listener
+
+    if not config.addresses:
+        config = replace(config, addresses=[("127.0.0.1", DEFAULT_PORT + i) for i in range(config.processes)])
+    host, port = config.addresses[config.process]
+    return run_workers(fn, config, bind_listener(host, port), secret.encode())
 
 
 def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
@@ -92,8 +118,6 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
                 addresses.append((host.strip("[]"), check_port(f"{args.hostfile}, line {n}", int(port))))
         if len(addresses) < processes:
             raise ValueError(f"{args.hostfile}: {processes} processes (-n) but {len(addresses)} host:port lines")
-    elif process is not None and processes > 1:
-        addresses = [("127.0.0.1", DEFAULT_PORT + i) for i in range(processes)]
     config = Config(threads=threads, processes=processes, process=process,
                     addresses=addresses, timeout=timeout, peer_timeout=peer_timeout).check()
     return config, rest
@@ -150,20 +174,7 @@ def execute_from_args(fn: Callable[[Worker], R], argv: Sequence[str]) -> list[R]
     Returns the results of this process's workers (all of them without ``-p``).
     """
     config, _ = parse_args(argv)
-    if config.processes == 1 or config.process is None:
-        return execute(fn, threads=config.threads, processes=config.processes, timeout=config.timeout,
-                       peer_timeout=config.peer_timeout)
-    secret = os.environ.get(SECRET_ENV, "")
-    if not secret:
-        raise ValueError(f"processes started by hand need a shared secret in ${SECRET_ENV} "
-                         f"(e.g. export {SECRET_ENV}=$(python -c 'import secrets; print(secrets.token_hex(16))'))")
-    from .communication.tcp import bind_listener
-
-    host, port = config.addresses[config.process]
-    listener = bind_listener(host, port)
-    return run_process(fn, config.process, config.processes, config.threads, config.addresses, listener,
-                       secret.encode(), peer_timeout=config.peer_timeout, connect_timeout=config.connect_timeout,
-                       timeout=config.timeout)
+    return execute_config(fn, config)
 
 
 def example(build: Callable[[Scope], R], time: Any = 0) -> R:

@@ -8,8 +8,8 @@ from typing import Any, Callable, Optional
 import cloudpickle
 
 from ..errors import RunTimeout, SparkJobError, TimelyError, most_telling, picklable
-from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, check_count, check_timeout, new_secret
-from .barrier import run_in_barrier_task
+from ..runtime import DEFAULT_PEER_TIMEOUT, STOP_GRACE, Config, check_count, new_secret
+from .barrier import run_in_barrier_task, task_config
 from .cancel import caller_job_group, cancelled_on_interrupt_or_deadline
 from .job_errors import chained, spark_summary, timely_cause
 from .job_errors import install as install_error_translation
@@ -21,8 +21,7 @@ __all__ = ["run", "SparkJobError"]
 log = logging.getLogger(__name__)
 
 
-def _partition_fn(fn_bytes: bytes, secret: bytes, peer_timeout: float, timeout: Optional[float],
-                  ticket: Optional[Ticket]) -> Callable:
+def _partition_fn(fn_bytes: bytes, config: Config, secret: bytes, ticket: Optional[Ticket]) -> Callable:
     def partition(_: Any) -> Any:
         from pyspark import BarrierTaskContext
 
@@ -30,7 +29,7 @@ def _partition_fn(fn_bytes: bytes, secret: bytes, peer_timeout: float, timeout: 
         stats: dict = {}
         index = BarrierTaskContext.get().partitionId()
         try:
-            index, result = run_in_barrier_task(fn, secret, peer_timeout, timeout, stats, ticket)
+            index, result = run_in_barrier_task(fn, config, secret, stats=stats, ticket=ticket)
             outcome = ("ok", result)
         except Exception as exc:  # after the mesh is up, every task reports instead of raising
             outcome = ("error", picklable(exc))
@@ -69,8 +68,7 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
         results = ts.spark.run(spark, lambda worker: worker.index, workers=2)   # [0, 1]
     """
     check_count("max_attempts", max_attempts)
-    timeout = check_timeout("timeout", timeout)
-    peer_timeout = check_timeout("peer_timeout", peer_timeout, allow_none=False)  # type: ignore[assignment]
+    config = task_config(timeout=timeout, peer_timeout=peer_timeout)
     sc = check_session(spark, 1 if workers is None else workers)
     if workers is None:
         workers = max(1, free_slots(spark, sc))
@@ -82,18 +80,18 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     failure: Optional[BaseException] = None
     for attempt in range(1, max_attempts + 1):
         secret = new_secret()
-        ticket = None if service is None else service.open(secret, max(peer_timeout, DEFAULT_CONNECT_TIMEOUT))
+        ticket = None if service is None else service.open(secret, config.connect_timeout)
         sc.setJobDescription(f"timely_spark.run: {workers} workers (attempt {attempt} of {max_attempts})")
-        backstop = None if timeout is None else timeout + 2 * STOP_GRACE + 10
+        backstop = None if config.timeout is None else config.timeout + 2 * STOP_GRACE + 10
         try:
             with holding_slots(sc, workers), cancelled_on_interrupt_or_deadline(sc, backstop) as expired:
                 rows = (sc.parallelize(range(workers), workers).barrier()
-                        .mapPartitions(_partition_fn(fn_bytes, secret, peer_timeout, timeout, ticket))
+                        .mapPartitions(_partition_fn(fn_bytes, config, secret, ticket))
                         .setName(RUN_RDD_NAME).collect())
         except Exception as exc:  # the stage failed; Spark will not retry it
             if expired.is_set():
-                assert timeout is not None
-                failure = RunTimeout(timeout, {w: "the barrier task did not end; the job was cancelled"
+                assert config.timeout is not None
+                failure = RunTimeout(config.timeout, {w: "the barrier task did not end; the job was cancelled"
                                                for w in range(workers)})
                 failure.__cause__ = exc
             elif isinstance(exc, TimelyError):   # translated already (see job_errors)
