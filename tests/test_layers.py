@@ -17,11 +17,12 @@ RANKS = {
     "communication": 2, "logging": 2,
     "dataflow": 3,
     "capture": 4, "sync": 4,
-    "execute": 5, "launch": 5, "child": 5, "process": 5, "plot": 5,
-    "testing": 6,
-    "spark": 7,
-    "graph": 8,        # its functions take Spark DataFrames too, so it sits above spark
-    "__init__": 9,
+    "state": 5,        # snapshots and restore: below every way of running, above what it saves
+    "execute": 6, "launch": 6, "child": 6, "process": 6, "plot": 6,
+    "testing": 7,
+    "spark": 8,
+    "graph": 9,        # its functions take Spark DataFrames too, so it sits above spark
+    "__init__": 10,
 }
 
 

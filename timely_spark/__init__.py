@@ -88,3 +88,10 @@ __all__ = [
     "execute", "execute_from_args", "graph", "logging", "progress", "source", "stable_hash", "sync",
 ]
 __all__ += ["ChangelogError", "collection"]
+
+# ---- snapshots and recovery (issue 24) ----
+from . import state  # noqa: E402
+from .dataflow.state_hook import KEY_HASH  # noqa: E402
+from .errors import CheckpointError, RestoreError  # noqa: E402
+
+__all__ += ["CheckpointError", "KEY_HASH", "RestoreError", "state"]

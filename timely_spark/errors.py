@@ -14,6 +14,7 @@ __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "Operat
            "EventStreamError", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError",
            "GraphInputError", "ChangelogError", "FrameLimitReached"]
 __all__ += ["WindowError"]   # event-time windows (group_by_window)
+__all__ += ["CheckpointError", "RestoreError"]   # snapshots and recovery (issue 24)
 
 
 class TimelyError(Exception):
@@ -205,6 +206,20 @@ class FrameLimitReached(WorkerFailure):
 
 class WorkerAborted(TimelyError):
     """Raised inside a worker when another worker has failed (not shown to users)."""
+
+
+# ---- snapshots and recovery (issue 24) ----------------------------------------------------
+class CheckpointError(TimelyError):
+    """A checkpoint directory or snapshot that cannot be used: a damaged manifest or
+    state file with no older committed snapshot to fall back to, a checkpoint written
+    by another dataflow (other operators, names, state kinds or schemas), a dataflow
+    that cannot be checkpointed.  The message names the file (or operator) and what
+    differs."""
+
+
+class RestoreError(CheckpointError):
+    """State in a snapshot that cannot be restored into this run, e.g. an operator's
+    unkeyed state into another worker count.  The message names the operator."""
 
 
 def operator_of(exc: BaseException) -> Optional[str]:

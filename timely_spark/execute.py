@@ -33,7 +33,8 @@ R = TypeVar("R")
 
 
 def execute(fn: Callable[[Worker], R], threads: int = 1, processes: int = 1, timeout: Optional[float] = None,
-            peer_timeout: float = DEFAULT_PEER_TIMEOUT) -> list[R]:
+            peer_timeout: float = DEFAULT_PEER_TIMEOUT, checkpoint: Optional[str] = None,
+            snapshot_every: Optional[float] = None) -> list[R]:
     """Run ``fn(worker)`` on ``threads`` workers in each of ``processes`` local processes
     and return their results in worker order (worker ``process * threads + thread``).
 
@@ -47,12 +48,18 @@ def execute(fn: Callable[[Worker], R], threads: int = 1, processes: int = 1, tim
     :class:`~timely_spark.errors.WorkerFailure`.  ``fn`` travels to other processes
     with cloudpickle, so lambdas and closures from a notebook work.
 
+    ``checkpoint`` (a directory) turns on snapshots of operator state: one every
+    ``snapshot_every`` seconds and one when the inputs close; a run started with a
+    checkpoint that holds a committed snapshot restores it first
+    (``worker.restored_time``; see :mod:`timely_spark.state`).
+
     >>> import timely_spark as ts
     >>> ts.execute(lambda worker: (worker.index, worker.peers), threads=3)
     [(0, 3), (1, 3), (2, 3)]
     """
     return execute_config(fn, Config(threads=threads, processes=processes, timeout=timeout,
-                                     peer_timeout=peer_timeout))
+                                     peer_timeout=peer_timeout, checkpoint=checkpoint,
+                                     snapshot_every=snapshot_every))
 
 
 def execute_config(fn: Callable[[Worker], R], config: Config) -> list[R]:
@@ -64,8 +71,8 @@ def execute_config(fn: Callable[[Worker], R], config: Config) -> list[R]:
     ``$TIMELY_SPARK_SECRET``.  :func:`execute` and :func:`execute_from_args` are its
     keyword and command-line forms; every worker gets ``config`` as ``worker.config``.
 
-    >>> execute_config(lambda worker: worker.index, Config(threads=2))
-    [0, 1]
+    >>> execute_config(lambda worker: (worker.index, worker.config.threads), Config(threads=2))
+    [(0, 2), (1, 2)]
     """
     config.check()
     if config.processes == 1:

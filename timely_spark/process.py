@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from typing import Any, Callable, Optional, Sequence
 
 from .communication.thread import ThreadAllocator, ThreadFabric
@@ -29,10 +30,14 @@ __all__ = ["run_threads", "run_workers", "run_process", "raise_failure"]
 
 
 def _run_worker(fn: Callable[[Worker], Any], allocator: Any, fabric: ThreadFabric, results: list,
-                incomplete: dict, config: Optional[Config]) -> None:
-    worker = Worker(allocator)
+                incomplete: dict, config: Optional[Config] = None) -> None:
+    worker = Worker(allocator, config)
     returned = False
     try:
+        if worker.config.checkpoint is not None:
+            from .state import attach
+
+            attach(worker)
         results[allocator.index - fabric.offset] = fn(worker)
         returned = True
         worker.finish()
@@ -63,7 +68,8 @@ def run_threads(fn: Callable[[Worker], Any], fabric: ThreadFabric, allocators: l
     default now), once it passes every worker is stopped at its next step and the
     run's failure becomes a :class:`~timely_spark.errors.RunTimeout` naming what each
     unfinished worker was doing; a worker stuck in its own code (never stepping) is
-    left behind as a daemon thread after a short grace.
+    left behind as a daemon thread after a short grace.  ``config`` is the run's
+    :class:`~timely_spark.runtime.Config`, given to every worker (``worker.config``).
     """
     results: list[Any] = [None] * len(allocators)
     incomplete: dict[int, str] = {}
@@ -183,7 +189,7 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
                 addresses: Sequence[tuple[str, int]], listener: Any, secret: bytes,
                 *, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, timeout: Optional[float] = None,
-                stats: Optional[dict] = None) -> list:
+                stats: Optional[dict] = None, config: Optional[Config] = None) -> list:
     """Run process ``process``'s workers of a multi-process run; return their results.
 
     The keyword form of :func:`run_workers` (which takes the whole run as one
@@ -193,8 +199,10 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
     whole run, connecting included (None: no bound).  Raises WorkerError,
     WorkerFailure or RunTimeout if the run fails anywhere, and a ValueError naming a
     malformed parameter.  ``stats``, if given, receives ``connect_seconds`` (building
-    the mesh) and ``run_seconds``.
+    the mesh) and ``run_seconds``.  ``config``, if given, supplies the run's other
+    settings (checkpointing...); the arguments here replace its layout and timeouts.
     """
-    config = Config(threads=threads, processes=processes, process=process, addresses=list(addresses),
-                    timeout=timeout, peer_timeout=peer_timeout, connect_timeout=connect_timeout)
+    config = replace(config or Config(), threads=threads, processes=processes, process=process,
+                     addresses=list(addresses), timeout=timeout, peer_timeout=peer_timeout,
+                     connect_timeout=connect_timeout)
     return run_workers(fn, config, listener, secret, stats=stats)

@@ -240,6 +240,35 @@ def check_port(where: str, port: Any) -> int:
     return port
 
 
+# ---- snapshots and recovery (issue 24) -------------------------------------------------------
+#: Committed snapshots a checkpoint directory keeps (``snapshots_kept=``): older ones are
+#: deleted once a newer one is committed.  More than one, so that a damaged newest
+#: snapshot can fall back to the one before.
+SNAPSHOTS_KEPT = 3
+__all__ += ["SNAPSHOTS_KEPT", "check_checkpointing"]
+
+
+def check_checkpointing(config: Any) -> None:
+    """Validate ``config.checkpoint``, ``config.snapshot_every`` and ``config.snapshots_kept``
+    (normalizing them); a ParameterError naming the parameter otherwise.
+
+    >>> check_checkpointing(Config(checkpoint=1))
+    Traceback (most recent call last):
+    ...
+    timely_spark.errors.ParameterError: checkpoint must be a directory path (str or os.PathLike) or None, got 1
+    """
+    if config.checkpoint is not None:
+        if isinstance(config.checkpoint, bytes) or not isinstance(config.checkpoint, (str, os.PathLike)) \
+                or not os.fspath(config.checkpoint):
+            raise ParameterError(f"checkpoint must be a directory path (str or os.PathLike) or None, "
+                                 f"got {config.checkpoint!r}", "checkpoint")
+        config.checkpoint = os.fspath(config.checkpoint)
+    config.snapshot_every = check_timeout("snapshot_every", config.snapshot_every)
+    if config.snapshot_every is not None and config.checkpoint is None:
+        raise ParameterError("snapshot_every needs a checkpoint directory (checkpoint=DIR)", "snapshot_every")
+    config.snapshots_kept = check_count("snapshots_kept", config.snapshots_kept)
+
+
 @dataclass
 class Config:
     """How a run is laid out, validated by :meth:`check`.
@@ -249,6 +278,9 @@ class Config:
     ``addresses`` one ``(host, port)`` per process (from a hostfile);
     ``timeout`` bounds the whole run (None: no bound); ``peer_timeout`` is how long a
     peer may stay silent; ``connect_timeout`` how long to wait for all peers at the start.
+    ``checkpoint`` is a directory for snapshots of operator state (None: none are
+    taken); ``snapshot_every`` the seconds between snapshots (None: one only when the
+    inputs close); ``snapshots_kept`` how many committed snapshots are kept.
 
     >>> Config(threads=2, processes=3).check().threads
     2
@@ -265,6 +297,9 @@ class Config:
     timeout: Optional[float] = None
     peer_timeout: float = DEFAULT_PEER_TIMEOUT
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    checkpoint: Optional[str] = None
+    snapshot_every: Optional[float] = None
+    snapshots_kept: int = SNAPSHOTS_KEPT
 
     def check(self) -> "Config":
         """Raise a ValueError naming the first bad parameter; return the config."""
@@ -280,6 +315,7 @@ class Config:
             raise ValueError(f"{self.processes} processes but only {len(self.addresses)} addresses")
         for i, (host, port) in enumerate(self.addresses):
             check_port(f"address of process {i} ({host})", port)
+        check_checkpointing(self)
         return self
 
 

@@ -64,6 +64,8 @@ class InputHandle:
         self._like = scope.minimum
         self._graph = scope.subgraph
         self._early: list[tuple[Any, list]] = []   # sent while the dataflow is being built
+        self._pin: Any = None                      # a snapshot's pin (see pin / unpin)
+        self._closed_at: Any = None                # the time when closed
         b.build(self._release)
         self._activate = b.info().activate
 
@@ -84,13 +86,13 @@ class InputHandle:
 
     @property
     def time(self) -> Any:
-        """The time at which records are sent now.
+        """The time at which records are sent now (once closed: the time it had then).
 
         >>> import timely_spark as ts
         >>> ts.execute(lambda w: (lambda i: (i.advance_to(4), i.time)[1])(w.dataflow(lambda s: s.new_input()[0])))
         [4]
         """
-        return self._cap.time
+        return self._cap.time if self._cap.valid else self._closed_at
 
     @property
     def closed(self) -> bool:
@@ -161,6 +163,36 @@ class InputHandle:
         self.flush()
         self._cap.downgrade(t)
 
+    # ---- snapshots: an input is a pinnable source (see state_hook.PinnableSource) ----------
+    def pin(self, t: Any) -> None:
+        """Hold a capability at ``t`` until :meth:`unpin`, whatever the input does
+        meanwhile (advance past ``t``, close): a snapshot at ``t`` uses it so that no
+        frontier passes ``t`` while the workers save.  ``t`` must be >= the input's time
+        (or >= the pin already held); a closed input holds nothing to pin (a no-op).
+
+        >>> import timely_spark as ts
+        >>> def work(w):
+        ...     inp, probe = w.dataflow(lambda s: (lambda i, st: (i, st.probe()))(*s.new_input()))
+        ...     inp.pin(2); inp.advance_to(5)
+        ...     w.step_while(lambda: probe.less_than(2), timeout=10)
+        ...     held = probe.frontier
+        ...     inp.unpin()
+        ...     w.step_while(lambda: probe.less_than(5), timeout=10)
+        ...     return held, probe.frontier
+        >>> ts.execute(work)
+        [(Antichain([2]), Antichain([5]))]
+        """
+        if self._pin is not None:
+            self._pin.downgrade(t)
+        elif self._cap.valid:
+            self._pin = self._cap.delayed(t)
+
+    def unpin(self) -> None:
+        """Release the pin :meth:`pin` holds (idempotent)."""
+        if self._pin is not None:
+            pin, self._pin = self._pin, None
+            pin.drop()
+
     def close(self) -> None:
         """Flush and give up the input's capability: the input ends (idempotent).  The
         worker closes its inputs itself when the worker function returns.
@@ -172,12 +204,14 @@ class InputHandle:
         if not self._closed:
             self.flush()
             self._closed = True
+            self._closed_at = self._cap.time
             self._cap.drop()
 
 
 def new_input(scope: Any, name: str = "Input") -> tuple[InputHandle, "Stream"]:
     """``(InputHandle, Stream)``: records sent through the handle appear on the stream.
-    The worker closes the handle when the worker function returns.
+    The worker closes the handle when the worker function returns.  In a run restored
+    from a snapshot at time ``t`` (``worker.restored_time``), the input starts at ``t``.
 
     >>> import timely_spark as ts
     >>> def work(worker):
@@ -188,7 +222,12 @@ def new_input(scope: Any, name: str = "Input") -> tuple[InputHandle, "Stream"]:
     [('Numbers', 0)]
     """
     handle = InputHandle(scope, name)
-    scope.worker.track_input(handle)
+    worker = scope.worker
+    worker.track_input(handle)
+    if scope.subgraph.parent is None:          # a dataflow's own input: snapshots pin it
+        worker.register_source(handle)
+        if worker.restored_time is not None:   # a restored run: the input starts at the snapshot's time
+            handle.advance_to(worker.restored_time)
     return handle, handle.stream
 
 

@@ -198,6 +198,7 @@ class OperatorBuilder:
         self.graph = scope.subgraph
         self.core = OperatorCore(self.graph, name)
         self._summary_overrides: dict[tuple[int, int], Antichain] = {}
+        self._kept: Any = None
 
     @property
     def index(self) -> int:
@@ -259,6 +260,93 @@ class OperatorBuilder:
         """This worker's initial capability (at the scope's minimum time) for all
         outputs.  Build with ``initial_capabilities=True`` (the default) to use it."""
         return Capability(self.graph.min_time, self.core, counted=False)
+
+    def keep_state(self, save: Callable[[Any], Any], *, keyed: bool = False, schema: Any = None) -> Any:
+        """Declare the operator's state, so that snapshots save it and a restored run
+        gets it back; call it while building the operator, at most once.
+
+        ``save(t)`` is called by the engine between operator runs when a snapshot at
+        time ``t`` is taken (only when the run has a ``checkpoint``).  At that moment
+        every input frontier of the operator is ``>= t`` and nothing has passed ``t``:
+        no input can still deliver data at a time ``< t``, and no notification for
+        ``t`` or later has been delivered.  ``save(t)`` returns the state *for the
+        times before t*: everything folded in from inputs at times ``< t``, including
+        what the operator holds to send later because of them (stashed input at
+        times ``< t`` not yet processed, records a delay holds for times ``>= t``);
+        *not* input it holds at times ``>= t`` (the restored run sends that again).
+        Return a ``pyarrow.Table`` (stored as Parquet) or any picklable object (stored
+        pickled; pickled at once, so the operator may change it afterwards).
+
+        ``keyed=True``: ``save`` returns a ``pyarrow.Table`` with a ``uint64`` column
+        named :data:`~.state_hook.KEY_HASH` (``"_key_hash"``) holding, per row, the
+        hash the operator's exchange routes that row by (worker = hash % peers); a
+        restore into M workers gives each worker the rows with ``hash % M == index``,
+        so keyed state survives a change of worker count.  Unkeyed state restores only
+        into the same worker count (else :class:`~timely_spark.errors.RestoreError`
+        naming the operator).  ``schema`` (optional, a ``pyarrow.Schema``): the Table's
+        schema, checked against the snapshot on restore.
+
+        Returns None on a fresh start (or without a checkpoint); on a restore, what
+        ``save`` returned on this worker (keyed: a Table of this worker's rows,
+        possibly empty), so the constructor rebuilds its state right there -- and may
+        use its initial capability to re-create capabilities at restored times
+        (``initial.delayed(t2)``) before dropping it.
+
+        A count per key and time, emitted when the time completes (so ``save`` holds
+        the counts, and the keys of complete times not yet emitted, with their time):
+
+        >>> import pyarrow as pa
+        >>> import timely_spark as ts
+        >>> from timely_spark.dataflow.state_hook import KEY_HASH
+        >>> def running_count(stream):
+        ...     b = OperatorBuilder(stream.scope, "RunningCount")
+        ...     inp = b.new_input(stream, ts.Exchange(ts.stable_hash))
+        ...     out, counted = b.new_output()
+        ...     counts, stash = {}, {}                # key -> count; time -> [capability, keys]
+        ...     def save(t):
+        ...         rows = [(k, n, None) for k, n in counts.items()]
+        ...         rows += [(k, 1, s) for s, (_, keys) in stash.items() if s < t for k in keys]
+        ...         return pa.table({KEY_HASH: pa.array([ts.stable_hash(r[0]) for r in rows], pa.uint64()),
+        ...                          "key": pa.array([r[0] for r in rows], pa.string()),
+        ...                          "count": pa.array([r[1] for r in rows], pa.int64()),
+        ...                          "time": pa.array([r[2] for r in rows], pa.int64())})
+        ...     initial = b.initial_capability()
+        ...     restored = b.keep_state(save, keyed=True)      # None: a fresh start
+        ...     for k, n, s in (zip(*restored.select(["key", "count", "time"]).to_pydict().values())
+        ...                     if restored is not None else ()):
+        ...         if s is None:
+        ...             counts[k] = n
+        ...         else:
+        ...             stash.setdefault(s, [initial.delayed(s), []])[1].extend([k] * n)
+        ...     initial.drop()
+        ...     def logic():
+        ...         for cap, batch in inp:
+        ...             stash.setdefault(cap.time, [cap.retain(), []])[1].extend(batch)
+        ...         for s in sorted(t for t in stash if not inp.frontier.less_equal(t)):
+        ...             cap, keys = stash.pop(s)
+        ...             for k in keys:
+        ...                 counts[k] = counts.get(k, 0) + 1
+        ...             out.session(cap).give_batch(sorted((k, counts[k]) for k in set(keys)))
+        ...     b.build(logic, notify=True)
+        ...     return counted
+        >>> _ = ts.example(lambda s: running_count(s.to_stream(["a", "b", "a"])).inspect(print))
+        ('a', 2)
+        ('b', 1)
+        """
+        core = self.core
+        if self._kept is not None:
+            raise BuildError(f"operator {core.name!r} ({address_text(core.address)}) called keep_state twice; "
+                             "an operator keeps one state (put everything in one Table or object)")
+        if not callable(save):
+            raise BuildError(f"operator {core.name!r}: keep_state(save) needs a callable save(t), got {save!r}")
+        from .state_hook import KeptState
+
+        graph = self.graph
+        top = graph
+        while top.parent is not None:
+            top = top.parent
+        self._kept = KeptState(top.dataflow_index, core.address, core.name, save, bool(keyed), schema)
+        return graph.worker.register_state(self._kept)
 
     def unstable_capability_changes(self, output: int) -> ChangeBatch:
         """The raw counts of capabilities held for ``output``.

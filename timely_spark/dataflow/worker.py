@@ -43,8 +43,21 @@ class Worker:
     [(0, 2, Antichain([1])), (1, 2, Antichain([1]))]
     """
 
-    def __init__(self, allocator: Any) -> None:
+    def __init__(self, allocator: Any, config: Any = None) -> None:
+        if config is None:
+            from ..runtime import Config
+
+            config = Config()
         self.allocator = allocator
+        #: The run's :class:`~timely_spark.runtime.Config` (``Config()`` when none was given).
+        self.config = config
+        #: None on a fresh start; else the time ``t`` of the snapshot this run restored
+        #: (set before the worker function is called): inputs start at ``t``, and records
+        #: at times before ``t`` are in the restored state, so do not send them again.
+        self.restored_time: Any = None
+        self._snapshots: Any = None                    # the state layer's manager, when checkpointing
+        self._sources: list[tuple[int, Any]] = []      # (dataflow index, pinnable source)
+        self._kept: list[Any] = []                     # KeptState registrations, in build order
         self.index: int = allocator.index
         self.peers: int = allocator.peers
         self.timer = time.monotonic()
@@ -150,6 +163,52 @@ class Worker:
         """
         self._inputs.append((len(self._built) - 1, handle))
 
+    # ---- snapshots (the state layer attaches itself; see timely_spark.state) -------------
+    def register_source(self, source: Any) -> None:
+        """Register a source a snapshot may pin (see
+        :class:`~.state_hook.PinnableSource`: ``time``, ``closed``, ``pin(t)``,
+        ``unpin()``), for the dataflow being built.  Inputs register themselves;
+        capture's followers and replays do too.
+
+        >>> import timely_spark as ts
+        >>> def work(w):
+        ...     inp = w.dataflow(lambda s: s.new_input()[0])       # registered by new_input
+        ...     return [s is inp for s in w.sources()]
+        >>> ts.execute(work)
+        [[True]]
+        """
+        self._sources.append((len(self._built) - 1, source))
+
+    def sources(self) -> list:
+        """The registered sources of the installed dataflows, in registration order."""
+        return [s for _, s in self._sources]
+
+    def register_state(self, kept: Any) -> Any:
+        """Register an operator's state (``OperatorBuilder.keep_state`` does) and return
+        what a restored snapshot holds for it on this worker (None on a fresh start or
+        without a checkpoint)."""
+        self._kept.append(kept)
+        if self._snapshots is None:
+            return None
+        return self._snapshots.restored(kept)
+
+    def kept_states(self) -> list:
+        """Every operator state registered on this worker (:class:`~.state_hook.KeptState`)."""
+        return list(self._kept)
+
+    def attach_snapshots(self, manager: Any) -> None:
+        """Install the state layer's snapshot manager (``timely_spark.state`` does, when
+        the run has a checkpoint): ``manager.poll()`` runs at every step, and
+        ``manager.busy()`` keeps :meth:`step` reporting work while a snapshot is under
+        way; ``manager.built(graph)`` sees each dataflow once it is built;
+        ``manager.restored(kept)`` answers :meth:`register_state`."""
+        self._snapshots = manager
+
+    def built_dataflows(self) -> list:
+        """Every dataflow built on this worker (its top scope), by index (dropped and
+        complete ones too)."""
+        return list(self._built)
+
     def dataflow_graphs(self) -> list:
         """A description of every dataflow built on this worker (operators, ports,
         edges, nested scopes), renderable in a notebook (see :mod:`.graph`).
@@ -211,6 +270,8 @@ class Worker:
         self._built.append(graph)
         result = build(Scope(graph))
         graph.finalize()
+        if self._snapshots is not None:
+            self._snapshots.built(graph)
         self._dataflows[number] = graph
         graph.activate()             # run at least once: an empty dataflow completes at once
         return result
@@ -257,6 +318,7 @@ class Worker:
             raise ValueError(f"worker {self.index}: no dataflow {index} (built: {len(self._built)})")
         self._dataflows.pop(index, None)
         self._inputs = [(d, h) for d, h in self._inputs if d != index]
+        self._sources = [(d, s) for d, s in self._sources if d != index]
 
     def incomplete_dataflows(self) -> list[str]:
         """The installed dataflows, by name, each with the times its operators still
@@ -298,7 +360,7 @@ class Worker:
             while timers and timers[0][0] <= now:
                 heapq.heappop(timers)[2]()
         if not self._active:
-            if not self._dataflows:
+            if not self._dataflows and (self._snapshots is None or not self._snapshots.busy()):
                 return False
             park = PARK if not timers else max(0.0, min(PARK, timers[0][0] - time.monotonic()))
             if park:
@@ -322,7 +384,9 @@ class Worker:
             allocator.release()
         if self._registry is not None:
             self._registry.flush()
-        return bool(self._dataflows)
+        if self._snapshots is None:
+            return bool(self._dataflows)
+        return self._snapshots.poll() or bool(self._dataflows)
 
     def step_while(self, condition: Callable[[], bool], timeout: Optional[float] = None) -> None:
         """Step while ``condition()`` is true; ``timeout`` (seconds) bounds the wait and
