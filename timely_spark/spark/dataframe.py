@@ -107,6 +107,13 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     ``__cause__`` (``__context__`` for ``SparkSetupError``; over Spark Connect, Spark's
     error, whose text holds the cause).  A bad ``workers`` is a ``ParameterError``.
 
+    ``transform`` takes no ``checkpoint``: its whole input enters at one time (0), so no
+    time completes before the input is all read and there is nothing to snapshot
+    earlier; and its output is Spark's, handed to the next stage as it is made, which
+    Spark recomputes from the input when it re-runs the stage.  A job that must resume
+    after a failure runs with :func:`timely_spark.spark.run` (``checkpoint=``,
+    ``max_attempts=``) over a followed log instead.
+
         counts = ts.spark.transform(
             words_df,
             lambda scope, batches: batches.group_by("word").aggregate([([], "count_all")]),
