@@ -130,16 +130,21 @@ class LogFollower:
         self._last = float("-inf")
         self._ended = False
         self._pinned: Any = None          # the time a snapshot pinned the stream at, if any
+        self._final = start.elements()[0]     # the least time of the last frontier, once ended
         self._pins: list[Any] = []        # pin and unpin changes, sent before anything else
 
     # ---- a source a snapshot can pin (timely_spark.dataflow.state_hook.PinnableSource) --------------
     @property
     def time(self) -> Any:
-        """The stream's current time: the least time not complete yet (its last one, once ended)."""
+        """The stream's current time: the least time not complete yet (once ended: the
+        least time of its last frontier, from which on it sent nothing)."""
         elements = self.frontier.elements()
-        if elements:
-            self._time = min(elements, key=timestamp.sort_key)
-        return getattr(self, "_time", timestamp.minimum_described(self.desc))
+        return min(elements, key=timestamp.sort_key) if elements else self._final
+
+    @property
+    def resume_time(self) -> Any:
+        """The time from which on the stream sends nothing more, once closed (else :attr:`time`)."""
+        return self.time
 
     @property
     def closed(self) -> bool:
@@ -202,9 +207,20 @@ class LogFollower:
         for t, batch in self._shares(snap, old, new):
             self._pending.append(Messages(t, batch))
         self._pending.append(Progress([(t, -1) for t in old] + [(t, 1) for t in new]))
-        self.frontier = new
         if not new:
+            self._final = self._after(snap, old)
             self._ended = True
+        self.frontier = new
+
+    def _after(self, snap: LogSnapshot, old: Antichain) -> Any:
+        """The least time after every time of the log not complete at ``old`` (the log
+        closed: the stream sends nothing from it on)."""
+        sent = [t for part in snap.parts for t in part.times if old.less_equal(t)]
+        if not sent:
+            return min(old.elements(), key=timestamp.sort_key) if old else self._final
+        latest = max(sent, key=timestamp.sort_key)
+        later = timestamp.advance(latest).results_in(latest)
+        return latest if later is None else later
 
     def _shares(self, snap: LogSnapshot, old: Antichain, new: Antichain) -> list:
         """``(time, records)`` of this worker's share of every time complete at ``new``
