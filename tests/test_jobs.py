@@ -100,3 +100,7 @@ def test_bench_graph_runs_small_and_every_method_agrees():
 def test_streaming_jobs_have_help():
     for job in ["streaming_components.py", "bench_streaming.py"]:
         assert "usage" in run_job(job, "--help")
+
+
+def test_bench_snapshots_has_help():
+    assert "usage" in run_job("bench_snapshots.py", "--help")

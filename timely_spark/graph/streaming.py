@@ -205,12 +205,14 @@ def final_check(spark: Any, edges_log: Path, changes_log: Path) -> dict:
 def run_pipeline(spark: Any, workdir: Path, seconds: float, rate: int = 200, interval: float = 1.0,
                  pool: int = 2000, workers: Optional[int] = None, printer: Optional[Callable] = print,
                  min_epochs: int = 0, timeout: float = 600.0, compact_every: int = 0, sample_every: float = 0.0,
-                 watch: bool = False) -> dict:
+                 watch: bool = False, checkpoint: Optional[str] = None,
+                 snapshot_every: Optional[float] = None) -> dict:
     """Run the three stages for ``seconds`` (and until at least ``min_epochs`` epochs
     were committed), stop them in order, and return the final check and the counts.
     ``compact_every``: the sink's option (and the changes log is compacted as often);
     ``sample_every``: the timely workers' RSS samples; ``watch``: record when each
-    epoch's commit became visible in the edges log (``committed``)."""
+    epoch's commit became visible in the edges log (``committed``); ``checkpoint`` and
+    ``snapshot_every``: the timely job's snapshots (see ``ts.spark.run``)."""
     workdir = Path(workdir)
     source, edges_log, changes_log = workdir / "input", workdir / "edges", workdir / "changes"
     source.mkdir(parents=True, exist_ok=True)
@@ -226,7 +228,8 @@ def run_pipeline(spark: Any, workdir: Path, seconds: float, rate: int = 200, int
         try:
             outcome["result"] = spark_run(spark, follow_components(str(edges_log), str(changes_log),
                                                                sample_every=sample_every),
-                                             workers=workers, timeout=timeout)
+                                             workers=workers, timeout=timeout, checkpoint=checkpoint,
+                                             snapshot_every=snapshot_every)
         except BaseException as exc:        # reported by the main thread
             outcome["error"] = exc
 
