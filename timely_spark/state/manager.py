@@ -168,6 +168,9 @@ class SnapshotManager:
         manifest = self.manifest
         if manifest is None or str(kept.dataflow) not in manifest["dataflows"]:
             return None
+        built = self.worker.built_dataflows()
+        if kept.dataflow < len(built):            # the operators built so far must match the snapshot's
+            self._compare(built[kept.dataflow], manifest["dataflows"][str(kept.dataflow)], prefix=True)
         state = manifest["states"].get(state_key(kept))
         if state is None:
             raise CheckpointError(f"{self.manifest_path}: operator {kept.name!r} ({address_text(kept.address)}) of "
@@ -199,21 +202,29 @@ class SnapshotManager:
         if saved is None:
             return
         path = self.manifest_path
+        self._compare(graph, saved)
+        keeping = {state_key(k) for k in self.worker.kept_states() if k.dataflow == graph.dataflow_index}
+        for key, state in manifest["states"].items():
+            if state["dataflow"] == graph.dataflow_index and key not in keeping:
+                raise CheckpointError(f"{path}: operator {state['name']!r} ({state['address']}) of {where} keeps "
+                                      f"state in the snapshot but not here")
+
+    def _compare(self, graph: Any, saved: dict, prefix: bool = False) -> None:
+        """CheckpointError naming the first operator of ``graph`` that differs from the
+        snapshot's fingerprint ``saved`` (``prefix``: the graph is still being built)."""
+        path = self.manifest_path
+        where = f"dataflow {graph.name!r} ({graph.dataflow_index})"
         here = operators_of(graph)
         there = saved["operators"]
         for a, b in zip(here, there):
             if list(a) != list(b):
                 raise CheckpointError(f"{path}: {where} differs from the snapshot's: operator {a[1]!r} at {a[0]} "
                                       f"here, {b[1]!r} at {b[0]} in the snapshot (a checkpoint of another dataflow?)")
-        if len(here) != len(there):
+        if len(here) > len(there) or (len(here) < len(there) and not prefix):
             extra = (here if len(here) > len(there) else there)[min(len(here), len(there))]
-            raise CheckpointError(f"{path}: {where} has {len(here)} operators here, {len(there)} in the snapshot "
-                                  f"(first unmatched: {extra[1]!r} at {extra[0]}; a checkpoint of another dataflow?)")
-        keeping = {state_key(k) for k in self.worker.kept_states() if k.dataflow == graph.dataflow_index}
-        for key, state in manifest["states"].items():
-            if state["dataflow"] == graph.dataflow_index and key not in keeping:
-                raise CheckpointError(f"{path}: operator {state['name']!r} ({state['address']}) of {where} keeps "
-                                      f"state in the snapshot but not here")
+            raise CheckpointError(f"{path}: {where} differs from the snapshot's: {len(here)} operators here, "
+                                  f"{len(there)} in the snapshot (first unmatched: {extra[1]!r} at {extra[0]}; "
+                                  f"a checkpoint of another dataflow?)")
 
     # ---- the protocol ------------------------------------------------------------------------
     def busy(self) -> bool:
