@@ -12,8 +12,9 @@ The dataflow (columnar, from the followed input log of ``k``, ``v``, ``src``, ``
 each captured into its own log (``<out>/<name>``).  A pass-through operator with state
 (``Tap``, kept through the public ``keep_state`` hook) counts the batches it sees and
 carries the kill: ``("batch", worker, n)`` SIGKILLs the worker's process when it has
-seen ``n`` batches in this run, ``("save", worker, n)`` at its ``n``-th snapshot save --
-in the middle of a snapshot being written.
+seen ``n`` batches in this run (``("batch", worker, n, True)``: the first such batch
+after a snapshot was committed), ``("save", worker, n)`` at its ``n``-th snapshot save
+-- in the middle of a snapshot being written.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import pyarrow as pa
 import timely_spark as ts
 from timely_spark.capture import ParquetEventWriter, follow
 from timely_spark.dataflow.operator import OperatorBuilder
-from timely_spark.errors import TimelyError
+from timely_spark.errors import WorkerFailure
 from timely_spark.graph.incremental_components import components
 
 INPUT = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("src", pa.int64()), ("dst", pa.int64())])
@@ -41,6 +42,7 @@ OUTPUTS = {
     "labels": pa.schema([("vertex", pa.int64()), ("component", pa.int64()), ("diff", pa.int64())]),
 }
 ROWS = 6            # input rows per epoch
+HOLD_WAIT = 120.0   # seconds the feeder waits for a committed snapshot at most
 KEYS = 3
 
 
@@ -52,11 +54,13 @@ def epoch_table(e: int) -> pa.Table:
 
 
 class InputFeeder(threading.Thread):
-    """Writes the input log epoch by epoch (one every ``interval`` seconds), then closes it."""
+    """Writes the input log epoch by epoch (one every ``interval`` seconds), then closes
+    it.  ``hold``: ``(epoch, checkpoint)`` -- epoch ``epoch`` and later wait for a
+    committed snapshot in ``checkpoint`` (so some input comes after one)."""
 
-    def __init__(self, path: Path, epochs: int, interval: float) -> None:
+    def __init__(self, path: Path, epochs: int, interval: float, hold: Optional[tuple] = None) -> None:
         super().__init__(daemon=True)
-        self.path, self.epochs, self.interval = path, epochs, interval
+        self.path, self.epochs, self.interval, self.hold = path, epochs, interval, hold
         self.error: Optional[BaseException] = None
 
     def run(self) -> None:
@@ -65,6 +69,10 @@ class InputFeeder(threading.Thread):
         try:
             w = ParquetEventWriter(self.path, flush_seconds=0.0, schema=INPUT)
             for e in range(self.epochs):
+                if self.hold is not None and e == self.hold[0]:
+                    deadline = time.monotonic() + HOLD_WAIT
+                    while not committed(self.hold[1]) and time.monotonic() < deadline:
+                        time.sleep(0.02)
                 w.push(Messages(e, epoch_table(e).to_batches()))
                 w.push(Progress([(e, -1), (e + 1, 1)]))
                 time.sleep(self.interval)
@@ -72,6 +80,11 @@ class InputFeeder(threading.Thread):
             w.close()
         except BaseException as exc:          # seen by the test
             self.error = exc
+
+
+def committed(checkpoint: Any) -> bool:
+    """Whether the checkpoint directory holds a committed snapshot (a manifest)."""
+    return any(Path(checkpoint).glob("manifest-*.json"))
 
 
 def _die() -> None:
@@ -102,7 +115,8 @@ def tap(stream: Any, kill: Optional[tuple], worker: Any) -> Any:
             state["seen"] += 1
             state["run"] += 1
             out.session(cap).give_batch(batch)
-            if mine and kill[0] == "batch" and state["run"] == kill[2]:
+            if mine and kill[0] == "batch" and state["run"] >= kill[2] and (
+                    len(kill) < 4 or not kill[3] or committed(worker.config.checkpoint)):
                 _die()
 
     b.build(logic)
@@ -110,7 +124,8 @@ def tap(stream: Any, kill: Optional[tuple], worker: Any) -> Any:
 
 
 def pipeline(input_log: str, out: str, kill: Optional[tuple] = None, poll: float = 0.02) -> Any:
-    """The worker function: the dataflow of the module's docstring until the input log closes."""
+    """The worker function: the dataflow of the module's docstring until the input log
+    closes; returns the worker's ``restored_time``."""
     def work(worker: Any) -> str:
         writers = {name: ParquetEventWriter(f"{out}/{name}", worker.index, worker.peers, flush_seconds=0.0,
                                             schema=schema) for name, schema in OUTPUTS.items()}
@@ -131,7 +146,7 @@ def pipeline(input_log: str, out: str, kill: Optional[tuple] = None, poll: float
         worker.step_while(lambda: not all(p.done() for p in probes))
         for w in writers.values():
             w.close()
-        return "done"
+        return worker.restored_time
 
     return work
 
@@ -139,18 +154,19 @@ def pipeline(input_log: str, out: str, kill: Optional[tuple] = None, poll: float
 def run_until_done(input_log: Path, out: Path, checkpoint: Path, kills: list, snapshot_every: float,
                    timeout: float, processes: int = 2) -> dict:
     """Run the pipeline with each kill of ``kills`` in turn (a run that ends without its
-    kill firing ends the loop), then without one until it completes; returns counts."""
+    kill firing ends the loop), then without one until it completes; returns counts
+    (attempts, failures) and the last run's restored time."""
     attempts, failures = 0, 0
     plan = list(kills) + [None] * 3
     for kill in plan:
         attempts += 1
         try:
-            ts.execute(pipeline(str(input_log), str(out), kill), processes=processes, timeout=timeout,
-                       checkpoint=str(checkpoint), snapshot_every=snapshot_every)
-        except TimelyError:
+            restored = ts.execute(pipeline(str(input_log), str(out), kill), processes=processes, timeout=timeout,
+                                  checkpoint=str(checkpoint), snapshot_every=snapshot_every)
+        except WorkerFailure:           # the kill: a worker process died
             failures += 1
             continue
-        return {"attempts": attempts, "failures": failures}
+        return {"attempts": attempts, "failures": failures, "restored": restored[0]}
     raise AssertionError(f"the pipeline did not complete in {attempts} attempts")
 
 

@@ -62,9 +62,9 @@ class StreamedRows:
         return self.rows
 
 
-def recover(spark, tmp_path, kills, epochs, interval):
+def recover(spark, tmp_path, kills, epochs, interval, hold=None):
     root = tmp_path
-    feeder = InputFeeder(root / "input", epochs, interval)
+    feeder = InputFeeder(root / "input", epochs, interval, hold=(hold, root / "checkpoint") if hold else None)
     feeder.start()
     (root / "out").mkdir()
     streamed = StreamedRows(spark, root / "out")
@@ -79,9 +79,10 @@ def recover(spark, tmp_path, kills, epochs, interval):
 
 @pytest.mark.timeout(300)
 def test_one_sigkill_then_restore_writes_every_epoch_once(spark, tmp_path, reference):
-    counts, outputs, streamed = recover(spark, tmp_path, [("batch", 1, 3)], EPOCHS, 0.1)
+    counts, outputs, streamed = recover(spark, tmp_path, [("batch", 1, 3, True)], EPOCHS, 0.1, hold=EPOCHS - 3)
     reference = reference(EPOCHS)
-    assert counts["failures"] == 1
+    print(counts)
+    assert counts["failures"] == 1 and counts["restored"] is not None     # the kill, then a restore
     for name in OUTPUTS:
         assert outputs[name] == reference[name], name
     assert streamed == reference["totals"]          # the streaming reader saw each row once

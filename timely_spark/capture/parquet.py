@@ -128,6 +128,7 @@ class ParquetEventWriter:
         # the log's record columns before this writer's first record: (layout, Arrow fields, changelog)
         self._known: Optional[tuple[str, list, bool]] = _given_columns(self.dir, schema) if schema is not None \
             else None
+        self.checkpoint: Optional[str] = None    # the run's checkpoint directory, named in the files (recover)
         self._resumed: Any = None                # a restored run's ResumePoint (see restore)
         self._run: Any = None                    # the restored run's own frontier (a MutableAntichain)
         self._written: dict = {}                 # the counts this restored writer's stream holds
@@ -276,6 +277,8 @@ class ParquetEventWriter:
                 "worker": self.worker, "peers": self.peers, "stream": self.stream_id, "part": self._part}
         if self._changelog or (known and known[2]):
             meta["changelog"] = True
+        if self.checkpoint is not None:
+            meta["checkpoint"] = self.checkpoint
         return table.replace_schema_metadata({b"timely": json.dumps(meta).encode()})
 
     def _write_atomically(self, table: Any) -> None:
@@ -291,6 +294,21 @@ class ParquetEventWriter:
         self._last_flush = _time.monotonic()
 
     # ---- a restored run (see timely_spark.capture.resume) ------------------------------------
+    def recover(self, checkpoint: str, restored_time: Any, minimum: Any = 0) -> None:
+        """What ``capture_into`` calls on a run with a ``checkpoint`` directory, before the
+        first event: the writer's files name the checkpoint; on a restored run
+        (``restored_time`` not None) it restores there (:meth:`restore`), and on a fresh start of
+        a run whose earlier attempt wrote this log under the same checkpoint (it died
+        before its first snapshot) it restores at ``minimum`` (the start): either way
+        every epoch is in the log once.  A log written otherwise is refused, as always."""
+        from .resume import written_under
+
+        self.checkpoint = os.path.abspath(checkpoint)
+        if restored_time is not None:
+            self.restore(restored_time)
+        elif self._existing and written_under(self.root) == self.checkpoint:
+            self.restore(minimum)
+
     def restore(self, restored_time: Any, grace: float = COMPACT_GRACE) -> None:
         """Go on with the log a crashed run of the same dataflow wrote, for a run restored
         from a snapshot at ``restored_time`` (``worker.restored_time``; ``capture_into``

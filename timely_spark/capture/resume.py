@@ -62,11 +62,11 @@ from ..errors import EventLogError, RestoreError
 from ..progress import Antichain, MutableAntichain, timestamp
 from ..runtime import COMPACT_GRACE
 from .arrow_times import mask_at
-from .log_files import RESERVED, is_changelog, part_range
+from .log_files import RESERVED, is_changelog, part_range, read_footer
 from .log_index import LogIndex, local_path
 from .part_file import DATA, PROGRESS, open_part, read_columns
 
-__all__ = ["ResumePoint", "resume_worker", "join_frontiers", "remove_replaced"]
+__all__ = ["ResumePoint", "resume_worker", "join_frontiers", "remove_replaced", "written_under"]
 
 
 @dataclass
@@ -122,6 +122,18 @@ def _at_most(frontier: Any, cutoff: Antichain) -> bool:
     """Whether every time ``frontier`` (an antichain) still allows includes every time
     ``cutoff`` allows: the frontier has not passed ``cutoff`` anywhere."""
     return all(frontier.less_equal(c) for c in cutoff)
+
+
+def written_under(path: Any) -> Optional[str]:
+    """The checkpoint directory of the run that wrote the event log at ``path`` (its
+    files' ``checkpoint`` metadata; None: none, or no file yet)."""
+    root = Path(local_path(path))
+    for folder in sorted(root.glob("worker=*")) if root.is_dir() else []:
+        for p in sorted(folder.iterdir()):
+            if part_range(p.name) is not None:
+                value = read_footer(p)[0].get("checkpoint")
+                return str(value) if value is not None else None
+    return None
 
 
 def resume_worker(path: Any, worker: int, peers: int, restored: Any, grace: float = COMPACT_GRACE) -> ResumePoint:

@@ -80,16 +80,16 @@ def capture_into(stream: "Stream", pusher: Any, name: str = "Capture") -> None:
                 armed[0] = True
                 worker.activate_after(fire, delay)
 
-    _recoverable(b, worker, pusher, push_progress)
+    _recoverable(b, worker, pusher, push_progress, minimum)
     b.build(logic, notify=True, initial_capabilities=False)
 
 
-def _recoverable(b: OperatorBuilder, worker: Any, pusher: Any, push_progress: Any) -> None:
+def _recoverable(b: OperatorBuilder, worker: Any, pusher: Any, push_progress: Any, minimum: Any) -> None:
     """Snapshots and restores (issue 24): a snapshot at ``t`` flushes the pusher (its
     ``flush()``, if it has one) with every event before ``t`` pushed, so the log holds
-    all of the times the snapshot covers; a restored run tells the pusher its restored
-    time first (its ``restore(t)``, if it has one: a ParquetEventWriter goes on with its
-    log exactly once)."""
+    all of the times the snapshot covers; on a run with a checkpoint the pusher learns
+    it and the restored time first (its ``recover(checkpoint, restored_time, minimum)``,
+    if it has one: a ParquetEventWriter goes on with its log exactly once)."""
     keep_state = b.keep_state
     flush = getattr(pusher, "flush", None)
 
@@ -102,10 +102,10 @@ def _recoverable(b: OperatorBuilder, worker: Any, pusher: Any, push_progress: An
         return pa.table({KEY_HASH: pa.array([], pa.uint64())})     # nothing: keyed, so any worker count
 
     keep_state(save, keyed=True)
-    restored = getattr(worker, "restored_time", None)
-    restore = getattr(pusher, "restore", None)
-    if restored is not None and restore is not None:
-        restore(restored)
+    checkpoint = worker.config.checkpoint
+    recover = getattr(pusher, "recover", None)
+    if checkpoint is not None and recover is not None:
+        recover(checkpoint, worker.restored_time, minimum)
 
 
 def capture(stream: "Stream", name: str = "Capture") -> EventQueue:
