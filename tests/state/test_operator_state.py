@@ -39,12 +39,14 @@ def test_accumulate_and_count():
     check(lambda s, x: x.count(), WORDS)
 
 
-def test_delay():
-    check(lambda s, x: x.delay(lambda r, t: t + r[1]), WORDS)
+@pytest.mark.parametrize("after", [2, 3])
+def test_delay(after):
+    check(lambda s, x: x.delay(lambda r, t: t + r[1]), WORDS, after=after)
 
 
-def test_delay_total():
-    check(lambda s, x: x.delay_total(lambda r, t: t + r[1]), WORDS)
+@pytest.mark.parametrize("after", [1, 3])
+def test_delay_total(after):
+    check(lambda s, x: x.delay_total(lambda r, t: t + r[1]), WORDS, after=after)
 
 
 def _log(rows):
@@ -151,18 +153,20 @@ def _edges(rows):
 
 
 EDGES = [_edges([(1, 2, 1), (2, 3, 1), (3, 1, 1), (4, 5, 1)]), _edges([(5, 6, 1), (2, 4, 1)]),
-         _edges([(3, 1, -1), (6, 1, 1)]), _edges([(1, 7, 1), (4, 5, -1)]), _edges([(7, 2, 1)])]
+         _edges([(3, 1, -1), (6, 1, 1)]), _edges([(1, 7, 1), (4, 5, -1)]), _edges([(7, 2, 1), (2, 4, -1)])]
 
 
-def test_pagerank_stream():
+@pytest.mark.parametrize("after", [2, 3])
+def test_pagerank_stream(after):
     def build(s, x):
         ranks = ts.graph.pagerank_stream(x, tolerance=1e-12)
         return ranks.map(lambda b: b.set_column(1, "rank", pa.compute.round(b["rank"], 6)))
-    check(build, EDGES, cut=3)
+    check(build, EDGES, cut=3, after=after)
 
 
-def test_shortest_paths_stream():
-    check(lambda s, x: ts.graph.shortest_paths_stream(x, [1, 4]), EDGES, cut=3)
+@pytest.mark.parametrize("after", [2, 3])
+def test_shortest_paths_stream(after):
+    check(lambda s, x: ts.graph.shortest_paths_stream(x, [1, 4]), EDGES, cut=3, after=after)
 
 
 def _unprocessed(build, restore=None):

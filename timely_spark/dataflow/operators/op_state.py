@@ -55,7 +55,7 @@ class StateHooks(NamedTuple):
     """
 
     save: Callable[[Any], Any]
-    restore: Callable[[Any], None]
+    restore: Callable[[Any], Any]
     keyed: bool = False
 
 
