@@ -82,6 +82,12 @@ def _feed(worker, build, epochs, start, stop, cut=None, inputs=1, lagging=False,
             worker.step()
             barrier.wait(timeout=30)
     if cut is not None:
+        if worker.index == 0:         # input at the cut's time may arrive before a snapshot: not saved
+            for h, batch in zip(handles, epochs[cut] if inputs > 1 else [epochs[cut]]):
+                h.send_batch(list(batch))
+        for _ in range(3):
+            worker.step()
+            barrier.wait(timeout=30)
         return list(seen), {(k.dataflow, k.address): (k.name, k.save(cut), k.keyed) for k in worker.kept_states()}
     for h in handles:
         h.close()

@@ -16,14 +16,18 @@ from .operators.changelog import DIFF, diffs, with_diffs, without_diffs
 from .operators.exchange_by import ExchangeBy, check_batch, check_columns
 from .operators.feedback import LoopHandle
 from .operators.generic import source
-from .operators.key_hash import destinations
 
 # operator state in snapshots (issue 24)
+from .operators.key_hash import (
+    destinations,
+    hash_columns,  # noqa: E402
+)
 from .operators.op_state import StateHooks  # noqa: E402
 from .operators.split import BranchOut, OkErrOut
 from .ports import InputPort, OutputHandle
 from .probe import ProbeHandle
 from .scope import Scope
+from .state_hook import KEY_HASH  # noqa: E402
 from .stream import Stream
 from .vertex import Vertex
 from .worker import Worker
@@ -34,6 +38,6 @@ __all__ = [
     "ProbeHandle", "Scope", "Stream", "Vertex", "Worker", "check_batch", "check_columns", "destinations",
     "source", "stable_hash",
     "DIFF", "diffs", "with_diffs", "without_diffs",
-    "StateHooks",
+    "StateHooks", "KEY_HASH", "hash_columns",
 ]
 

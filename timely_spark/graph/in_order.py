@@ -11,7 +11,6 @@ that keeps one state across epochs (a warm start) needs epoch ``T`` finished fir
 
 from __future__ import annotations
 
-import pickle
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..dataflow import ExchangeBy, OperatorBuilder, StateHooks
@@ -73,16 +72,16 @@ def rounds_in_order(edges: "Stream", make_state: Callable[[Any], Any], src: str,
     the step returns with a ``kind`` column go round the loop again; the others leave it,
     and are the returned stream (at the outer times).
 
-    Snapshots keep the state object's attributes, pickled, per worker (restored into the
-    same worker count only): at a snapshot at ``t`` the epochs before ``t`` are done and
-    ``t`` has not begun (it is not complete), so that is the state for the times before ``t``."""
+    Snapshots keep the state object's ``snapshot()`` (a keyed table: it re-shards) and a
+    restore hands it to its ``restore(table)``: at a snapshot at ``t`` the epochs before
+    ``t`` are done and ``t`` has not begun (it is not complete), so that is the state for
+    the times before ``t``."""
     def loop(inner: Any) -> Any:
         handle, cycle = inner.feedback(1)
         entered = edges.enter(inner)
         gate = in_order(entered, cycle, f"{name}Order")
         state = make_state(inner)
-        kept = StateHooks(lambda t: pickle.dumps(vars(state), protocol=5),
-                         lambda saved: vars(state).update(pickle.loads(saved)))
+        kept = StateHooks(lambda t: state.snapshot(), state.restore, keyed=True)
         out = entered.per_time(state.step, others=(cycle, gate),
                                exchange=[ExchangeBy([src], name), ExchangeBy(["vertex"], name), None], name=name,
                                state=kept)

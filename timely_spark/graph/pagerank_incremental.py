@@ -44,6 +44,7 @@ from .components_columnar import edge_arrays
 from .edge_input import diffs_at, withdrawn_error
 from .in_order import rounds_in_order
 from .sorted_rows import SortedRows
+from .stream_state import keyed_parts, part_of, scalars_of
 from .unique import sorted_unique
 
 if TYPE_CHECKING:
@@ -113,6 +114,47 @@ class _PageRank:
         self.changed: dict = {}      # epoch -> [ids changed]
         self.saved: dict = {}        # epoch -> [(ids, values at its end)] overwritten by a later epoch
         self.targets: Any = None     # (distinct edge targets, each edge's index in them), per epoch
+
+    def snapshot(self) -> pa.Table:
+        """This worker's state, keyed (:mod:`.stream_state`), between epochs: the live
+        edges by ``src``; per vertex its rank, residual (relative to the uniform level
+        folded in: ``s - applied`` is the same on any worker), out-degree, degree, last
+        emitted rank and whether it is due a check; the global count, dangling rank and
+        epoch counter."""
+        live = self.edges.count > 0
+        v = self.v
+        dirty = np.isin(v.ids, np.concatenate(self.dirty)) if self.dirty else np.zeros(len(v.ids), bool)
+        return keyed_parts(
+            {0: ("src", {"src": self.edges.cols[0][live], "dst": self.edges.cols[1][live],
+                         "count": self.edges.count[live]}),
+             1: ("ids", {"ids": v.ids, "x": v.x, "s": v.s - self.applied, "out": v.out, "deg": v.deg,
+                         "shown": v.shown, "dirty": dirty})},
+            {"n": self.n, "dangling": self.dangling, "applied": self.applied, "next_seq": self.next_seq})
+
+    def restore(self, table: pa.Table) -> None:
+        """Rebuild from :meth:`snapshot`'s rows (of one or more workers)."""
+        scalars = scalars_of(table, self.name)
+        if scalars is None:
+            return
+        self.n, self.dangling, self.applied = scalars["n"], scalars["dangling"], scalars["applied"]
+        self.next_seq = int(scalars["next_seq"])
+        self.finalized = self.next_seq - 1            # every epoch before the snapshot was emitted
+        edges = part_of(table, 0)
+        if len(edges.get("src", ())):
+            self.edges.add([edges["src"].astype(np.int64), edges["dst"].astype(np.int64)],
+                           edges["count"].astype(np.int64))
+        rows = part_of(table, 1)
+        if len(rows.get("ids", ())):
+            order = np.argsort(rows["ids"], kind="stable")
+            v = self.v
+            v.ids = rows["ids"][order].astype(np.int64)
+            v.x, v.s = rows["x"][order].astype(np.float64), rows["s"][order].astype(np.float64) + self.applied
+            v.out, v.deg = rows["out"][order].astype(np.int64), rows["deg"][order].astype(np.int64)
+            v.shown = rows["shown"][order].astype(np.float64)
+            v.mark = np.full(len(order), -1, np.int64)
+            dirty = rows["dirty"][order].astype(bool)
+            self.dirty = [v.ids[dirty]] if dirty.any() else []
+            self.left = int(np.count_nonzero(v.deg == 0))
 
     def uniform(self) -> float:
         return ((1 - self.d) + self.d * self.dangling) / self.n if self.n else 0.0

@@ -40,6 +40,7 @@ from .edge_input import diffs_at, source_vertices, weighted_edges, withdrawn_err
 from .in_order import rounds_in_order
 from .key_index import expand_ranges
 from .sorted_rows import SortedRows
+from .stream_state import keyed_parts, part_of, scalars_of
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
@@ -217,6 +218,42 @@ class _Paths:
         self.phase = False           # still finding the distances a withdrawal invalidates
         self.resets: list = []       # sources to recompute, this epoch
         self.invalid: list = []      # (vertices, sources) invalidated this epoch, on every worker
+
+    def snapshot(self) -> pa.Table:
+        """This worker's state, keyed (:mod:`.stream_state`), between epochs: the live
+        edges by ``src``, the known distances by vertex, the degrees of the sources it
+        owns by source."""
+        live = self.edges.count > 0
+        parts = [self.dist.main.live(), self.dist.side.live()]
+        v, s, d = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        owned = self.degree != 0
+        return keyed_parts(
+            {0: ("src", {"src": self.edges.cols[0][live], "dst": self.edges.cols[1][live],
+                         "w": self.edges.cols[2][live], "count": self.edges.count[live]}),
+             1: ("vertex", {"vertex": v, "source": s, "d": d}),
+             2: ("source", {"source": self.sources[owned], "degree": self.degree[owned]})},
+            {"version": 1})
+
+    def restore(self, table: pa.Table) -> None:
+        """Rebuild from :meth:`snapshot`'s rows (of one or more workers)."""
+        if scalars_of(table, self.name) is None:
+            return
+        edges = part_of(table, 0)
+        if len(edges.get("src", ())):
+            self.edges.add([edges["src"].astype(np.int64), edges["dst"].astype(np.int64),
+                            edges["w"].astype(np.float64)], edges["count"].astype(np.int64))
+        dist = part_of(table, 1)
+        if len(dist.get("vertex", ())):
+            v, s = dist["vertex"].astype(np.int64), dist["source"].astype(np.int64)
+            order = np.lexsort((s, v))
+            main = self.dist.main
+            main.keys.cols = [v[order], s[order]]
+            main.keys.count = np.ones(len(order), np.int64)
+            main.d = dist["d"][order].astype(np.float64)
+        degrees = part_of(table, 2)
+        if len(degrees.get("source", ())):
+            at = np.searchsorted(self.sources, degrees["source"].astype(np.int64))
+            np.add.at(self.degree, at, degrees["degree"].astype(np.int64))
 
     def broadcast(self, source: np.ndarray, aux: np.ndarray, kind: int, value: float = 0.0) -> pa.RecordBatch:
         b = len(self.bkeys)

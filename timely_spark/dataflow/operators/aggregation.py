@@ -7,8 +7,10 @@ into its per-key states only once the time is complete, so at a snapshot at ``t`
 complete) nothing of ``t`` or later is in them.  What is saved: the times before ``t`` still held (each time's input is
 folded apart from the other times', so the times at or after ``t`` are left out; their
 capabilities are re-created from the initial capability on a restore)
-and ``state_machine``'s per-key states.  ``accumulate`` (and ``count``) keep their
-state per worker (restored into the same worker count only); ``aggregate`` and
+and ``state_machine``'s per-key states.  ``accumulate`` (and ``count``) store each held
+time's accumulator with the index of its worker as the key hash (its input is not
+exchanged): into another worker count, worker ``i``'s go to worker ``i % workers``, and
+two accumulators of one time meeting there raise RestoreError; ``aggregate`` and
 ``state_machine`` store each key's entry with its route value ``key(k)`` (the int the
 exchange routes by), so their state re-shards into another worker count.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
+from ...errors import RestoreError
 from ...progress import sort_key
 from ..channels import Exchange, Pipeline, stable_hash
 from ..operator import OperatorBuilder
@@ -45,12 +48,6 @@ def _frontier_operator(stream: "Stream", pact: Any, name: str,
     return result
 
 
-def _restore_held(cap: Any, held: dict, entries: Any) -> None:
-    """``held[time] = [capability at time, value]`` for each saved ``(time, value)``."""
-    for time, value in entries:
-        held[time] = [cap.delayed(time), value]
-
-
 def _emit_complete(frontier: Any, held: dict, emit: Callable[[Any, Any, Any], None]) -> None:
     """Emit, earliest first, every held time the frontier has passed."""
     done = [t for t in held if not frontier.less_equal(t)]
@@ -71,8 +68,18 @@ def accumulate(stream: "Stream", init: Any, fold: Callable[[Any, list], Any], na
     def constructor(cap: Any, builder: OperatorBuilder) -> Callable:
         held: dict[Any, list] = {}     # time -> [capability, acc]
 
-        restored = builder.keep_state(lambda t: [(time, e[1]) for time, e in held.items() if before(time, t)])
-        _restore_held(cap, held, restored or ())
+        index = builder.info().worker_index
+
+        def save(t: Any) -> Any:
+            kept = [(time, e[1]) for time, e in held.items() if before(time, t)]
+            return keyed_entries([index] * len(kept), kept, name)
+
+        for time, acc in entries_of(builder.keep_state(save, keyed=True)):
+            if time in held:
+                raise RestoreError(f"operator {name!r}: the accumulators of two workers at time {time!r} meet "
+                                   f"on one worker in this restore into another worker count, and accumulate "
+                                   f"cannot merge them (restore into the snapshot's worker count)")
+            held[time] = [cap.delayed(time), acc]
         cap.drop()
 
         def logic(input: Any, output: Any) -> None:

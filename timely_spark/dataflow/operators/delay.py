@@ -4,7 +4,11 @@ Snapshots at ``t`` keep the records each holds because of input at times before 
 (for ``delay``, records it must still send at times ``>= t``: their capabilities are
 re-created from the initial capability on a restore) and not the records that came at
 ``t`` or later (the restored run sends them again); so each keeps, per held record, the
-time it came at.  The state is kept per worker (the inputs are not exchanged):
+time it came at.  ``delay`` and ``delay_total`` store each group of held records with
+the index of the worker holding it as its key hash: restored into the same worker
+count, every record stays on its worker; into another, worker ``i``'s records go to
+worker ``i % workers`` (the inputs are not exchanged, so any worker may send them).
+``reclock`` keeps its state per worker (its clock decides where records are released):
 restored into the same worker count only.
 """
 
@@ -17,7 +21,7 @@ from ...progress import less_equal, sort_key
 from ..channels import Pipeline
 from ..operator import OperatorBuilder
 from . import generic
-from .op_state import StateHooks, before
+from .op_state import StateHooks, before, entries_of, keyed_entries
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -55,14 +59,18 @@ def delay(stream: "Stream", f: Callable[[Any, Any], Any], name: str = "Delay") -
         for cap in notificator:
             output.session(cap).give_batch([x for _, xs in elements.pop(cap.time, ()) for x in xs])
 
-    def save(t: Any) -> dict:
-        kept = {nt: [(at, xs) for at, xs in held if before(at, t)] for nt, held in elements.items()}
-        return {nt: held for nt, held in kept.items() if held}
+    index = stream.scope.index
 
-    def restore(saved: dict) -> None:
-        elements.update(saved)         # the notificator requests these times again
+    def save(t: Any) -> Any:
+        held = [(nt, at, xs) for nt, groups in elements.items() for at, xs in groups if before(at, t)]
+        return keyed_entries([index] * len(held), held, name)
 
-    return generic.unary_notify(stream, Pipeline, name, [], logic, state=StateHooks(save, restore))
+    def restore(table: Any) -> list:
+        for nt, at, xs in entries_of(table):
+            elements.setdefault(nt, []).append((at, xs))
+        return list(elements)          # the times to be notified at again
+
+    return generic.unary_notify(stream, Pipeline, name, [], logic, state=StateHooks(save, restore, keyed=True))
 
 
 def delay_total(stream: "Stream", f: Callable[[Any, Any], Any], name: str = "DelayTotal") -> "Stream":
@@ -86,14 +94,17 @@ def delay_total(stream: "Stream", f: Callable[[Any, Any], Any], name: str = "Del
         heapq.heappush(heap, (sort_key(nt), seq[0], cap.delayed(nt)))
         buckets[nt] = []
 
-    def save(t: Any) -> dict:
-        kept = {nt: [(at, xs) for at, xs in held if before(at, t)] for nt, held in buckets.items()}
-        return {nt: held for nt, held in kept.items() if held}
+    index = stream.scope.index
+
+    def save(t: Any) -> Any:
+        held = [(nt, at, xs) for nt, groups in buckets.items() for at, xs in groups if before(at, t)]
+        return keyed_entries([index] * len(held), held, name)
 
     initial = b.initial_capability()
-    for nt, held in (b.keep_state(save) or {}).items():
-        hold(nt, initial)
-        buckets[nt] = held
+    for nt, at, xs in entries_of(b.keep_state(save, keyed=True)):
+        if nt not in buckets:
+            hold(nt, initial)
+        buckets[nt].append((at, xs))
     initial.drop()
 
     def logic() -> None:

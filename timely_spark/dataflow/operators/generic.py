@@ -131,6 +131,14 @@ def _notificator(b: OperatorBuilder, frontiers: list, init: Sequence[Any], state
     notificator = Notificator(frontiers, b.core)
     cap = b.initial_capability()
 
+    if state is not None and state.keyed:          # the state says which times to request again
+        restored_table = b.keep_state(state.save, keyed=True)
+        times = init if restored_table is None else (state.restore(restored_table) or ())
+        for t in times:
+            notificator.notify_at(cap.delayed(t))
+        cap.drop()
+        return notificator
+
     def save(t: Any) -> dict:
         return {"pending": notificator.pending(), "state": None if state is None else state.save(t)}
 
@@ -169,8 +177,10 @@ def unary_notify(stream: "Stream", pact: Any, name: str, init: Sequence[Any],
     again (so a notification requested for earlier input is not lost; one requested for
     input at or after the snapshot time may come although the restored logic holds
     nothing for it: logic must allow that).  ``state``, a
-    :class:`~.op_state.StateHooks` (unkeyed), keeps the logic's own state with them:
-    ``save(t)`` must give what was folded from the times before ``t`` only.
+    :class:`~.op_state.StateHooks`, keeps the logic's own state with them:
+    ``save(t)`` must give what was folded from the times before ``t`` only.  A keyed
+    ``state`` (re-sharded on a restore into another worker count) replaces the pending
+    times: its ``restore(table)`` returns the times to be notified at again.
 
     >>> import timely_spark as ts
     >>> def logic(input, output, notificator):

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import CheckpointError
-from ...progress import less_equal
+from ...progress import Product, less_equal
 from ..state_hook import KEY_HASH
 
 __all__ = ["StateHooks", "before", "keyed_entries", "entries_of", "pickled_times", "time_codes", "times_of",
@@ -55,7 +55,7 @@ class StateHooks(NamedTuple):
     """
 
     save: Callable[[Any], Any]
-    restore: Callable[[Any], None]
+    restore: Callable[[Any], Any]
     keyed: bool = False
 
 
@@ -63,9 +63,14 @@ def before(time: Any, t: Any) -> bool:
     """Whether ``time`` is one of the times before the snapshot time ``t`` (not ``>= t``):
     what a snapshot at ``t`` saves; input at a time ``>= t`` is sent again after a restore.
 
-    >>> before(2, 3), before(3, 3), before(4, 3)
-    (True, False, False)
+    A time of a nested scope (``Product(outer, inner)``) is compared by its outer time
+    when ``t`` is a time of the dataflow's top scope.
+
+    >>> before(2, 3), before(3, 3), before(4, 3), before(Product(2, 7), 3)
+    (True, False, False, True)
     """
+    while isinstance(time, Product) and not isinstance(t, Product):
+        time = time[0]
     return not less_equal(t, time)
 
 
