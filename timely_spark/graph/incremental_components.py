@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import DIFF, Exchange
+from ..dataflow import DIFF, KEY_HASH, Exchange, StateHooks
 from ..errors import GraphInputError
 from .components_columnar import forest
 from .edge_input import edge_changes, withdrawn_error
@@ -405,13 +405,32 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
     2 [(5, 1, -1)]
     """
     name = "Components"
-    index = ComponentIndex(name)
+    kept = [ComponentIndex(name)]
 
     def logic(time: Any, batches: list) -> list:
         a, b, d = edge_changes(time, batches, src, dst, name)
-        vertex, label, diff = index.update(time, a, b, d)
+        vertex, label, diff = kept[0].update(time, a, b, d)
         if not len(vertex):
             return []
         return [pa.record_batch({"vertex": vertex, "component": label, DIFF: diff})]
 
-    return edges.per_time(logic, exchange=Exchange(lambda batch: 0), name=name)
+    owner = edges.scope.index == 0          # the state lives on worker 0 (the exchange sends it everything)
+    return edges.per_time(logic, exchange=Exchange(lambda batch: 0), name=name,
+                          state=StateHooks(lambda t: _saved_index(kept[0], owner),
+                                           lambda table: _restore_index(kept, table), keyed=True))
+
+
+def _saved_index(index: ComponentIndex, owner: bool) -> pa.Table:
+    """A snapshot of the components' state: worker 0's whole index, pickled, in one row
+    of key hash 0 (so it goes back to worker 0 whatever the number of workers)."""
+    import pickle
+
+    rows = [pickle.dumps(index, protocol=5)] if owner else []
+    return pa.table({KEY_HASH: pa.array([0] * len(rows), pa.uint64()), "index": pa.array(rows, pa.binary())})
+
+
+def _restore_index(kept: list, table: pa.Table) -> None:
+    import pickle
+
+    if table.num_rows:
+        kept[0] = pickle.loads(table["index"][0].as_py())
