@@ -58,10 +58,19 @@ class InputFeeder(threading.Thread):
     it.  ``hold``: ``(epoch, checkpoint)`` -- epoch ``epoch`` and later wait for a
     committed snapshot in ``checkpoint`` (so some input comes after one)."""
 
-    def __init__(self, path: Path, epochs: int, interval: float, hold: Optional[tuple] = None) -> None:
+    def __init__(self, path: Path, epochs: int, interval: float, hold: Optional[tuple] = None,
+                 allowed: Optional[int] = None) -> None:
         super().__init__(daemon=True)
         self.path, self.epochs, self.interval, self.hold = path, epochs, interval, hold
         self.error: Optional[BaseException] = None
+        self.allowed = epochs if allowed is None else allowed      # epochs it may write so far (see allow)
+        self.gate = threading.Condition()
+
+    def allow(self, epochs: int) -> None:
+        """Let the feeder write up to ``epochs`` epochs (it waits for more at the last allowed)."""
+        with self.gate:
+            self.allowed = max(self.allowed, epochs)
+            self.gate.notify_all()
 
     def run(self) -> None:
         from timely_spark.capture import Messages, Progress
@@ -73,6 +82,8 @@ class InputFeeder(threading.Thread):
                     deadline = time.monotonic() + HOLD_WAIT
                     while not committed(self.hold[1]) and time.monotonic() < deadline:
                         time.sleep(0.02)
+                with self.gate:
+                    self.gate.wait_for(lambda: e < self.allowed, timeout=HOLD_WAIT)
                 w.push(Messages(e, epoch_table(e).to_batches()))
                 w.push(Progress([(e, -1), (e + 1, 1)]))
                 time.sleep(self.interval)
@@ -152,14 +163,18 @@ def pipeline(input_log: str, out: str, kill: Optional[tuple] = None, poll: float
 
 
 def run_until_done(input_log: Path, out: Path, checkpoint: Path, kills: list, snapshot_every: float,
-                   timeout: float, processes: int = 2) -> dict:
+                   timeout: float, processes: int = 2, feeder: Optional[InputFeeder] = None,
+                   per_attempt: int = 0) -> dict:
     """Run the pipeline with each kill of ``kills`` in turn (a run that ends without its
     kill firing ends the loop), then without one until it completes; returns counts
-    (attempts, failures) and the last run's restored time."""
+    (attempts, failures) and the last run's restored time.  With ``feeder``, each
+    attempt lets it write ``per_attempt`` more epochs (a run without a kill: all)."""
     attempts, failures = 0, 0
     plan = list(kills) + [None] * 3
     for kill in plan:
         attempts += 1
+        if feeder is not None:          # more input for every attempt (all of it for the last ones)
+            feeder.allow(attempts * per_attempt if kill is not None else feeder.epochs)
         try:
             restored = ts.execute(pipeline(str(input_log), str(out), kill), processes=processes, timeout=timeout,
                                   checkpoint=str(checkpoint), snapshot_every=snapshot_every)

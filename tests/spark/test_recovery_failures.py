@@ -16,7 +16,8 @@ import timely_spark as ts
 from tests.spark.failures import OUTPUTS, InputFeeder, pipeline, read_outputs, run_until_done
 
 EPOCHS = 8
-SLOW_EPOCHS = 24
+SLOW_EPOCHS = 40
+KILLS = 12
 ATTEMPT_TIMEOUT = 120.0
 
 
@@ -62,15 +63,16 @@ class StreamedRows:
         return self.rows
 
 
-def recover(spark, tmp_path, kills, epochs, interval, hold=None):
+def recover(spark, tmp_path, kills, epochs, interval, hold=None, per_attempt=0):
     root = tmp_path
-    feeder = InputFeeder(root / "input", epochs, interval, hold=(hold, root / "checkpoint") if hold else None)
+    feeder = InputFeeder(root / "input", epochs, interval, hold=(hold, root / "checkpoint") if hold else None,
+                         allowed=0 if per_attempt else None)
     feeder.start()
     (root / "out").mkdir()
     streamed = StreamedRows(spark, root / "out")
     try:
         counts = run_until_done(root / "input", root / "out", root / "checkpoint", kills, snapshot_every=0.1,
-                                timeout=ATTEMPT_TIMEOUT)
+                                timeout=ATTEMPT_TIMEOUT, feeder=feeder, per_attempt=per_attempt)
     finally:
         feeder.join()
     assert feeder.error is None
@@ -93,9 +95,11 @@ def test_one_sigkill_then_restore_writes_every_epoch_once(spark, tmp_path, refer
 def test_many_random_sigkills_write_every_epoch_once(spark, tmp_path, reference):
     seed = random.randrange(1 << 30)
     rnd = random.Random(seed)
-    kills = [(rnd.choice(["batch", "batch", "save"]), rnd.randrange(2), rnd.randrange(1, 4)) for _ in range(12)]
-    counts, outputs, streamed = recover(spark, tmp_path, kills, SLOW_EPOCHS, 0.4)
+    kills = [("batch", rnd.randrange(2), rnd.randrange(1, 4), True) if rnd.random() < 0.6
+             else ("save", rnd.randrange(2), rnd.randrange(1, 4)) for _ in range(KILLS)]
+    counts, outputs, streamed = recover(spark, tmp_path, kills, SLOW_EPOCHS, 0.05, per_attempt=3)
     reference = reference(SLOW_EPOCHS)
+    print(seed, kills, counts)
     assert counts["failures"] >= 1, (seed, kills, counts)
     for name in OUTPUTS:
         assert outputs[name] == reference[name], (name, seed, kills)
