@@ -145,3 +145,26 @@ def test_closed_log_takes_nothing_more(tmp_path):
         run_epochs(w, i, range(1, 3), start=1)
     assert sorted(p.name for p in path.rglob("part-*")) == files
     assert complete_rows(path)[0] == expected(range(3))
+
+
+def test_a_second_failure_resumes_the_resumed_log(tmp_path):
+    """Killed again after a restore, before the restored run completed anything: the
+    range file of the first restore is replaced by a new one, never rewritten."""
+    path = tmp_path / "log"
+    crashed_log(path)
+    for attempt in range(3):
+        before = {p.name: p.stat().st_ino for p in path.rglob("part-*")}
+        writers = [ParquetEventWriter(path, worker=i, peers=2, flush_seconds=0.0) for i in range(2)]
+        for w in writers:
+            w.restore(3)
+        after = {p.name: p.stat().st_ino for p in path.rglob("part-*")}
+        assert all(after[n] == ino for n, ino in before.items() if n in after)      # no file rewritten in place
+        for i, w in enumerate(writers):
+            run_epochs(w, i, range(3, 6), start=3, close=False)
+            w.push(Messages(6, rows(i, 6)))                # half of epoch 6 again, then the crash
+            w.flush()
+    assert complete_rows(path) == (expected(range(6)), Antichain([6]))
+    for i, w in enumerate(ParquetEventWriter(path, worker=i, peers=2, flush_seconds=0.0) for i in range(2)):
+        w.restore(4)
+        run_epochs(w, i, range(4, EPOCHS), start=4)
+    assert complete_rows(path) == (expected(range(EPOCHS)), Antichain())

@@ -258,6 +258,8 @@ def _rewrite(files: list, parts: list, cutoff: Antichain, counts: MutableAnticha
     out = pa.concat_tables(tables + [progress])
     lo, hi = _range(str(files[0]))[0], _range(str(files[-1]))[1]
     hi = max(hi, lo + 1)
+    while (Path(files[0]).parent / _name(lo, hi)).exists():     # a range file of an earlier restore: never rewritten
+        hi += 1
     meta = {**meta, "part": lo, "through": hi}
     final = Path(files[0]).with_name(_name(lo, hi))
     tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
