@@ -12,8 +12,8 @@ The dataflow (columnar, from the followed input log of ``k``, ``v``, ``src``, ``
 each captured into its own log (``<out>/<name>``).  A pass-through operator with state
 (``Tap``, kept through the public ``keep_state`` hook) counts the batches it sees and
 carries the kill: ``("batch", worker, n)`` SIGKILLs the worker's process when it has
-seen ``n`` batches in this run (``("batch", worker, n, True)``: the first such batch
-after a snapshot was committed), ``("save", worker, n)`` at its ``n``-th snapshot save
+seen ``n`` batches in this run (``("batch", worker, n, True)``: ``n`` batches since it
+first saw a committed snapshot), ``("save", worker, n)`` at its ``n``-th snapshot save
 -- in the middle of a snapshot being written.
 """
 
@@ -109,7 +109,7 @@ def tap(stream: Any, kill: Optional[tuple], worker: Any) -> Any:
     out, result = b.new_output()
     b.initial_capability().drop()
     mine = kill is not None and kill[1] == worker.index
-    state = {"seen": 0, "run": 0, "saves": 0}
+    state = {"seen": 0, "run": 0, "after": 0, "saves": 0}
 
     def save(t: Any) -> int:
         state["saves"] += 1
@@ -126,9 +126,12 @@ def tap(stream: Any, kill: Optional[tuple], worker: Any) -> Any:
             state["seen"] += 1
             state["run"] += 1
             out.session(cap).give_batch(batch)
-            if mine and kill[0] == "batch" and state["run"] >= kill[2] and (
-                    len(kill) < 4 or not kill[3] or committed(worker.config.checkpoint)):
-                _die()
+            if mine and kill[0] == "batch":
+                after = len(kill) > 3 and kill[3]
+                if after and committed(worker.config.checkpoint):
+                    state["after"] += 1
+                if (state["after"] if after else state["run"]) >= kill[2]:
+                    _die()
 
     b.build(logic)
     return result

@@ -63,7 +63,7 @@ class StreamedRows:
         return self.rows
 
 
-def recover(spark, tmp_path, kills, epochs, interval, hold=None, per_attempt=0):
+def recover(spark, tmp_path, kills, epochs, interval, hold=None, per_attempt=0, snapshot_every=0.1):
     root = tmp_path
     feeder = InputFeeder(root / "input", epochs, interval, hold=(hold, root / "checkpoint") if hold else None,
                          allowed=0 if per_attempt else None)
@@ -71,7 +71,7 @@ def recover(spark, tmp_path, kills, epochs, interval, hold=None, per_attempt=0):
     (root / "out").mkdir()
     streamed = StreamedRows(spark, root / "out")
     try:
-        counts = run_until_done(root / "input", root / "out", root / "checkpoint", kills, snapshot_every=0.1,
+        counts = run_until_done(root / "input", root / "out", root / "checkpoint", kills, snapshot_every=snapshot_every,
                                 timeout=ATTEMPT_TIMEOUT, feeder=feeder, per_attempt=per_attempt)
     finally:
         feeder.join()
@@ -81,7 +81,9 @@ def recover(spark, tmp_path, kills, epochs, interval, hold=None, per_attempt=0):
 
 @pytest.mark.timeout(300)
 def test_one_sigkill_then_restore_writes_every_epoch_once(spark, tmp_path, reference):
-    counts, outputs, streamed = recover(spark, tmp_path, [("batch", 1, 3, True)], EPOCHS, 0.1, hold=EPOCHS - 3)
+    # snapshots a second apart: the crashed run completes epochs after the one restored (the log is ahead of it)
+    counts, outputs, streamed = recover(spark, tmp_path, [("batch", 1, 3, True)], EPOCHS, 0.1, hold=EPOCHS - 3,
+                                        snapshot_every=1.0)
     reference = reference(EPOCHS)
     print(counts)
     assert counts["failures"] == 1 and counts["restored"] is not None     # the kill, then a restore
