@@ -2,9 +2,9 @@
 join, delay, incremental components) fed from a followed log, on ``ts.execute(processes=2)``
 with a checkpoint; one worker process is SIGKILLed at chosen points -- in the middle of
 processing or of a snapshot being written -- and the run is started again with the same
-checkpoint until it completes.  The output logs, read by Spark (batch, and a streaming
-query running across every failure), equal a run without failures exactly: every epoch
-once, the same rows.  The harness is in :mod:`tests.spark.failures`."""
+checkpoint until it completes.  The output logs, read by Spark (batch; in the slow test
+also a streaming query running across every failure), equal a run without failures
+exactly: every epoch once, the same rows.  The harness is in :mod:`tests.spark.failures`."""
 
 import random
 import threading
@@ -63,33 +63,32 @@ class StreamedRows:
         return self.rows
 
 
-def recover(spark, tmp_path, kills, epochs, interval, hold=None, per_attempt=0, snapshot_every=0.1):
+def recover(spark, tmp_path, kills, epochs, interval, hold=None, per_attempt=0, snapshot_every=0.1, stream=True):
     root = tmp_path
     feeder = InputFeeder(root / "input", epochs, interval, hold=(hold, root / "checkpoint") if hold else None,
                          allowed=0 if per_attempt else None)
     feeder.start()
     (root / "out").mkdir()
-    streamed = StreamedRows(spark, root / "out")
+    streamed = StreamedRows(spark, root / "out") if stream else None
     try:
         counts = run_until_done(root / "input", root / "out", root / "checkpoint", kills, snapshot_every=snapshot_every,
                                 timeout=ATTEMPT_TIMEOUT, feeder=feeder, per_attempt=per_attempt)
     finally:
         feeder.join()
     assert feeder.error is None
-    return counts, read_outputs(spark, root / "out"), streamed.finish()
+    return counts, read_outputs(spark, root / "out"), streamed.finish() if streamed else None
 
 
 @pytest.mark.timeout(300)
 def test_one_sigkill_then_restore_writes_every_epoch_once(spark, tmp_path, reference):
     # snapshots a second apart: the crashed run completes epochs after the one restored (the log is ahead of it)
     counts, outputs, streamed = recover(spark, tmp_path, [("batch", 1, 3, True)], EPOCHS, 0.1, hold=EPOCHS - 3,
-                                        snapshot_every=1.0)
+                                        snapshot_every=1.0, stream=False)
     reference = reference(EPOCHS)
     print(counts)
     assert counts["failures"] == 1 and counts["restored"] is not None     # the kill, then a restore
     for name in OUTPUTS:
         assert outputs[name] == reference[name], name
-    assert streamed == reference["totals"]          # the streaming reader saw each row once
 
 
 @pytest.mark.slow
@@ -105,4 +104,4 @@ def test_many_random_sigkills_write_every_epoch_once(spark, tmp_path, reference)
     assert counts["failures"] >= 1, (seed, kills, counts)
     for name in OUTPUTS:
         assert outputs[name] == reference[name], (name, seed, kills)
-    assert streamed == reference["totals"], (seed, kills)
+    assert streamed == reference["totals"], (seed, kills)       # a streaming reader across every failure
