@@ -109,6 +109,24 @@ class ComponentIndex:
         self._alive: list[np.ndarray] = []
         self._label: list[np.ndarray] = []
 
+    # -- snapshots: the members lists are rebuilt from the labels, so the pickle is arrays -------------
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["members"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        slots = self.comp[:self.n]
+        big = np.flatnonzero(self.size > 1)
+        vertices = np.flatnonzero(np.isin(slots, big)) if len(big) else np.zeros(0, np.int64)
+        vertices = vertices[np.argsort(slots[vertices], kind="stable")].astype(np.int64)
+        owner = slots[vertices]
+        cut = np.flatnonzero(np.concatenate([[True], owner[1:] != owner[:-1]])) if len(owner) else owner
+        self.members = {head: [piece] for head, piece in zip(owner[cut].tolist(), np.split(vertices, cut[1:]))} \
+            if len(owner) else {}
+
     # -- dense ids ------------------------------------------------------------------
 
     def _dense(self, ids: np.ndarray) -> np.ndarray:
