@@ -96,7 +96,8 @@ def test_a_checkpoint_of_another_dataflow_is_refused(two_snapshots):
 
 def test_an_operator_of_another_name_is_refused(two_snapshots):
     message = restore_error(two_snapshots, counting(name="Tally"))
-    assert "manifest-00000002.json" in message and "operator 'Tally' at 1.2 here, 'RunningCount' at 1.2 in the snapshot" in message
+    assert "manifest-00000002.json" in message
+    assert "operator 'Tally' at 1.2 here, 'RunningCount' at 1.2 in the snapshot" in message
 
 
 def test_another_state_schema_is_refused(two_snapshots):

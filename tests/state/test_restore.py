@@ -83,3 +83,26 @@ def test_only_the_last_snapshots_are_kept(tmp_path):
         f"snapshot-{seq:08d}" for seq in (3, 4, 5)]
     assert ts.state.read_snapshot(checkpoint).column("time").to_pylist() == [9, 9]
     assert ts.state.read_snapshot(checkpoint, seq=3).column("time").to_pylist() == [6, 6]
+
+
+def test_records_sent_at_the_time_the_inputs_closed_are_in_the_final_snapshot(tmp_path):
+    from .helpers import running_count
+
+    def work(worker):
+        out = []
+
+        def build(scope):
+            inp, stream = scope.new_input()
+            running_count(stream).inspect_time(lambda t, r: out.append((t, *r)))
+            return inp
+
+        inp = worker.dataflow(build)
+        inp.advance_to(worker.restored_time or 3)
+        if worker.index == 0:
+            inp.send_batch(["a"])                       # and the inputs close at this time
+        return worker.restored_time, out
+
+    checkpoint = str(tmp_path)
+    assert outputs(ts.execute(work, threads=2, checkpoint=checkpoint)) == [(3, "a", 1)]
+    again = ts.execute(work, threads=2, checkpoint=checkpoint)
+    assert [r for r, _ in again] == [4, 4] and outputs(again) == [(4, "a", 2)]
