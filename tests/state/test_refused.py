@@ -149,3 +149,35 @@ def test_read_snapshot_shows_operators_times_and_keyed_rows(two_snapshots):
 def _keys(epoch):
     from .helpers import keys_of
     return keys_of(epoch)
+
+
+def test_a_snapshot_that_cannot_complete_says_which_operator_holds_it(tmp_path, monkeypatch):
+    from timely_spark.state import manager
+    monkeypatch.setattr(manager, "SNAPSHOT_STALL", 0.2)
+
+    def work(worker):
+        def build(scope):
+            inp, stream = scope.new_input()
+            b = ts.OperatorBuilder(scope, "WholeStreamSum")        # holds time 0 until its input ends
+            port = b.new_input(stream)
+            out, _ = b.new_output()
+            cap, total = [b.initial_capability()], [0]
+            b.keep_state(lambda t: total[0])
+
+            def logic():
+                for _, batch in port:
+                    total[0] += sum(batch)
+                if cap and not port.frontier.elements():
+                    out.session(cap.pop()).give(total[0])
+            b.build(logic, notify=True)
+            return inp
+
+        inp = worker.dataflow(build)
+        for epoch in range(3):
+            inp.send(epoch)
+            inp.advance_to(epoch + 1)
+        worker.step_while(lambda: not record, timeout=30)          # a snapshot at 3 begins, and waits
+
+    with pytest.warns(RuntimeWarning, match=r"operator 'WholeStreamSum' \(\S+\) holds a capability at 0") as record:
+        with pytest.raises(ts.RunTimeout):
+            ts.execute(work, checkpoint=str(tmp_path), snapshot_every=0.01, timeout=2)

@@ -39,6 +39,8 @@ from ..communication.allocator import WAKE, Inbox
 from ..dataflow.operator import address_text
 from ..dataflow.subgraph import Subgraph
 from ..errors import CheckpointError
+from ..progress import Source, Target
+from ..runtime import SNAPSHOT_STALL
 from .manifest import candidates, list_manifests, list_snapshot_dirs, retain, snapshot_dir, write_manifest
 from .store import Saved, restore_state, save_state, state_key, write_saved
 
@@ -81,6 +83,29 @@ def _held_from(graph: Subgraph, t: Any, outer: Callable[[Any], Any]) -> bool:
     return True
 
 
+def _blocker(graph: Subgraph, t: Any, outer: Callable[[Any], Any]) -> Optional[str]:
+    """What in ``graph`` holds a time before ``t``: an operator's capability, or messages in
+    flight to one (None if nothing)."""
+    tracker = graph.tracker
+    for i, child in enumerate(graph.children[1:], start=1):
+        where = address_text(child.path if isinstance(child, Subgraph) else child.address)
+        for p in range(child.inputs):
+            for x, n in tracker.pointstamps(Target(i, p)).items():
+                if n > 0 and not t <= outer(x):
+                    return f"messages at {x!r} in flight to {child.name!r} ({where})"
+        if isinstance(child, Subgraph):
+            to_outer = child.to_outer
+            found = _blocker(child, t, lambda x, f=to_outer: outer(f(x)))   # type: ignore[misc]
+            if found:
+                return found
+            continue
+        for o in range(child.outputs):
+            for x, n in tracker.pointstamps(Source(i, o)).items():
+                if n > 0 and not t <= outer(x):
+                    return f"operator {child.name!r} ({where}) holds a capability at {x!r}"
+    return None
+
+
 class _Part:
     """This worker's part in one snapshot."""
 
@@ -95,6 +120,8 @@ class _Part:
         self.writer: Optional[threading.Thread] = None
         self.result: Any = None         # entries, or the writer's exception
         self.written = False            # "written" sent
+        self.since = time.monotonic()   # when it began waiting for t to complete
+        self.warned = False
 
 
 class _Round:
@@ -319,6 +346,15 @@ class SnapshotManager:
             return
         if not part.saved:
             if not self._complete_before(part.t):
+                if not part.warned and time.monotonic() - part.since > SNAPSHOT_STALL:
+                    part.warned = True
+                    built = self.worker.built_dataflows()
+                    held = [b for i in self.worker.installed_dataflows()
+                            for b in [_blocker(built[i], part.t, _identity)] if b]
+                    warnings.warn(f"worker {self.index}: the snapshot at time {part.t!r} has waited "
+                                  f"{SNAPSHOT_STALL:g} s for the times before it to complete: "
+                                  f"{'; '.join(held) or 'nothing held here'} (sources not yet at {part.t!r}, or an "
+                                  f"operator holding an earlier time until its inputs pass it)", RuntimeWarning)
                 return
             saves = [save_state(kept, part.t) for kept in self.worker.kept_states()]
             part.saved = True
