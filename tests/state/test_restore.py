@@ -109,3 +109,13 @@ def test_records_sent_at_the_time_the_inputs_closed_are_in_the_final_snapshot(tm
     assert outputs(ts.execute(work, threads=2, checkpoint=checkpoint)) == [(3, "a", 1)]
     again = ts.execute(work, threads=2, checkpoint=checkpoint)
     assert [r for r, _ in again] == [4, 4] and outputs(again) == [(4, "a", 2)]
+
+
+def test_to_stream_records_are_in_the_snapshot_and_not_sent_again(tmp_path):
+    static = ["k1", "k1", "z"]
+    reference = outputs(ts.execute(counting(static=static), threads=1))
+    checkpoint = str(tmp_path)
+    ts.execute(counting(stop_after=3, static=static), checkpoint=checkpoint, threads=2)
+    second = ts.execute(counting(static=static), checkpoint=checkpoint, threads=2)
+    assert [r for r, _ in second] == [3, 3]
+    assert outputs(second, 3) == [x for x in reference if x[0] >= 3]
