@@ -51,6 +51,10 @@ __all__ = ["SnapshotManager", "attach", "operators_of"]
 #: handled in the same step).
 _ROUNDS = 4
 
+#: Seconds between a worker's looks at its sources (all closed?) and, on worker 0, at the
+#: clock (a snapshot due?) while no snapshot is under way and no message waits.
+_QUIET = 0.005
+
 
 def _nothing() -> None:
     pass
@@ -154,6 +158,7 @@ class SnapshotManager:
         _, pushers = worker.allocate_channel(self._inbox)
         self._push = [p.push for p in pushers]
         self._pushed = False
+        self._quiet_until = 0.0
         self.manifest: Optional[dict] = None
         self.manifest_path: Optional[str] = None
         self._part: Optional[_Part] = None
@@ -273,8 +278,14 @@ class SnapshotManager:
             self._send(to, message)
 
     def poll(self) -> bool:
-        """Handle the protocol's messages and move this worker's part on; True while busy."""
+        """Handle the protocol's messages and move this worker's part on; True while busy
+        (or, between looks, maybe busy)."""
         queue = self._inbox.queue
+        if not queue and self._part is None and self._round is None:
+            now = time.monotonic()       # between snapshots: look at the sources and the clock now and then
+            if now < self._quiet_until:
+                return True              # (maybe busy: the worker's idle path asks busy() itself)
+            self._quiet_until = now + _QUIET
         for _ in range(_ROUNDS):           # what this worker sent itself is handled at once, not a park later
             while queue:
                 self._handle(queue.popleft())
