@@ -227,6 +227,14 @@ class SnapshotManager:
         if isinstance(graph.min_time, bool) or not isinstance(graph.min_time, int):
             raise CheckpointError(f"{where} has {type(graph.min_time).__name__} times at its top; snapshots "
                                   f"are taken at integer times (build it with the default time=0)")
+        part = self._part
+        if part is not None and not part.released:       # built while a snapshot is under way: hold it too
+            for source in self.worker.sources():
+                if source.closed or any(source is p for p, _ in part.pinned):
+                    continue
+                at = part.t if part.snapped and source.time <= part.t else source.time
+                source.pin(at)
+                part.pinned.append((source, at))
         manifest = self.manifest
         if manifest is None:
             return
@@ -316,16 +324,17 @@ class SnapshotManager:
             assert part is not None and part.seq == seq, (part, message)
             part.t, part.final, part.snapped = t, final, True
             if t is None:                                  # nothing to snapshot: the round is cancelled
-                for source in part.pinned:
+                for source, _ in part.pinned:
                     source.unpin()
                 self._part = None
                 self._final_seen = self._final_seen or final
             else:
-                for source in part.pinned:
-                    source.pin(t)
+                for source, at in part.pinned:
+                    if at <= t:                            # (one pinned later than t holds nothing before it)
+                        source.pin(t)
         elif kind == "release":
             assert part is not None and part.seq == message[1], (part, message)
-            for source in part.pinned:
+            for source, _ in part.pinned:
                 source.unpin()
             part.released = True
         else:                                              # worker 0's part: the answers
@@ -342,7 +351,7 @@ class SnapshotManager:
             else:
                 now = source.time
                 source.pin(now)
-                pinned.append(source)
+                pinned.append((source, now))
                 opened = now if opened is None or now > opened else opened
         self._part = _Part(seq, pinned)
         self._send(0, ("pinned", seq, self.index, opened, resume))
