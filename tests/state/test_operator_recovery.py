@@ -100,3 +100,13 @@ def test_a_failed_run_restored_gives_the_uninterrupted_output(tmp_path, name):
 @pytest.mark.parametrize("name", [n for n in PIPELINES if n not in ("unary_notify", "vertex")])
 def test_restored_into_more_workers(tmp_path, name):
     _run(name, 2, 3, tmp_path)
+
+
+def test_unkeyed_operator_state_is_refused_in_another_worker_count(tmp_path):
+    build, epochs = PIPELINES["vertex"]
+    checkpoint = str(tmp_path)
+    with pytest.raises(ts.WorkerError, match="failed at epoch"):
+        ts.execute(_work(build, epochs, fail_at=FAIL_AT), threads=2, checkpoint=checkpoint, snapshot_every=0.01,
+                   timeout=60)
+    with pytest.raises(ts.WorkerError, match="operator '_Reminder'.*unkeyed state.*same worker count"):
+        ts.execute(_work(build, epochs), threads=3, checkpoint=checkpoint, timeout=60)
