@@ -110,3 +110,15 @@ def test_unkeyed_operator_state_is_refused_in_another_worker_count(tmp_path):
                    timeout=60)
     with pytest.raises(ts.WorkerError, match="operator '_Reminder'.*unkeyed state.*same worker count"):
         ts.execute(_work(build, epochs), threads=3, checkpoint=checkpoint, timeout=60)
+
+
+def test_route_values_outside_uint64_restore_into_the_same_worker_count_only(tmp_path):
+    build = lambda s, x: x.state_machine(_running_sum, key=lambda k: -ord(k))     # noqa: E731
+    PIPELINES["negative_routes"] = (build, WORDS)
+    try:
+        _run("negative_routes", 2, 2, tmp_path / "same")
+        with pytest.raises(ts.WorkerError, match="operator 'StateMachine': its key function gave route values "
+                                                 "outside"):
+            _run("negative_routes", 2, 3, tmp_path / "more")
+    finally:
+        del PIPELINES["negative_routes"]
