@@ -213,3 +213,12 @@ def test_held_times_before_the_snapshot(build):
     _, after = _unprocessed(build, restore)
     expected = sorted(p for p in collect(lambda s: build(s, s.to_stream([("a", 1), ("b", 2), ("a", 3)]))))
     assert sorted(after) == expected
+
+
+@pytest.mark.parametrize("after", [2])
+def test_per_time_outer_join_keeps_the_schemas_it_saw(after):
+    """A time with rows on the left only: a left join still gives the right's columns."""
+    left = [pa.record_batch({"k": [1, 2], "a": ["x", "y"]})]
+    right = [pa.record_batch({"k": [1], "b": [10]})]
+    epochs = [[left, right], [left, []], [left, []], [left, []], [left, right]]
+    check(lambda s, x, y: x.join(y, "k", join_type="left"), epochs, cut=3, after=after, inputs=2)
