@@ -39,6 +39,8 @@ from ..communication.allocator import WAKE, Inbox
 from ..dataflow.operator import address_text
 from ..dataflow.subgraph import Subgraph
 from ..errors import CheckpointError
+from ..progress import Source, Target
+from ..runtime import SNAPSHOT_STALL
 from .manifest import candidates, list_manifests, list_snapshot_dirs, retain, snapshot_dir, write_manifest
 from .store import Saved, restore_state, save_state, state_key, write_saved
 
@@ -48,6 +50,10 @@ __all__ = ["SnapshotManager", "attach", "operators_of"]
 #: Passes over the control messages per step (a message this worker sends itself is
 #: handled in the same step).
 _ROUNDS = 4
+
+#: Seconds between a worker's looks at its sources (all closed?) and, on worker 0, at the
+#: clock (a snapshot due?) while no snapshot is under way and no message waits.
+_QUIET = 0.005
 
 
 def _nothing() -> None:
@@ -81,6 +87,29 @@ def _held_from(graph: Subgraph, t: Any, outer: Callable[[Any], Any]) -> bool:
     return True
 
 
+def _blocker(graph: Subgraph, t: Any, outer: Callable[[Any], Any]) -> Optional[str]:
+    """What in ``graph`` holds a time before ``t``: an operator's capability, or messages in
+    flight to one (None if nothing)."""
+    tracker = graph.tracker
+    for i, child in enumerate(graph.children[1:], start=1):
+        where = address_text(child.path if isinstance(child, Subgraph) else child.address)
+        for p in range(child.inputs):
+            for x, n in tracker.pointstamps(Target(i, p)).items():
+                if n > 0 and not t <= outer(x):
+                    return f"messages at {x!r} in flight to {child.name!r} ({where})"
+        if isinstance(child, Subgraph):
+            to_outer = child.to_outer
+            found = _blocker(child, t, lambda x, f=to_outer: outer(f(x)))   # type: ignore[misc]
+            if found:
+                return found
+            continue
+        for o in range(child.outputs):
+            for x, n in tracker.pointstamps(Source(i, o)).items():
+                if n > 0 and not t <= outer(x):
+                    return f"operator {child.name!r} ({where}) holds a capability at {x!r}"
+    return None
+
+
 class _Part:
     """This worker's part in one snapshot."""
 
@@ -95,6 +124,8 @@ class _Part:
         self.writer: Optional[threading.Thread] = None
         self.result: Any = None         # entries, or the writer's exception
         self.written = False            # "written" sent
+        self.since = time.monotonic()   # when it began waiting for t to complete
+        self.warned = False
 
 
 class _Round:
@@ -127,6 +158,7 @@ class SnapshotManager:
         _, pushers = worker.allocate_channel(self._inbox)
         self._push = [p.push for p in pushers]
         self._pushed = False
+        self._quiet_until = 0.0
         self.manifest: Optional[dict] = None
         self.manifest_path: Optional[str] = None
         self._part: Optional[_Part] = None
@@ -195,6 +227,14 @@ class SnapshotManager:
         if isinstance(graph.min_time, bool) or not isinstance(graph.min_time, int):
             raise CheckpointError(f"{where} has {type(graph.min_time).__name__} times at its top; snapshots "
                                   f"are taken at integer times (build it with the default time=0)")
+        part = self._part
+        if part is not None and not part.released:       # built while a snapshot is under way: hold it too
+            for source in self.worker.sources():
+                if source.closed or any(source is p for p, _ in part.pinned):
+                    continue
+                at = part.t if part.snapped and source.time <= part.t else source.time
+                source.pin(at)
+                part.pinned.append((source, at))
         manifest = self.manifest
         if manifest is None:
             return
@@ -246,8 +286,14 @@ class SnapshotManager:
             self._send(to, message)
 
     def poll(self) -> bool:
-        """Handle the protocol's messages and move this worker's part on; True while busy."""
+        """Handle the protocol's messages and move this worker's part on; True while busy
+        (or, between looks, maybe busy)."""
         queue = self._inbox.queue
+        if not queue and self._part is None and self._round is None:
+            now = time.monotonic()       # between snapshots: look at the sources and the clock now and then
+            if now < self._quiet_until:
+                return True              # (maybe busy: the worker's idle path asks busy() itself)
+            self._quiet_until = now + _QUIET
         for _ in range(_ROUNDS):           # what this worker sent itself is handled at once, not a park later
             while queue:
                 self._handle(queue.popleft())
@@ -278,16 +324,17 @@ class SnapshotManager:
             assert part is not None and part.seq == seq, (part, message)
             part.t, part.final, part.snapped = t, final, True
             if t is None:                                  # nothing to snapshot: the round is cancelled
-                for source in part.pinned:
+                for source, _ in part.pinned:
                     source.unpin()
                 self._part = None
                 self._final_seen = self._final_seen or final
             else:
-                for source in part.pinned:
-                    source.pin(t)
+                for source, at in part.pinned:
+                    if at <= t:                            # (one pinned later than t holds nothing before it)
+                        source.pin(t)
         elif kind == "release":
             assert part is not None and part.seq == message[1], (part, message)
-            for source in part.pinned:
+            for source, _ in part.pinned:
                 source.unpin()
             part.released = True
         else:                                              # worker 0's part: the answers
@@ -304,7 +351,7 @@ class SnapshotManager:
             else:
                 now = source.time
                 source.pin(now)
-                pinned.append(source)
+                pinned.append((source, now))
                 opened = now if opened is None or now > opened else opened
         self._part = _Part(seq, pinned)
         self._send(0, ("pinned", seq, self.index, opened, resume))
@@ -319,6 +366,15 @@ class SnapshotManager:
             return
         if not part.saved:
             if not self._complete_before(part.t):
+                if not part.warned and time.monotonic() - part.since > SNAPSHOT_STALL:
+                    part.warned = True
+                    built = self.worker.built_dataflows()
+                    held = [b for i in self.worker.installed_dataflows()
+                            for b in [_blocker(built[i], part.t, _identity)] if b]
+                    warnings.warn(f"worker {self.index}: the snapshot at time {part.t!r} has waited "
+                                  f"{SNAPSHOT_STALL:g} s for the times before it to complete: "
+                                  f"{'; '.join(held) or 'nothing held here'} (sources not yet at {part.t!r}, or an "
+                                  f"operator holding an earlier time until its inputs pass it)", RuntimeWarning)
                 return
             saves = [save_state(kept, part.t) for kept in self.worker.kept_states()]
             part.saved = True
