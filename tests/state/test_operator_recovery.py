@@ -6,6 +6,9 @@ time, then the restored run's."""
 
 from __future__ import annotations
 
+import os
+import pickle
+
 import pyarrow as pa
 import pytest
 
@@ -24,18 +27,25 @@ FAIL_AT = 4
 # are checked by the cut-and-restore tests in test_operator_state.py.
 
 
-def _work(build, epochs, fail_at=None, sink=None):
+def _work(build, epochs, fail_at=None, sink=None, files=None):
     """The worker function; ``sink`` (threads only) gets each worker's output list as it
-    starts, so a failed run's output can be looked at."""
+    starts, and ``files`` (a directory) each worker's output as it comes, so a failed
+    run's output can be looked at."""
     def work(worker):
         out = []
         if sink is not None:
             sink.append(out)
 
+        def record(t, r):
+            out.append((t, r))
+            if files is not None:
+                with open(os.path.join(files, f"out-{worker.index}"), "ab") as f:
+                    pickle.dump((t, r), f)
+
         def dataflow(scope):
             inp, stream = scope.new_input()
             waiting = stream.probe()           # windows hold earlier times: wait on the input
-            build(scope, stream).inspect_time(lambda t, r: out.append((t, r)))
+            build(scope, stream).inspect_time(record)
             return inp, waiting
 
         inp, probe = worker.dataflow(dataflow)
@@ -122,3 +132,34 @@ def test_route_values_outside_uint64_restore_into_the_same_worker_count_only(tmp
             _run("negative_routes", 2, 3, tmp_path / "more")
     finally:
         del PIPELINES["negative_routes"]
+
+
+def _written(directory):
+    pairs = []
+    for name in os.listdir(directory):
+        with open(os.path.join(directory, name), "rb") as f:
+            while True:
+                try:
+                    pairs.append(pickle.load(f))
+                except EOFError:
+                    break
+    return pairs
+
+
+def test_on_processes(tmp_path):
+    """State saved and restored in worker processes (files, not shared memory)."""
+    def build(s, x):
+        return x.delay(lambda r, t: t + r[1] % 3).state_machine(_running_sum)
+
+    epochs = WORDS
+    reference = normalize([p for _, out in ts.execute(_work(build, epochs), threads=2, timeout=60) for p in out])
+    checkpoint, files = str(tmp_path / "checkpoint"), tmp_path / "out"
+    files.mkdir()
+    with pytest.raises(ts.WorkerError, match="failed at epoch"):
+        ts.execute(_work(build, epochs, fail_at=FAIL_AT, files=str(files)), processes=2, checkpoint=checkpoint,
+                   snapshot_every=0.01, timeout=60)
+    second = ts.execute(_work(build, epochs), processes=2, checkpoint=checkpoint, timeout=60)
+    t = second[0][0]
+    assert t is not None and 1 <= t <= FAIL_AT
+    got = [p for p in _written(files) if p[0] < t] + [p for _, out in second for p in out]
+    assert normalize(got) == reference
