@@ -22,12 +22,12 @@ def check(build, epochs, cut=3, before=2, after=2, **kw):
     assert got == whole
 
 
-@pytest.mark.parametrize("after", [2, 3])
-def test_state_machine(after):
+@pytest.mark.parametrize("before, after", [(2, 2), (2, 3), (3, 2)])
+def test_state_machine(before, after):
     def running(k, v, s):
         total = (s or 0) + v
         return total, [(k, total)]
-    check(lambda s, x: x.state_machine(running), WORDS, after=after)
+    check(lambda s, x: x.state_machine(running), WORDS, before=before, after=after)
 
 
 @pytest.mark.parametrize("after", [2, 3])
@@ -39,9 +39,9 @@ def test_accumulate_and_count():
     check(lambda s, x: x.count(), WORDS)
 
 
-@pytest.mark.parametrize("after", [2, 3])
-def test_delay(after):
-    check(lambda s, x: x.delay(lambda r, t: t + r[1]), WORDS, after=after)
+@pytest.mark.parametrize("before, after", [(2, 2), (2, 3), (3, 2)])
+def test_delay(before, after):
+    check(lambda s, x: x.delay(lambda r, t: t + r[1]), WORDS, before=before, after=after)
 
 
 @pytest.mark.parametrize("after", [1, 3])
@@ -58,15 +58,15 @@ CHANGES = [_log([("a", 1, 1), ("b", 2, 1), ("c", 3, 1)]), _log([("a", 1, 1), ("d
            _log([("d", 4, -1), ("b", 7, 1)])]
 
 
-@pytest.mark.parametrize("after", [2, 3])
-def test_distinct(after):
-    check(lambda s, x: x.distinct(), CHANGES, cut=3, after=after)
+@pytest.mark.parametrize("before, after", [(2, 2), (2, 3), (3, 2)])
+def test_distinct(before, after):
+    check(lambda s, x: x.distinct(), CHANGES, cut=3, before=before, after=after)
 
 
-@pytest.mark.parametrize("after", [2, 3])
-def test_group_by_running(after):
+@pytest.mark.parametrize("before, after", [(2, 2), (2, 3), (3, 2)])
+def test_group_by_running(before, after):
     aggs = [("v", "sum"), ("v", "min"), ("v", "max"), ([], "count_all"), ("v", "mean")]
-    check(lambda s, x: x.group_by("k").aggregate(aggs, running=True), CHANGES, cut=3, after=after)
+    check(lambda s, x: x.group_by("k").aggregate(aggs, running=True), CHANGES, cut=3, before=before, after=after)
 
 
 @pytest.mark.parametrize("after", [2, 3])
@@ -213,3 +213,12 @@ def test_held_times_before_the_snapshot(build):
     _, after = _unprocessed(build, restore)
     expected = sorted(p for p in collect(lambda s: build(s, s.to_stream([("a", 1), ("b", 2), ("a", 3)]))))
     assert sorted(after) == expected
+
+
+@pytest.mark.parametrize("after", [2])
+def test_per_time_outer_join_keeps_the_schemas_it_saw(after):
+    """A time with rows on the left only: a left join still gives the right's columns."""
+    left = [pa.record_batch({"k": [1, 2], "a": ["x", "y"]})]
+    right = [pa.record_batch({"k": [1], "b": [10]})]
+    epochs = [[left, right], [left, []], [left, []], [left, []], [left, right]]
+    check(lambda s, x, y: x.join(y, "k", join_type="left"), epochs, cut=3, after=after, inputs=2)

@@ -149,7 +149,7 @@ def restore_state(kept: KeptState, state: dict, directory: str, manifest_path: s
         mask = (hashes % np.uint64(peers)) == np.uint64(index)
         tables.append(table.filter(pa.array(mask)))
     try:
-        return pa.concat_tables(tables)
+        return pa.concat_tables(tables, promote_options="default")     # a worker may lack a column
     except pa.ArrowInvalid as exc:
         raise CheckpointError(f"{manifest_path}: {_describe(kept)}: the workers' state files have different "
                               f"schemas ({exc})") from exc

@@ -12,7 +12,9 @@ time's accumulator with the index of its worker as the key hash (its input is no
 exchanged): into another worker count, worker ``i``'s go to worker ``i % workers``, and
 two accumulators of one time meeting there raise RestoreError; ``aggregate`` and
 ``state_machine`` store each key's entry with its route value ``key(k)`` (the int the
-exchange routes by), so their state re-shards into another worker count.
+exchange routes by), so their state re-shards into another worker count -- unless a
+route value is not an int in [0, 2**64): then it restores into the same worker count
+only (RestoreError naming the operator otherwise).
 """
 
 from __future__ import annotations
@@ -68,13 +70,13 @@ def accumulate(stream: "Stream", init: Any, fold: Callable[[Any, list], Any], na
     def constructor(cap: Any, builder: OperatorBuilder) -> Callable:
         held: dict[Any, list] = {}     # time -> [capability, acc]
 
-        index = builder.info().worker_index
+        index, peers = builder.info().worker_index, builder.info().peers
 
         def save(t: Any) -> Any:
             kept = [(time, e[1]) for time, e in held.items() if before(time, t)]
-            return keyed_entries([index] * len(kept), kept, name)
+            return keyed_entries([index] * len(kept), kept, peers)
 
-        for time, acc in entries_of(builder.keep_state(save, keyed=True)):
+        for time, acc in entries_of(builder.keep_state(save, keyed=True), name, peers):
             if time in held:
                 raise RestoreError(f"operator {name!r}: the accumulators of two workers at time {time!r} meet "
                                    f"on one worker in this restore into another worker count, and accumulate "
@@ -123,13 +125,14 @@ def aggregate(stream: "Stream", fold: Callable[[Any, Any, Any], Any], emit: Call
 
     def constructor(cap: Any, builder: OperatorBuilder) -> Callable:
         held: dict[Any, list] = {}     # time -> [capability, {key: acc}]
+        peers = builder.info().peers
 
         def save(t: Any) -> Any:
             times = [time for time in held if before(time, t)]
             return keyed_entries((route(k) for time in times for k in held[time][1]),
-                                 ((time, k, acc) for time in times for k, acc in held[time][1].items()), name)
+                                 ((time, k, acc) for time in times for k, acc in held[time][1].items()), peers)
 
-        for time, k, acc in entries_of(builder.keep_state(save, keyed=True)):
+        for time, k, acc in entries_of(builder.keep_state(save, keyed=True), name, peers):
             entry = held.get(time)
             if entry is None:
                 entry = held[time] = [cap.delayed(time), {}]
@@ -174,14 +177,15 @@ def state_machine(stream: "Stream", fold: Callable[[Any, Any, Any], tuple[Any, I
     def constructor(cap: Any, builder: OperatorBuilder) -> Callable:
         held: dict[Any, list] = {}     # time -> [capability, [records]], folded once the time is complete
         states: dict[Any, Any] = {}
+        peers = builder.info().peers
 
         def save(t: Any) -> Any:
             pending = [(time, kv) for time, e in held.items() if before(time, t) for kv in e[1]]
             return keyed_entries([route(k) for k in states] + [route(kv[0]) for _, kv in pending],
                                  [(None, k, s) for k, s in states.items()] + [(time, kv, None) for time, kv in pending],
-                                 name)
+                                 peers)
 
-        for time, k, s in entries_of(builder.keep_state(save, keyed=True)):
+        for time, k, s in entries_of(builder.keep_state(save, keyed=True), name, peers):
             if time is None:
                 states[k] = s
                 continue

@@ -59,14 +59,14 @@ def delay(stream: "Stream", f: Callable[[Any, Any], Any], name: str = "Delay") -
         for cap in notificator:
             output.session(cap).give_batch([x for _, xs in elements.pop(cap.time, ()) for x in xs])
 
-    index = stream.scope.index
+    index, peers = stream.scope.index, stream.scope.peers
 
     def save(t: Any) -> Any:
         held = [(nt, at, xs) for nt, groups in elements.items() for at, xs in groups if before(at, t)]
-        return keyed_entries([index] * len(held), held, name)
+        return keyed_entries([index] * len(held), held, peers)
 
     def restore(table: Any) -> list:
-        for nt, at, xs in entries_of(table):
+        for nt, at, xs in entries_of(table, name, peers):
             elements.setdefault(nt, []).append((at, xs))
         return list(elements)          # the times to be notified at again
 
@@ -94,14 +94,14 @@ def delay_total(stream: "Stream", f: Callable[[Any, Any], Any], name: str = "Del
         heapq.heappush(heap, (sort_key(nt), seq[0], cap.delayed(nt)))
         buckets[nt] = []
 
-    index = stream.scope.index
+    index, peers = stream.scope.index, stream.scope.peers
 
     def save(t: Any) -> Any:
         held = [(nt, at, xs) for nt, groups in buckets.items() for at, xs in groups if before(at, t)]
-        return keyed_entries([index] * len(held), held, name)
+        return keyed_entries([index] * len(held), held, peers)
 
     initial = b.initial_capability()
-    for nt, at, xs in entries_of(b.keep_state(save, keyed=True)):
+    for nt, at, xs in entries_of(b.keep_state(save, keyed=True), name, peers):
         if nt not in buckets:
             hold(nt, initial)
         buckets[nt].append((at, xs))

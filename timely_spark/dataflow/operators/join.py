@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -25,7 +26,11 @@ from .per_time import per_time
 if TYPE_CHECKING:
     from ..stream import Stream
 
-__all__ = ["join", "JOIN_TYPES"]
+__all__ = ["join", "JOIN_TYPES", "SCHEMA_COPIES"]
+
+#: How many copies of a per-time join's remembered schemas a snapshot keeps (keyed 0..N-1,
+#: so a restore into up to that many workers gives each one).
+SCHEMA_COPIES = 256
 
 #: The join types, as pyarrow names them.
 JOIN_TYPES = {"inner": "inner", "left": "left outer", "left outer": "left outer", "semi": "left semi",
@@ -52,7 +57,8 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
     not hold is not detected here (the output then withdraws join rows it never
     added -- ``ts.collection`` of it raises ChangelogError); running needs totally
     ordered times (not inside ``iterative``: BuildError).  Snapshots keep both sides'
-    collections of a running join, keyed by the key columns' hash (they re-shard).
+    collections of a running join, keyed by the key columns' hash (they re-shard); a
+    per-time join keeps the schemas it saw last on each side.
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> users = pa.table({"id": [1, 2], "name": ["ann", "bob"]})
@@ -93,8 +99,9 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
         kept = StateHooks(lambda t: save_arrangements(running_join.states, KEY_HASH),
                          lambda table: load_arrangements(running_join.states, table, KEY_HASH), keyed=True)
     else:
-        logic = _PerTimeJoin(keys, how, name)
-        kept = None
+        per_time_join = _PerTimeJoin(keys, how, name, stream.scope.index)
+        logic = per_time_join
+        kept = StateHooks(lambda t: per_time_join.save(), per_time_join.restore, keyed=True)
     exchange = ExchangeBy(keys, name)
     return per_time(stream, logic, others=[other], exchange=exchange, name=name, state=kept)
 
@@ -102,9 +109,30 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
 class _PerTimeJoin:
     """A time's batches of both sides joined with each other only."""
 
-    def __init__(self, keys: list[str], how: str, name: str) -> None:
-        self.keys, self.how, self.name = keys, how, name
+    def __init__(self, keys: list[str], how: str, name: str, index: int = 0) -> None:
+        self.keys, self.how, self.name, self.index = keys, how, name, index
         self.schemas: list[Any] = [None, None]          # per side: the schema seen last
+
+    def save(self) -> pa.Table:
+        """The schemas seen last on each side (what a time with rows on one side only
+        joins with), in ``SCHEMA_COPIES`` rows keyed 0.. so that every worker of a
+        restore gets them."""
+        blobs = [None if sc is None else sc.serialize().to_pybytes() for sc in self.schemas]
+        n = SCHEMA_COPIES
+        return pa.table({KEY_HASH: pa.array(np.arange(n, dtype=np.uint64)),
+                         "worker": pa.array(np.full(n, self.index, np.int64)),
+                         "left": pa.array([blobs[0]] * n, pa.binary()), "right": pa.array([blobs[1]] * n, pa.binary())})
+
+    def restore(self, table: pa.Table) -> None:
+        """Take back the schemas :meth:`save` kept: this worker's own (same worker
+        index), else (a worker new in a restore into more workers) the first found per
+        side -- so such a worker may add a side's columns where none were before."""
+        rows = table.to_pylist()
+        own = [r for r in rows if r["worker"] == self.index]
+        for side, column in enumerate(("left", "right")):
+            found = [r[column] for r in own] if own else [r[column] for r in rows if r[column] is not None]
+            if found and found[0] is not None:
+                self.schemas[side] = pa.ipc.read_schema(pa.py_buffer(found[0]))
 
     def _table(self, batches: list, side: int, t: Any) -> Any:
         for batch in batches:

@@ -140,5 +140,8 @@ def destinations(batch: Any, keys: Sequence[str], peers: int) -> np.ndarray:
     [0, 0, 0]
     """
     h = hash_columns(batch, keys)
-    h %= np.uint64(peers)
+    if peers & (peers - 1):
+        h %= np.uint64(peers)
+    else:                                  # a power of two: the same as % and faster
+        h &= np.uint64(peers - 1)
     return h.astype(np.uint8 if peers <= 256 else np.uint16 if peers <= 65536 else np.uint32)

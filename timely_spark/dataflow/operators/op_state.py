@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import CheckpointError
+from ...errors import RestoreError
 from ...progress import Product, less_equal
 from ..state_hook import KEY_HASH
 
@@ -37,7 +37,7 @@ __all__ = ["StateHooks", "before", "keyed_entries", "entries_of", "pickled_times
            "KEY_HASH"]
 
 _ENTRY = "entry"
-_U64 = 1 << 64
+_PEERS = "peers"            # present when the route values did not fit: the worker count the state is for
 
 
 class StateHooks(NamedTuple):
@@ -74,40 +74,62 @@ def before(time: Any, t: Any) -> bool:
     return not less_equal(t, time)
 
 
-def route_array(routes: Iterable[int], operator: str) -> pa.Array:
-    """Route values (non-negative ints below 2**64, as ``key(k)`` gives them) as the
-    uint64 key-hash column; a CheckpointError naming ``operator`` for one that is not.
+def route_array(routes: Iterable[int], peers: int) -> tuple[pa.Array, bool]:
+    """Route values (``key(k)``, the ints an ``Exchange`` routes by: worker ``route %
+    peers``) as the uint64 key-hash column, and whether they all fit (ints in [0, 2**64)).
+    If one does not, every row gets ``route % peers`` instead: right for this worker
+    count only.
 
-    >>> route_array([0, 7], "Aggregate").to_pylist()
-    [0, 7]
+    >>> column, fits = route_array([0, 7], 2)
+    >>> column.to_pylist(), fits
+    ([0, 7], True)
+    >>> route_array([-3, 2**70], 2)[0].to_pylist()
+    [1, 0]
     """
     values = list(routes)
     try:
-        return pa.array(np.array(values, dtype=np.uint64) if values else np.zeros(0, np.uint64), pa.uint64())
+        return pa.array(np.array(values, dtype=np.uint64) if values else np.zeros(0, np.uint64), pa.uint64()), True
     except (OverflowError, ValueError, TypeError):
-        bad = next((r for r in values if not (isinstance(r, int) and 0 <= r < _U64)), None)
-        raise CheckpointError(
-            f"operator {operator!r}: its key function gave the route value {bad!r}, which is not an int in "
-            f"[0, 2**64): its state cannot be stored by key (make the key function return such ints, e.g. "
-            f"ts.stable_hash)") from None
+        return pa.array([int(r) % peers for r in values], pa.uint64()), False
 
 
-def keyed_entries(routes: Iterable[int], entries: Iterable[Any], operator: str) -> pa.Table:
+def keyed_entries(routes: Iterable[int], entries: Iterable[Any], peers: int) -> pa.Table:
     """A keyed state table: one row per entry, ``KEY_HASH`` its route value, ``entry``
-    the entry pickled.
+    the entry pickled.  Route values that do not fit a uint64 tie the table to ``peers``
+    workers (:func:`entries_of` then refuses another count).
 
-    >>> table = keyed_entries([5, 6], [("a", 1), ("b", 2)], "Aggregate")
-    >>> table.column_names, entries_of(table)
+    >>> table = keyed_entries([5, 6], [("a", 1), ("b", 2)], 2)
+    >>> table.column_names, entries_of(table, "Aggregate", 2)
     (['_key_hash', 'entry'], [('a', 1), ('b', 2)])
     """
     blobs = [pickle.dumps(e, protocol=5) for e in entries]
-    return pa.table({KEY_HASH: route_array(routes, operator), _ENTRY: pa.array(blobs, pa.binary())})
+    column, fits = route_array(routes, peers)
+    table = pa.table({KEY_HASH: column, _ENTRY: pa.array(blobs, pa.binary())})
+    if not fits:
+        table = table.append_column(_PEERS, pa.array(np.full(len(blobs), peers, np.int64)))
+    return table
 
 
-def entries_of(table: Optional[pa.Table]) -> list:
-    """The entries of a table :func:`keyed_entries` made (none for ``None``)."""
+def entries_of(table: Optional[pa.Table], operator: str, peers: int) -> list:
+    """The entries of a table :func:`keyed_entries` made (none for ``None``); a
+    RestoreError naming ``operator`` if its route values tie it to another worker count.
+
+    >>> try:
+    ...     entries_of(keyed_entries([-1], ["x"], 2), "Aggregate", 3)
+    ... except RestoreError as exc:
+    ...     print(str(exc)[:75])
+    operator 'Aggregate': its key function gave route values outside [0, 2**64)
+    """
     if table is None or not table.num_rows:
         return []
+    if _PEERS in table.column_names:
+        saved = set(table.column(_PEERS).to_pylist())
+        if saved != {peers}:
+            raise RestoreError(
+                f"operator {operator!r}: its key function gave route values outside [0, 2**64) (e.g. negative "
+                f"ints), so its state was stored for {min(saved)} workers and cannot be re-sharded into {peers} "
+                f"(restore into {min(saved)} workers, or make the key function return such ints, e.g. "
+                f"ts.stable_hash)")
     return [pickle.loads(b) for b in table.column(_ENTRY).to_pylist()]
 
 

@@ -47,7 +47,11 @@ sent: memory follows the open windows (:attr:`Windowed.open_windows`), not histo
 
 Snapshots keep the rows of open windows that came at logical times before the
 snapshot's time, keyed by the keys' hash (all on worker 0 without keys), so they
-re-shard; :attr:`Windowed.late_rows` is a count of this run's rows, not restored.
+re-shard; :attr:`Windowed.late_rows` is a count of this run's rows, not restored.  An
+open window holds a capability at the earliest logical time of its rows, so a snapshot
+at a later time waits until that window closes (with the inputs held at the snapshot's
+time, one that needs later input to close keeps the snapshot from completing: the
+worker warns, see ``OperatorBuilder.keep_state``).
 """
 
 from __future__ import annotations
