@@ -50,4 +50,4 @@ def test_a_retry_with_a_checkpoint_says_it_resumes_from_a_snapshot(spark, tmp_pa
     with caplog.at_level(logging.WARNING, logger="timely_spark.spark.runner"):
         assert ts.spark.run(spark, work, workers=2, max_attempts=2, checkpoint=ckpt, stats=stats) == [ckpt, ckpt]
     assert stats["attempts"] == 2 and [f["attempt"] for f in stats["failures"]] == [1]
-    assert f"resuming from the last snapshot committed in {ckpt}" in caplog.text
+    assert f"it resumes from the last snapshot committed in {ckpt}" in caplog.text

@@ -47,11 +47,11 @@ def resumes_from(checkpoint: Optional[str]) -> str:
     """Where a new attempt of a run with ``checkpoint`` starts, for the retry's log line.
 
     >>> resumes_from(None)
-    'from the start (no checkpoint)'
+    'it starts from the beginning (no checkpoint)'
     """
     if checkpoint is None:
-        return "from the start (no checkpoint)"
-    return f"resuming from the last snapshot committed in {checkpoint} (from the start if none is)"
+        return "it starts from the beginning (no checkpoint)"
+    return f"it resumes from the last snapshot committed in {checkpoint} (from the beginning if none is yet)"
 
 
 def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max_attempts: int = 1,
@@ -152,7 +152,7 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
             stats.setdefault("failures", []).append({"attempt": attempt, "noticed": time.time(),
                                                      "error": _first_line(failure)})
         if attempt < max_attempts:
-            log.warning("timely_spark.run: attempt %d of %d failed (%s); retrying %s", attempt, max_attempts,
+            log.warning("timely_spark.run: attempt %d of %d failed (%s); retrying: %s", attempt, max_attempts,
                         _first_line(failure), resumes_from(config.checkpoint))
     assert failure is not None
     raise failure
