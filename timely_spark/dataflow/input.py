@@ -66,6 +66,7 @@ class InputHandle:
         self._early: list[tuple[Any, list]] = []   # sent while the dataflow is being built
         self._pin: Any = None                      # a snapshot's pin (see pin / unpin)
         self._closed_at: Any = None                # the time when closed
+        self._sent_now = False                     # whether records went out at the current time
         b.build(self._release)
         self._activate = b.info().activate
 
@@ -78,6 +79,7 @@ class InputHandle:
                 self._output.unstable_push(t, batch)     # at the time of a capability held
 
     def _push(self, batch: list) -> None:
+        self._sent_now = True
         if self._graph.finalized:
             self._output.unstable_push(self._cap.time, batch)
         else:
@@ -161,6 +163,8 @@ class InputHandle:
         if not less_equal(self._cap.time, t):
             raise ValueError(f"input {self.name!r}: cannot advance to {t!r}, before its current time {self.time!r}")
         self.flush()
+        if t != self._cap.time:
+            self._sent_now = False
         self._cap.downgrade(t)
 
     # ---- snapshots: an input is a pinnable source (see state_hook.PinnableSource) ----------
@@ -186,6 +190,24 @@ class InputHandle:
             self._pin.downgrade(t)
         elif self._cap.valid:
             self._pin = self._cap.delayed(t)
+
+    @property
+    def resume_time(self) -> Any:
+        """Where a run restored from a snapshot would have to start this input again:
+        its current time while open; once closed, its time then, or the next time if
+        records went out at that time (integer times).
+
+        >>> import timely_spark as ts
+        >>> def work(w):
+        ...     a, b = w.dataflow(lambda s: (s.new_input()[0], s.new_input()[0]))
+        ...     a.advance_to(3); a.close(); b.advance_to(3); b.send(1); b.close()
+        ...     return a.resume_time, b.resume_time
+        >>> ts.execute(work)
+        [(3, 4)]
+        """
+        if not self._closed:
+            return self._cap.time
+        return self._closed_at + 1 if self._sent_now else self._closed_at
 
     def unpin(self) -> None:
         """Release the pin :meth:`pin` holds (idempotent)."""
@@ -231,11 +253,29 @@ def new_input(scope: Any, name: str = "Input") -> tuple[InputHandle, "Stream"]:
     return handle, handle.stream
 
 
+class _AtMinimum:
+    """``to_stream`` as a snapshot sees it: a source that sent everything at the minimum
+    time (so a snapshot is taken at a later time, once all of it was processed)."""
+
+    closed = True
+
+    def __init__(self, minimum: Any) -> None:
+        self.time = minimum
+        self.resume_time = minimum + 1 if isinstance(minimum, int) else minimum
+
+    def pin(self, t: Any) -> None:
+        pass
+
+    def unpin(self) -> None:
+        pass
+
+
 def to_stream(scope: Any, iterable: Iterable[Any], name: str = "ToStream") -> "Stream":
     """A stream of the iterable's records at the minimum time, read in batches of
     :data:`BATCH` as the dataflow runs (every worker sends all of them).  A
     ``pyarrow.Table``, RecordBatch or pandas DataFrame gives a columnar stream of its
-    record batches.
+    record batches.  With snapshots, its records are in every snapshot (one is taken
+    only once they were all processed), so a run restored from one sends none of them.
 
     >>> import timely_spark as ts
     >>> _ = ts.example(lambda s: s.to_stream([1, 2]).inspect(print))
@@ -243,6 +283,11 @@ def to_stream(scope: Any, iterable: Iterable[Any], name: str = "ToStream") -> "S
     2
     """
     it = iter(as_record_batches(iterable) if is_table_like(iterable) else iterable)
+    worker = scope.worker
+    if scope.subgraph.parent is None:
+        worker.register_source(_AtMinimum(scope.minimum))
+        if worker.restored_time is not None and worker.restored_time != scope.minimum:
+            it = iter(())                      # restored: its records (at the minimum time) are in the snapshot
 
     def constructor(cap: Any, info: Any) -> Any:
         def logic(output: Any) -> None:

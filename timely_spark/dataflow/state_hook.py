@@ -48,6 +48,8 @@ class PinnableSource:
 
     * ``time`` -- the source's current time (its time when it was closed, if closed);
     * ``closed`` -- whether the source sends no more (then it cannot be pinned);
+    * ``resume_time`` -- for a closed source, the earliest time at or after which it
+      sent nothing (a snapshot is taken at this time or later); for an open one, ``time``;
     * ``pin(t)`` -- keep a capability at ``t`` (``t`` >= ``time``, or ``t`` = ``time``
       to pin where it is; pinning again moves the pin later) until :meth:`unpin`,
       whatever the source does meanwhile (advance, close);
@@ -58,6 +60,7 @@ class PinnableSource:
 
     time: Any
     closed: bool
+    resume_time: Any
 
     def pin(self, t: Any) -> None:  # pragma: no cover - interface
         raise NotImplementedError
