@@ -1,9 +1,9 @@
 """A stateful job (running sums per key, kept with ``OperatorBuilder.keep_state``) for
 the recovery tests: ``python recovery_job.py CHECKPOINT MARKER`` runs it on
 local-cluster[2,1,1024] with ``checkpoint=CHECKPOINT, max_attempts=2``; on the first
-attempt worker 1's Python process kills itself with SIGKILL at epoch KILL_AT (once a
-snapshot is committed; MARKER records it).  Prints one JSON line: the run's result and
-the same job's result on local threads without a kill or a checkpoint."""
+attempt, once a snapshot is committed (waited for at epoch SNAPSHOT_AT), worker 1's
+Python process kills itself with SIGKILL at epoch KILL_AT (MARKER records it).  Prints
+one JSON line: the run's result and the same job's result on local threads without a kill or a checkpoint."""
 
 import glob
 import json
@@ -13,7 +13,7 @@ import time
 
 import timely_spark as ts
 
-EPOCHS, KILL_AT, KEYS = 12, 7, 8
+EPOCHS, SNAPSHOT_AT, KILL_AT, KEYS = 12, 3, 7, 8
 
 
 def running_sums(stream):
@@ -64,13 +64,17 @@ def job(checkpoint, marker):
                 inp.send_batch([(k, epoch * 100 + k) for k in range(KEYS)])
             inp.advance_to(epoch + 1)
             worker.step_while(lambda: probe.less_than(inp.time), timeout=60)
-            if epoch == KILL_AT and marker is not None and not os.path.exists(marker):
+            if marker is None or os.path.exists(marker):
+                continue
+            if epoch == SNAPSHOT_AT:              # a snapshot to restore, then a few epochs it lacks
                 committed = os.path.join(checkpoint, "manifest-*.json")
-                worker.step_while(lambda: not glob.glob(committed), timeout=60)   # a snapshot to restore
-                time.sleep(0.5)
+                worker.step_while(lambda: not glob.glob(committed), timeout=60)
+            if epoch == KILL_AT:
+                until = time.monotonic() + 0.3          # let the other worker pass KILL_AT
+                worker.step_while(lambda: time.monotonic() < until)
                 if worker.index == 1:
                     with open(marker, "w") as f:
-                        f.write(repr(time.time()))
+                        f.write("killed")
                     os.kill(os.getpid(), 9)
         return {"restored": worker.restored_time,
                 "outputs": {str(t): sorted(rows) for t, rows in sorted(outputs.items())}}
@@ -83,7 +87,7 @@ if __name__ == "__main__":
     spark = ts.spark.get_session("recovery test", master="local-cluster[2,1,1024]", conf_dir=os.environ["CONF"])
     stats = {}
     got = ts.spark.run(spark, job(checkpoint, marker), workers=2, max_attempts=2, checkpoint=checkpoint,
-                       snapshot_every=0.2, stats=stats, timeout=180, peer_timeout=20)
+                       snapshot_every=2, stats=stats, timeout=180, peer_timeout=20)
     spark.stop()
     want = ts.execute(job(None, None), threads=2)
     print(json.dumps({"got": got, "want": want, "attempts": stats["attempts"],

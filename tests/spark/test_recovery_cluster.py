@@ -26,10 +26,10 @@ def test_a_sigkilled_worker_is_restored_from_the_last_snapshot_by_the_retry(tmp_
     assert done.returncode == 0, done.stderr[-4000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["killed"] and out["attempts"] == 2                  # the kill happened; the retry finished
-    assert "it resumes from the last snapshot committed in" in done.stderr
     restored = {w["restored"] for w in out["got"]}
     assert len(restored) == 1 and None not in restored              # every worker restored the same snapshot
     t = restored.pop()
+    assert f"retrying: it resumes from the snapshot at time {t} committed in" in done.stderr
     assert 0 < t <= 8                                               # taken before the kill at epoch 7
     for got, want in zip(out["got"], out["want"]):                  # from t on: what the run without a kill made
         assert got["outputs"] == {k: v for k, v in want["outputs"].items() if int(k) >= t}

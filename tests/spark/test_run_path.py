@@ -36,7 +36,7 @@ def test_transform_hands_every_worker_the_config(spark):
     assert sorted(tuple(r) for r in out.collect()) == [(0, 100.0, 45.0), (1, 100.0, 45.0)]
 
 
-def test_a_retry_with_a_checkpoint_says_it_resumes_from_a_snapshot(spark, tmp_path, caplog):
+def test_a_retry_with_a_checkpoint_says_where_it_resumes(spark, tmp_path, caplog):
     marker = tmp_path / "failed-once"
 
     def work(worker):
@@ -50,4 +50,4 @@ def test_a_retry_with_a_checkpoint_says_it_resumes_from_a_snapshot(spark, tmp_pa
     with caplog.at_level(logging.WARNING, logger="timely_spark.spark.runner"):
         assert ts.spark.run(spark, work, workers=2, max_attempts=2, checkpoint=ckpt, stats=stats) == [ckpt, ckpt]
     assert stats["attempts"] == 2 and [f["attempt"] for f in stats["failures"]] == [1]
-    assert f"it resumes from the last snapshot committed in {ckpt}" in caplog.text
+    assert f"retrying: it starts from the beginning (no snapshot committed in {ckpt} yet)" in caplog.text

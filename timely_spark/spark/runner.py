@@ -8,8 +8,9 @@ from typing import Any, Callable, Optional
 
 import cloudpickle
 
-from ..errors import RunTimeout, SparkJobError, TimelyError, most_telling, picklable
+from ..errors import CheckpointError, RunTimeout, SparkJobError, TimelyError, most_telling, picklable
 from ..runtime import DEFAULT_PEER_TIMEOUT, STOP_GRACE, Config, check_count, new_secret
+from ..state.manifest import list_manifests, load_manifest, manifest_path
 from .barrier import run_in_barrier_task, task_config
 from .cancel import caller_job_group, cancelled_on_interrupt_or_deadline
 from .job_errors import chained, spark_summary, timely_cause
@@ -44,14 +45,23 @@ def _first_line(exc: Optional[BaseException]) -> str:
 
 
 def resumes_from(checkpoint: Optional[str]) -> str:
-    """Where a new attempt of a run with ``checkpoint`` starts, for the retry's log line.
+    """Where a new attempt of a run with ``checkpoint`` starts, for the retry's log line:
+    the time of the newest snapshot committed there (the workers restore it, or fall
+    back to an older one if it is damaged), or the beginning.
 
     >>> resumes_from(None)
     'it starts from the beginning (no checkpoint)'
     """
     if checkpoint is None:
         return "it starts from the beginning (no checkpoint)"
-    return f"it resumes from the last snapshot committed in {checkpoint} (from the beginning if none is yet)"
+    seqs = list_manifests(checkpoint)
+    if not seqs:
+        return f"it starts from the beginning (no snapshot committed in {checkpoint} yet)"
+    try:
+        t = load_manifest(manifest_path(checkpoint, seqs[-1]))["time"]
+    except CheckpointError:
+        return f"it resumes from the last usable snapshot committed in {checkpoint}"
+    return f"it resumes from the snapshot at time {t!r} committed in {checkpoint}"
 
 
 def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max_attempts: int = 1,
