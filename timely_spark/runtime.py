@@ -245,7 +245,12 @@ def check_port(where: str, port: Any) -> int:
 #: deleted once a newer one is committed.  More than one, so that a damaged newest
 #: snapshot can fall back to the one before.
 SNAPSHOTS_KEPT = 3
-__all__ += ["SNAPSHOTS_KEPT", "check_checkpointing"]
+
+#: Seconds a worker waits for a snapshot's time to complete before it warns, naming the
+#: operator that holds an earlier time (an operator that keeps a capability at a time
+#: before ``t`` until its inputs pass ``t`` keeps every snapshot from completing).
+SNAPSHOT_STALL = 60.0
+__all__ += ["SNAPSHOTS_KEPT", "SNAPSHOT_STALL", "check_checkpointing"]
 
 
 def check_checkpointing(config: Any) -> None:

@@ -16,7 +16,7 @@ def keys_of(epoch):
     return [f"k{(epoch * 7 + i * 3) % 5}" for i in range(epoch % 4 + 2)]
 
 
-def running_count(stream, keyed=True, name="RunningCount"):
+def running_count(stream, keyed=True, name="RunningCount", schema=None):
     """(key, count so far) for each key seen at a time, emitted when the time completes.
 
     Its state: the counts, and the keys of complete times it has not emitted yet (with
@@ -38,7 +38,7 @@ def running_count(stream, keyed=True, name="RunningCount"):
         return rows(t) if keyed else rows(t).drop_columns([ts.KEY_HASH]).to_pylist()
 
     initial = b.initial_capability()
-    restored = b.keep_state(save, keyed=keyed)
+    restored = b.keep_state(save, keyed=keyed, schema=schema)
     if restored is not None:
         for r in (restored.to_pylist() if keyed else restored):
             if r["time"] is None:
@@ -64,7 +64,8 @@ def manifests(checkpoint):
     return sorted(n for n in os.listdir(checkpoint) if n.startswith("manifest-") and n.endswith(".json"))
 
 
-def counting(epochs=EPOCHS, stop_after=None, fail_at=None, keyed=True):
+def counting(epochs=EPOCHS, stop_after=None, fail_at=None, keyed=True, name="RunningCount", schema=None,
+             extra=False):
     """A worker function: the workers share ``keys_of(e)`` at each epoch ``e`` from
     ``worker.restored_time`` (0 on a fresh start) to ``epochs``, and return
     ``(restored_time, [(time, key, count), ...])`` of what their RunningCount emitted.
@@ -72,13 +73,16 @@ def counting(epochs=EPOCHS, stop_after=None, fail_at=None, keyed=True):
     ``stop_after``: return after sending that many epochs (a stop part way: the
     inputs close, and a final snapshot is taken).  ``fail_at``: every worker waits at
     epoch ``fail_at - 2`` (stepping) until a snapshot is committed (so one is, without
-    relying on timing), and worker 0 raises at epoch ``fail_at``."""
+    relying on timing), and worker 0 raises at epoch ``fail_at``.  ``name``, ``schema``:
+    the operator's; ``extra``: one more operator (a map) before it."""
     def work(worker):
         out = []
 
         def build(scope):
             inp, stream = scope.new_input()
-            probe = running_count(stream, keyed=keyed).inspect_time(
+            if extra:
+                stream = stream.map(str)
+            probe = running_count(stream, keyed=keyed, name=name, schema=schema).inspect_time(
                 lambda t, r: out.append((t, r[0], r[1]))).probe()
             return inp, probe
 

@@ -39,6 +39,8 @@ from ..communication.allocator import WAKE, Inbox
 from ..dataflow.operator import address_text
 from ..dataflow.subgraph import Subgraph
 from ..errors import CheckpointError
+from ..progress import Source, Target
+from ..runtime import SNAPSHOT_STALL
 from .manifest import candidates, list_manifests, list_snapshot_dirs, retain, snapshot_dir, write_manifest
 from .store import Saved, restore_state, save_state, state_key, write_saved
 
@@ -81,6 +83,29 @@ def _held_from(graph: Subgraph, t: Any, outer: Callable[[Any], Any]) -> bool:
     return True
 
 
+def _blocker(graph: Subgraph, t: Any, outer: Callable[[Any], Any]) -> Optional[str]:
+    """What in ``graph`` holds a time before ``t``: an operator's capability, or messages in
+    flight to one (None if nothing)."""
+    tracker = graph.tracker
+    for i, child in enumerate(graph.children[1:], start=1):
+        where = address_text(child.path if isinstance(child, Subgraph) else child.address)
+        for p in range(child.inputs):
+            for x, n in tracker.pointstamps(Target(i, p)).items():
+                if n > 0 and not t <= outer(x):
+                    return f"messages at {x!r} in flight to {child.name!r} ({where})"
+        if isinstance(child, Subgraph):
+            to_outer = child.to_outer
+            found = _blocker(child, t, lambda x, f=to_outer: outer(f(x)))   # type: ignore[misc]
+            if found:
+                return found
+            continue
+        for o in range(child.outputs):
+            for x, n in tracker.pointstamps(Source(i, o)).items():
+                if n > 0 and not t <= outer(x):
+                    return f"operator {child.name!r} ({where}) holds a capability at {x!r}"
+    return None
+
+
 class _Part:
     """This worker's part in one snapshot."""
 
@@ -95,6 +120,8 @@ class _Part:
         self.writer: Optional[threading.Thread] = None
         self.result: Any = None         # entries, or the writer's exception
         self.written = False            # "written" sent
+        self.since = time.monotonic()   # when it began waiting for t to complete
+        self.warned = False
 
 
 class _Round:
@@ -168,6 +195,9 @@ class SnapshotManager:
         manifest = self.manifest
         if manifest is None or str(kept.dataflow) not in manifest["dataflows"]:
             return None
+        built = self.worker.built_dataflows()
+        if kept.dataflow < len(built):            # the operators built so far must match the snapshot's
+            self._compare(built[kept.dataflow], manifest["dataflows"][str(kept.dataflow)], prefix=True)
         state = manifest["states"].get(state_key(kept))
         if state is None:
             raise CheckpointError(f"{self.manifest_path}: operator {kept.name!r} ({address_text(kept.address)}) of "
@@ -199,21 +229,29 @@ class SnapshotManager:
         if saved is None:
             return
         path = self.manifest_path
+        self._compare(graph, saved)
+        keeping = {state_key(k) for k in self.worker.kept_states() if k.dataflow == graph.dataflow_index}
+        for key, state in manifest["states"].items():
+            if state["dataflow"] == graph.dataflow_index and key not in keeping:
+                raise CheckpointError(f"{path}: operator {state['name']!r} ({state['address']}) of {where} keeps "
+                                      f"state in the snapshot but not here")
+
+    def _compare(self, graph: Any, saved: dict, prefix: bool = False) -> None:
+        """CheckpointError naming the first operator of ``graph`` that differs from the
+        snapshot's fingerprint ``saved`` (``prefix``: the graph is still being built)."""
+        path = self.manifest_path
+        where = f"dataflow {graph.name!r} ({graph.dataflow_index})"
         here = operators_of(graph)
         there = saved["operators"]
         for a, b in zip(here, there):
             if list(a) != list(b):
                 raise CheckpointError(f"{path}: {where} differs from the snapshot's: operator {a[1]!r} at {a[0]} "
                                       f"here, {b[1]!r} at {b[0]} in the snapshot (a checkpoint of another dataflow?)")
-        if len(here) != len(there):
+        if len(here) > len(there) or (len(here) < len(there) and not prefix):
             extra = (here if len(here) > len(there) else there)[min(len(here), len(there))]
-            raise CheckpointError(f"{path}: {where} has {len(here)} operators here, {len(there)} in the snapshot "
-                                  f"(first unmatched: {extra[1]!r} at {extra[0]}; a checkpoint of another dataflow?)")
-        keeping = {state_key(k) for k in self.worker.kept_states() if k.dataflow == graph.dataflow_index}
-        for key, state in manifest["states"].items():
-            if state["dataflow"] == graph.dataflow_index and key not in keeping:
-                raise CheckpointError(f"{path}: operator {state['name']!r} ({state['address']}) of {where} keeps "
-                                      f"state in the snapshot but not here")
+            raise CheckpointError(f"{path}: {where} differs from the snapshot's: {len(here)} operators here, "
+                                  f"{len(there)} in the snapshot (first unmatched: {extra[1]!r} at {extra[0]}; "
+                                  f"a checkpoint of another dataflow?)")
 
     # ---- the protocol ------------------------------------------------------------------------
     def busy(self) -> bool:
@@ -308,6 +346,15 @@ class SnapshotManager:
             return
         if not part.saved:
             if not self._complete_before(part.t):
+                if not part.warned and time.monotonic() - part.since > SNAPSHOT_STALL:
+                    part.warned = True
+                    built = self.worker.built_dataflows()
+                    held = [b for i in self.worker.installed_dataflows()
+                            for b in [_blocker(built[i], part.t, _identity)] if b]
+                    warnings.warn(f"worker {self.index}: the snapshot at time {part.t!r} has waited "
+                                  f"{SNAPSHOT_STALL:g} s for the times before it to complete: "
+                                  f"{'; '.join(held) or 'nothing held here'} (sources not yet at {part.t!r}, or an "
+                                  f"operator holding an earlier time until its inputs pass it)", RuntimeWarning)
                 return
             saves = [save_state(kept, part.t) for kept in self.worker.kept_states()]
             part.saved = True

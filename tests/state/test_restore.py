@@ -1,0 +1,108 @@
+"""A user-defined stateful operator (OperatorBuilder + keep_state) stopped part way and
+restored from its checkpoint: the same output as a run without a stop, on threads and
+on processes, and into another worker count."""
+
+import os
+
+import pytest
+
+import timely_spark as ts
+from timely_spark.errors import RestoreError
+
+from .helpers import EPOCHS, counting, manifests, outputs
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """The output of a run without stops or checkpoints."""
+    return outputs(ts.execute(counting(), threads=1))
+
+
+def test_the_reference_is_a_real_computation(reference):
+    assert len(reference) > 2 * EPOCHS and max(c for _, _, c in reference) > 5
+
+
+@pytest.mark.parametrize("mode", [{"threads": 2}, {"processes": 2}], ids=["threads", "processes"])
+def test_a_run_stopped_part_way_resumes_from_its_final_snapshot(tmp_path, reference, mode):
+    checkpoint = str(tmp_path)
+    first = ts.execute(counting(stop_after=4), checkpoint=checkpoint, snapshot_every=0.01, **mode)
+    assert [r for r, _ in first] == [None, None]
+    second = ts.execute(counting(), checkpoint=checkpoint, snapshot_every=0.01, **mode)
+    assert [r for r, _ in second] == [4, 4]              # the inputs closed at 4: the snapshot is at 4
+    assert outputs(second, 4) == [x for x in reference if x[0] >= 4]
+    assert outputs(first) == [x for x in reference if x[0] < 4]
+
+
+@pytest.mark.parametrize("mode", [{"threads": 2}, {"processes": 2}], ids=["threads", "processes"])
+def test_a_failed_run_resumes_from_its_last_snapshot(tmp_path, reference, mode):
+    checkpoint = str(tmp_path)
+    with pytest.raises(ts.WorkerError, match="stopped at epoch 6"):
+        ts.execute(counting(fail_at=6), checkpoint=checkpoint, snapshot_every=0.01, **mode)
+    assert manifests(checkpoint)
+    second = ts.execute(counting(), checkpoint=checkpoint, snapshot_every=0.01, **mode)
+    t = second[0][0]
+    assert [r for r, _ in second] == [t, t] and 4 <= t <= 6
+    assert outputs(second, t) == [x for x in reference if x[0] >= t]
+    assert set(outputs(second)) <= set(reference)        # what it emits for times before t too
+
+
+def test_a_finished_job_submitted_again_does_nothing_again(tmp_path, reference):
+    checkpoint = str(tmp_path)
+    ts.execute(counting(), checkpoint=checkpoint, threads=2)
+    again = ts.execute(counting(), checkpoint=checkpoint, threads=2)
+    assert [r for r, _ in again] == [EPOCHS, EPOCHS] and outputs(again) == []
+
+
+@pytest.mark.parametrize("before, after", [(2, 3), (3, 2)])
+def test_keyed_state_restores_into_another_worker_count(tmp_path, reference, before, after):
+    checkpoint = str(tmp_path)
+    ts.execute(counting(stop_after=5), checkpoint=checkpoint, threads=before)
+    second = ts.execute(counting(), checkpoint=checkpoint, threads=after)
+    assert [r for r, _ in second] == [5] * after
+    assert outputs(second, 5) == [x for x in reference if x[0] >= 5]
+    assert all(out for _, out in second)                 # every worker holds some of the keys now
+
+
+def test_unkeyed_state_restores_into_the_same_worker_count_only(tmp_path, reference):
+    checkpoint = str(tmp_path)
+    ts.execute(counting(stop_after=5, keyed=False), checkpoint=checkpoint, threads=2)
+    with pytest.raises(ts.WorkerError) as e:
+        ts.execute(counting(keyed=False), checkpoint=checkpoint, threads=3)
+    assert isinstance(e.value.cause, RestoreError)
+    assert "'RunningCount'" in str(e.value.cause) and "2 workers, this run 3" in str(e.value.cause)
+    same = ts.execute(counting(keyed=False), checkpoint=checkpoint, threads=2)
+    assert outputs(same, 5) == [x for x in reference if x[0] >= 5]
+
+
+def test_only_the_last_snapshots_are_kept(tmp_path):
+    checkpoint = str(tmp_path)
+    for stop in (2, 4, 6, 8, 9):
+        ts.execute(counting(stop_after=stop), checkpoint=checkpoint, threads=2)
+    assert manifests(checkpoint) == [f"manifest-{seq:08d}.json" for seq in (3, 4, 5)]
+    assert sorted(n for n in os.listdir(checkpoint) if n.startswith("snapshot-")) == [
+        f"snapshot-{seq:08d}" for seq in (3, 4, 5)]
+    assert ts.state.read_snapshot(checkpoint).column("time").to_pylist() == [9, 9]
+    assert ts.state.read_snapshot(checkpoint, seq=3).column("time").to_pylist() == [6, 6]
+
+
+def test_records_sent_at_the_time_the_inputs_closed_are_in_the_final_snapshot(tmp_path):
+    from .helpers import running_count
+
+    def work(worker):
+        out = []
+
+        def build(scope):
+            inp, stream = scope.new_input()
+            running_count(stream).inspect_time(lambda t, r: out.append((t, *r)))
+            return inp
+
+        inp = worker.dataflow(build)
+        inp.advance_to(worker.restored_time or 3)
+        if worker.index == 0:
+            inp.send_batch(["a"])                       # and the inputs close at this time
+        return worker.restored_time, out
+
+    checkpoint = str(tmp_path)
+    assert outputs(ts.execute(work, threads=2, checkpoint=checkpoint)) == [(3, "a", 1)]
+    again = ts.execute(work, threads=2, checkpoint=checkpoint)
+    assert [r for r, _ in again] == [4, 4] and outputs(again) == [(4, "a", 2)]
