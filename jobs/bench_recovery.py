@@ -42,7 +42,7 @@ def running_sums(stream: Any, keys: int) -> Any:
     import pyarrow as pa
 
     b = ts.OperatorBuilder(stream.scope, "RunningSums")
-    inp = b.new_input(stream, ts.Pipeline())          # exchanged by key before
+    inp = b.new_input(stream, ts.Pipeline)            # exchanged by key before
     out, summed = b.new_output()
     sums = np.zeros(keys, np.int64)
     stash: dict = {}                                 # time -> [capability, record batches]
