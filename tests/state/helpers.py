@@ -65,7 +65,7 @@ def manifests(checkpoint):
 
 
 def counting(epochs=EPOCHS, stop_after=None, fail_at=None, keyed=True, name="RunningCount", schema=None,
-             extra=False):
+             extra=False, static=()):
     """A worker function: the workers share ``keys_of(e)`` at each epoch ``e`` from
     ``worker.restored_time`` (0 on a fresh start) to ``epochs``, and return
     ``(restored_time, [(time, key, count), ...])`` of what their RunningCount emitted.
@@ -74,7 +74,8 @@ def counting(epochs=EPOCHS, stop_after=None, fail_at=None, keyed=True, name="Run
     inputs close, and a final snapshot is taken).  ``fail_at``: every worker waits at
     epoch ``fail_at - 2`` (stepping) until a snapshot is committed (so one is, without
     relying on timing), and worker 0 raises at epoch ``fail_at``.  ``name``, ``schema``:
-    the operator's; ``extra``: one more operator (a map) before it."""
+    the operator's; ``extra``: one more operator (a map) before it; ``static``: records
+    of a ``to_stream`` counted too (at time 0)."""
     def work(worker):
         out = []
 
@@ -82,6 +83,8 @@ def counting(epochs=EPOCHS, stop_after=None, fail_at=None, keyed=True, name="Run
             inp, stream = scope.new_input()
             if extra:
                 stream = stream.map(str)
+            if static:
+                stream = stream.concat(scope.to_stream(static[worker.index::worker.peers]))
             probe = running_count(stream, keyed=keyed, name=name, schema=schema).inspect_time(
                 lambda t, r: out.append((t, r[0], r[1]))).probe()
             return inp, probe

@@ -5,6 +5,7 @@ dataflow (or a dataflow that cannot be checkpointed) is refused, naming what dif
 import glob
 import json
 import os
+import re
 
 import pyarrow as pa
 import pytest
@@ -181,3 +182,36 @@ def test_a_snapshot_that_cannot_complete_says_which_operator_holds_it(tmp_path, 
     with pytest.warns(RuntimeWarning, match=r"operator 'WholeStreamSum' \(\S+\) holds a capability at 0") as record:
         with pytest.raises(ts.RunTimeout):
             ts.execute(work, checkpoint=str(tmp_path), snapshot_every=0.01, timeout=2)
+
+
+def keeper(save, keyed=False, time=0):
+    """A worker function whose one operator keeps the state ``save`` returns."""
+    def work(worker):
+        def build(scope):
+            inp, stream = scope.new_input()
+            b = ts.OperatorBuilder(scope, "Keeper")
+            b.new_input(stream)
+            b.keep_state(save, keyed=keyed)
+            b.build(lambda: None)
+            return inp
+        worker.dataflow(build, time=time)
+    return work
+
+
+@pytest.mark.parametrize("save, keyed, expected", [
+    (lambda t: {"f": lambda x: x}, False, r"operator 'Keeper' \(1.2, dataflow 0\): its state \(a dict\) cannot be"),
+    (lambda t: pa.table({"key": ["a"]}), True, r"operator 'Keeper' .* uint64 column '_key_hash'.*no such column"),
+    (lambda t: pa.table({ts.KEY_HASH: [1]}), True, r"operator 'Keeper' .* uint64 column '_key_hash'.*found: int64"),
+    (lambda t: {"a": 1}, True, r"operator 'Keeper' .* must return a pyarrow.Table .* it returned dict"),
+], ids=["unpicklable", "no-key-hash", "signed-key-hash", "not-a-table"])
+def test_state_that_cannot_be_saved_is_an_error_naming_the_operator(tmp_path, save, keyed, expected):
+    with pytest.raises(ts.WorkerError) as e:
+        ts.execute(keeper(save, keyed), checkpoint=str(tmp_path))
+    assert isinstance(e.value.cause, CheckpointError)
+    assert re.search(expected, str(e.value.cause)), str(e.value.cause)
+
+
+def test_a_dataflow_with_tuple_times_cannot_be_checkpointed(tmp_path):
+    ts.execute(keeper(lambda t: 0, time=(0, 0)))
+    message = restore_error(str(tmp_path), keeper(lambda t: 0, time=(0, 0)), threads=1)
+    assert "tuple times at its top" in message and "integer times" in message

@@ -267,13 +267,19 @@ class OperatorBuilder:
 
         ``save(t)`` is called by the engine between operator runs when a snapshot at
         time ``t`` is taken (only when the run has a ``checkpoint``).  At that moment
-        every input frontier of the operator is ``>= t`` and nothing has passed ``t``:
-        no input can still deliver data at a time ``< t``, and no notification for
-        ``t`` or later has been delivered.  ``save(t)`` returns the state *for the
-        times before t*: everything folded in from inputs at times ``< t``, including
-        what the operator holds to send later because of them (stashed input at
-        times ``< t`` not yet processed, records a delay holds for times ``>= t``);
-        *not* input it holds at times ``>= t`` (the restored run sends that again).
+        every time held in the dataflow (capabilities, messages in flight) is ``>= t``
+        and nothing has passed ``t``: every input at a time ``< t`` has been received,
+        and no notification for ``t`` or later has been delivered -- but the operator
+        may not have run since its frontier reached ``t``.  ``save(t)`` returns the
+        state *for the times before t*: everything folded in from inputs at times
+        ``< t``, including what the operator holds to send later because of them
+        (received input at times ``< t`` not yet processed, records a delay holds for
+        times ``>= t`` -- and any it already sent at times ``>= t``, which the
+        receivers do not keep); *not* input it holds at times ``>= t`` (the restored
+        run sends that again).  An operator that keeps a
+        capability at a time before ``t`` until its inputs pass ``t`` keeps the
+        snapshot from completing (the worker warns after
+        :data:`~timely_spark.runtime.SNAPSHOT_STALL` seconds, naming it).
         Return a ``pyarrow.Table`` (stored as Parquet) or any picklable object (stored
         pickled; pickled at once, so the operator may change it afterwards).
 

@@ -180,20 +180,43 @@ class Worker:
         self._sources.append((len(self._built) - 1, source))
 
     def sources(self) -> list:
-        """The registered sources of the installed dataflows, in registration order."""
+        """The registered sources (of dataflows not dropped), in registration order.
+
+        >>> import timely_spark as ts
+        >>> ts.execute(lambda w: [type(s).__name__ for s in (w.dataflow(lambda s: s.new_input()), w.sources())[1]])
+        [['InputHandle']]
+        """
         return [s for _, s in self._sources]
 
     def register_state(self, kept: Any) -> Any:
         """Register an operator's state (``OperatorBuilder.keep_state`` does) and return
         what a restored snapshot holds for it on this worker (None on a fresh start or
-        without a checkpoint)."""
+        without a checkpoint).
+
+        >>> import timely_spark as ts
+        >>> from timely_spark.dataflow.state_hook import KeptState
+        >>> ts.execute(lambda w: w.register_state(KeptState(0, (1, 2), "Mine", lambda t: None)))
+        [None]
+        """
         self._kept.append(kept)
         if self._snapshots is None:
             return None
         return self._snapshots.restored(kept)
 
     def kept_states(self) -> list:
-        """Every operator state registered on this worker (:class:`~.state_hook.KeptState`)."""
+        """Every operator state registered on this worker (:class:`~.state_hook.KeptState`).
+
+        >>> import timely_spark as ts
+        >>> def work(w):
+        ...     def build(scope):
+        ...         b = ts.OperatorBuilder(scope, "Keeper")
+        ...         b.keep_state(lambda t: {})
+        ...         b.build(lambda: None)
+        ...     w.dataflow(build)
+        ...     return [(k.name, k.keyed) for k in w.kept_states()]
+        >>> ts.execute(work)
+        [[('Keeper', False)]]
+        """
         return list(self._kept)
 
     def attach_snapshots(self, manager: Any) -> None:
@@ -201,12 +224,22 @@ class Worker:
         the run has a checkpoint): ``manager.poll()`` runs at every step, and
         ``manager.busy()`` keeps :meth:`step` reporting work while a snapshot is under
         way; ``manager.built(graph)`` sees each dataflow once it is built;
-        ``manager.restored(kept)`` answers :meth:`register_state`."""
+        ``manager.restored(kept)`` answers :meth:`register_state`.
+
+        >>> import tempfile, timely_spark as ts
+        >>> ts.execute(lambda w: type(w._snapshots).__name__, checkpoint=tempfile.mkdtemp())   # attached for us
+        ['SnapshotManager']
+        """
         self._snapshots = manager
 
     def built_dataflows(self) -> list:
         """Every dataflow built on this worker (its top scope), by index (dropped and
-        complete ones too)."""
+        complete ones too).
+
+        >>> import timely_spark as ts
+        >>> ts.execute(lambda w: (w.dataflow(lambda s: None, name="Mine"), w.built_dataflows()[0].name)[1])
+        ['Mine']
+        """
         return list(self._built)
 
     def dataflow_graphs(self) -> list:

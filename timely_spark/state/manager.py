@@ -51,6 +51,10 @@ __all__ = ["SnapshotManager", "attach", "operators_of"]
 #: handled in the same step).
 _ROUNDS = 4
 
+#: Seconds between a worker's looks at its sources (all closed?) and, on worker 0, at the
+#: clock (a snapshot due?) while no snapshot is under way and no message waits.
+_QUIET = 0.005
+
 
 def _nothing() -> None:
     pass
@@ -154,6 +158,7 @@ class SnapshotManager:
         _, pushers = worker.allocate_channel(self._inbox)
         self._push = [p.push for p in pushers]
         self._pushed = False
+        self._quiet_until = 0.0
         self.manifest: Optional[dict] = None
         self.manifest_path: Optional[str] = None
         self._part: Optional[_Part] = None
@@ -222,6 +227,14 @@ class SnapshotManager:
         if isinstance(graph.min_time, bool) or not isinstance(graph.min_time, int):
             raise CheckpointError(f"{where} has {type(graph.min_time).__name__} times at its top; snapshots "
                                   f"are taken at integer times (build it with the default time=0)")
+        part = self._part
+        if part is not None and not part.released:       # built while a snapshot is under way: hold it too
+            for source in self.worker.sources():
+                if source.closed or any(source is p for p, _ in part.pinned):
+                    continue
+                at = part.t if part.snapped and source.time <= part.t else source.time
+                source.pin(at)
+                part.pinned.append((source, at))
         manifest = self.manifest
         if manifest is None:
             return
@@ -273,8 +286,14 @@ class SnapshotManager:
             self._send(to, message)
 
     def poll(self) -> bool:
-        """Handle the protocol's messages and move this worker's part on; True while busy."""
+        """Handle the protocol's messages and move this worker's part on; True while busy
+        (or, between looks, maybe busy)."""
         queue = self._inbox.queue
+        if not queue and self._part is None and self._round is None:
+            now = time.monotonic()       # between snapshots: look at the sources and the clock now and then
+            if now < self._quiet_until:
+                return True              # (maybe busy: the worker's idle path asks busy() itself)
+            self._quiet_until = now + _QUIET
         for _ in range(_ROUNDS):           # what this worker sent itself is handled at once, not a park later
             while queue:
                 self._handle(queue.popleft())
@@ -305,16 +324,17 @@ class SnapshotManager:
             assert part is not None and part.seq == seq, (part, message)
             part.t, part.final, part.snapped = t, final, True
             if t is None:                                  # nothing to snapshot: the round is cancelled
-                for source in part.pinned:
+                for source, _ in part.pinned:
                     source.unpin()
                 self._part = None
                 self._final_seen = self._final_seen or final
             else:
-                for source in part.pinned:
-                    source.pin(t)
+                for source, at in part.pinned:
+                    if at <= t:                            # (one pinned later than t holds nothing before it)
+                        source.pin(t)
         elif kind == "release":
             assert part is not None and part.seq == message[1], (part, message)
-            for source in part.pinned:
+            for source, _ in part.pinned:
                 source.unpin()
             part.released = True
         else:                                              # worker 0's part: the answers
@@ -331,7 +351,7 @@ class SnapshotManager:
             else:
                 now = source.time
                 source.pin(now)
-                pinned.append(source)
+                pinned.append((source, now))
                 opened = now if opened is None or now > opened else opened
         self._part = _Part(seq, pinned)
         self._send(0, ("pinned", seq, self.index, opened, resume))

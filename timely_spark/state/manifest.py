@@ -31,6 +31,7 @@ FORMAT = 1
 
 _MANIFEST = re.compile(r"^manifest-(\d+)\.json$")
 _SNAPSHOT = re.compile(r"^snapshot-(\d+)$")
+_TEMPORARY = re.compile(r"^manifest-\d+\.json\.tmp-\d+$")
 _CHUNK = 1 << 20
 
 
@@ -180,7 +181,8 @@ def retain(directory: str, keep: int, current: Optional[int] = None) -> None:
     """Keep the newest ``keep`` manifests (and their snapshot directories); delete older
     manifests first (so they are no longer committed), then their directories, and any
     snapshot directory older than the newest manifest that no manifest commits
-    (left by a run that failed while writing it).  ``current``: a snapshot being
+    (left by a run that failed while writing it), and temporary manifests left by a
+    worker 0 that died before renaming one (only worker 0 writes them, one at a time).  ``current``: a snapshot being
     written (never deleted)."""
     seqs = list_manifests(directory)
     kept = set(seqs[-keep:]) if keep > 0 else set()
@@ -191,6 +193,12 @@ def retain(directory: str, keep: int, current: Optional[int] = None) -> None:
             except FileNotFoundError:
                 pass
     newest = seqs[-1] if seqs else -1
+    for name in os.listdir(directory):          # temporary manifests of a writer that died before its rename
+        if _TEMPORARY.match(name):
+            try:
+                os.remove(os.path.join(directory, name))
+            except FileNotFoundError:
+                pass
     for seq in list_snapshot_dirs(directory):
         if seq not in kept and seq != current and seq < newest:
             shutil.rmtree(snapshot_dir(directory, seq), ignore_errors=True)

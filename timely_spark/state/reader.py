@@ -9,7 +9,6 @@ import warnings
 from typing import Optional
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..errors import CheckpointError
 from .manifest import candidates, load_manifest, manifest_path, verify_files
@@ -85,6 +84,8 @@ def read_snapshot(checkpoint: str, operator: Optional[str] = None, *, seq: Optio
     >>> ts.state.read_snapshot(checkpoint, "Total").to_pylist()
     [{'worker': 0, 'type': 'int', 'repr': '4'}, {'worker': 1, 'type': 'int', 'repr': '4'}]
     """
+    import pyarrow.parquet as pq
+
     path, manifest = _choose(os.fspath(checkpoint), seq)
     states = manifest["states"]
     if operator is None:

@@ -11,7 +11,6 @@ from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..dataflow.operator import address_text
 from ..dataflow.state_hook import KEY_HASH, KeptState
@@ -86,6 +85,8 @@ def schema_of(text: str) -> pa.Schema:
 def write_saved(saved: Saved, directory: str, relative: str, worker: int) -> dict:
     """Write one saved state to ``directory/relative`` (fsync'd) and return its
     manifest entry: worker, path, size, sha256, rows, schema (Tables)."""
+    import pyarrow.parquet as pq  # (not imported with the package: only a run with a checkpoint needs it)
+
     path = os.path.join(directory, relative)
     with open(path, "wb") as f:
         if saved.kind == "parquet":
@@ -104,6 +105,8 @@ def write_saved(saved: Saved, directory: str, relative: str, worker: int) -> dic
 
 
 def _read(directory: str, entry: dict, kind: str) -> Any:
+    import pyarrow.parquet as pq
+
     path = os.path.join(directory, entry["path"])
     try:
         if kind == "parquet":
