@@ -14,9 +14,10 @@ def seen(worker):
     return [worker.index, c.timeout, c.peer_timeout, c.checkpoint, c.snapshot_every, c.process, c.processes]
 
 
-def test_run_hands_every_worker_the_config(spark, tmp_path):
+def test_run_hands_every_worker_the_config(spark, tmp_path, monkeypatch):
     ckpt = str(tmp_path / "ckpt")
-    got = ts.spark.run(spark, seen, workers=2, timeout=100, peer_timeout=45, checkpoint=ckpt, snapshot_every=30)
+    monkeypatch.chdir(tmp_path)         # a relative checkpoint reaches the executors as the driver's absolute path
+    got = ts.spark.run(spark, seen, workers=2, timeout=100, peer_timeout=45, checkpoint="ckpt", snapshot_every=30)
     assert got == [[i, 100.0, 45.0, ckpt, 30.0, i, 2] for i in range(2)]
     with pytest.raises(ParameterError, match="snapshot_every needs a checkpoint") as err:
         ts.spark.run(spark, seen, workers=2, snapshot_every=5)        # refused before any Spark job

@@ -98,7 +98,8 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     says its time; None on a fresh start): with ``max_attempts`` a retry after a task
     or executor failure resumes from it instead of from nothing, and so does a job
     submitted again with the same ``checkpoint``.  Every executor and the driver must
-    read and write the same ``DIR``: a shared filesystem mounted at the same path
+    read and write the same ``DIR`` (a relative path is made absolute on the driver):
+    a shared filesystem mounted at the same path
     everywhere (NFS, a cluster file system, a FUSE mount of object storage), never an
     executor-local directory such as ``/tmp`` on a real cluster (``local`` and
     ``local-cluster`` masters share the machine's disk, so any local path works there).
