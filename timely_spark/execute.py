@@ -87,9 +87,10 @@ def execute_config(fn: Callable[[Worker], R], config: Config) -> list[R]:
                          f"(e.g. export {SECRET_ENV}=$(python -c 'import secrets; print(secrets.token_hex(16))'))")
     from .communication.tcp import bind_listener
 
+    process: int = config.process
     if not config.addresses:
         config = replace(config, addresses=[("127.0.0.1", DEFAULT_PORT + i) for i in range(config.processes)])
-    host, port = config.addresses[config.process]
+    host, port = config.addresses[process]
     return run_workers(fn, config, bind_listener(host, port), secret.encode())
 
 

@@ -14,9 +14,10 @@ def seen(worker):
     return [worker.index, c.timeout, c.peer_timeout, c.checkpoint, c.snapshot_every, c.process, c.processes]
 
 
-def test_run_hands_every_worker_the_config(spark, tmp_path):
+def test_run_hands_every_worker_the_config(spark, tmp_path, monkeypatch):
     ckpt = str(tmp_path / "ckpt")
-    got = ts.spark.run(spark, seen, workers=2, timeout=100, peer_timeout=45, checkpoint=ckpt, snapshot_every=30)
+    monkeypatch.chdir(tmp_path)         # a relative checkpoint reaches the executors as the driver's absolute path
+    got = ts.spark.run(spark, seen, workers=2, timeout=100, peer_timeout=45, checkpoint="ckpt", snapshot_every=30)
     assert got == [[i, 100.0, 45.0, ckpt, 30.0, i, 2] for i in range(2)]
     with pytest.raises(ParameterError, match="snapshot_every needs a checkpoint") as err:
         ts.spark.run(spark, seen, workers=2, snapshot_every=5)        # refused before any Spark job
@@ -36,7 +37,7 @@ def test_transform_hands_every_worker_the_config(spark):
     assert sorted(tuple(r) for r in out.collect()) == [(0, 100.0, 45.0), (1, 100.0, 45.0)]
 
 
-def test_a_retry_with_a_checkpoint_says_it_resumes_from_a_snapshot(spark, tmp_path, caplog):
+def test_a_retry_with_a_checkpoint_says_where_it_resumes(spark, tmp_path, caplog):
     marker = tmp_path / "failed-once"
 
     def work(worker):
@@ -50,4 +51,4 @@ def test_a_retry_with_a_checkpoint_says_it_resumes_from_a_snapshot(spark, tmp_pa
     with caplog.at_level(logging.WARNING, logger="timely_spark.spark.runner"):
         assert ts.spark.run(spark, work, workers=2, max_attempts=2, checkpoint=ckpt, stats=stats) == [ckpt, ckpt]
     assert stats["attempts"] == 2 and [f["attempt"] for f in stats["failures"]] == [1]
-    assert f"resuming from the last snapshot committed in {ckpt}" in caplog.text
+    assert f"retrying: it starts from the beginning (no snapshot committed in {ckpt} yet)" in caplog.text

@@ -14,6 +14,7 @@ the driver can raise it as it is (see :mod:`.job_errors`).
 from __future__ import annotations
 
 import json
+import os
 import time
 from contextlib import contextmanager
 from dataclasses import replace
@@ -36,8 +37,9 @@ def task_config(timeout: Optional[float] = None, peer_timeout: float = DEFAULT_P
     ``settings`` (``checkpoint=``, ``snapshot_every=``...), with ``connect_timeout``
     (default :data:`~timely_spark.runtime.DEFAULT_CONNECT_TIMEOUT`) at least ``peer_timeout``:
     barrier tasks start as executors free up, so they may wait longer for each other
-    than local processes.  Each task fills in its own index, the worker count and the
-    addresses (:func:`run_in_barrier_task`).
+    than local processes; a relative ``checkpoint`` is made absolute here (an executor's
+    working directory is not the driver's).  Each task fills in its own index, the
+    worker count and the addresses (:func:`run_in_barrier_task`).
 
     >>> task_config(peer_timeout=90).connect_timeout
     90.0
@@ -48,6 +50,8 @@ def task_config(timeout: Optional[float] = None, peer_timeout: float = DEFAULT_P
     """
     config = Config(timeout=timeout, peer_timeout=peer_timeout, **settings).check()
     config.connect_timeout = max(config.peer_timeout, config.connect_timeout)
+    if config.checkpoint is not None:    # executors run in other directories than the driver
+        config.checkpoint = os.path.abspath(config.checkpoint)
     return config
 
 

@@ -8,8 +8,9 @@ from typing import Any, Callable, Optional
 
 import cloudpickle
 
-from ..errors import RunTimeout, SparkJobError, TimelyError, most_telling, picklable
+from ..errors import CheckpointError, RunTimeout, SparkJobError, TimelyError, most_telling, picklable
 from ..runtime import DEFAULT_PEER_TIMEOUT, STOP_GRACE, Config, check_count, new_secret
+from ..state.manifest import list_manifests, load_manifest, manifest_path
 from .barrier import run_in_barrier_task, task_config
 from .cancel import caller_job_group, cancelled_on_interrupt_or_deadline
 from .job_errors import chained, spark_summary, timely_cause
@@ -44,14 +45,23 @@ def _first_line(exc: Optional[BaseException]) -> str:
 
 
 def resumes_from(checkpoint: Optional[str]) -> str:
-    """Where a new attempt of a run with ``checkpoint`` starts, for the retry's log line.
+    """Where a new attempt of a run with ``checkpoint`` starts, for the retry's log line:
+    the time of the newest snapshot committed there (the workers restore it, or fall
+    back to an older one if it is damaged), or the beginning.
 
     >>> resumes_from(None)
-    'from the start (no checkpoint)'
+    'it starts from the beginning (no checkpoint)'
     """
     if checkpoint is None:
-        return "from the start (no checkpoint)"
-    return f"resuming from the last snapshot committed in {checkpoint} (from the start if none is)"
+        return "it starts from the beginning (no checkpoint)"
+    seqs = list_manifests(checkpoint)
+    if not seqs:
+        return f"it starts from the beginning (no snapshot committed in {checkpoint} yet)"
+    try:
+        t = load_manifest(manifest_path(checkpoint, seqs[-1]))["time"]
+    except CheckpointError:
+        return f"it resumes from the last usable snapshot committed in {checkpoint}"
+    return f"it resumes from the snapshot at time {t!r} committed in {checkpoint}"
 
 
 def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max_attempts: int = 1,
@@ -88,7 +98,8 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     says its time; None on a fresh start): with ``max_attempts`` a retry after a task
     or executor failure resumes from it instead of from nothing, and so does a job
     submitted again with the same ``checkpoint``.  Every executor and the driver must
-    read and write the same ``DIR``: a shared filesystem mounted at the same path
+    read and write the same ``DIR`` (a relative path is made absolute on the driver):
+    a shared filesystem mounted at the same path
     everywhere (NFS, a cluster file system, a FUSE mount of object storage), never an
     executor-local directory such as ``/tmp`` on a real cluster (``local`` and
     ``local-cluster`` masters share the machine's disk, so any local path works there).
@@ -152,7 +163,7 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
             stats.setdefault("failures", []).append({"attempt": attempt, "noticed": time.time(),
                                                      "error": _first_line(failure)})
         if attempt < max_attempts:
-            log.warning("timely_spark.run: attempt %d of %d failed (%s); retrying %s", attempt, max_attempts,
+            log.warning("timely_spark.run: attempt %d of %d failed (%s); retrying: %s", attempt, max_attempts,
                         _first_line(failure), resumes_from(config.checkpoint))
     assert failure is not None
     raise failure
