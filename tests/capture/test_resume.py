@@ -168,3 +168,25 @@ def test_a_second_failure_resumes_the_resumed_log(tmp_path):
         w.restore(4)
         run_epochs(w, i, range(4, EPOCHS), start=4)
     assert complete_rows(path) == (expected(range(EPOCHS)), Antichain())
+
+
+def test_a_fresh_attempt_of_the_same_checkpoint_goes_on_from_the_start(tmp_path):
+    """An attempt that died before its first snapshot: the next one starts afresh with the
+    same checkpoint and goes on with the log its files name (every epoch once); a log
+    written under another checkpoint (or none) is refused."""
+    path, ckpt = tmp_path / "log", str(tmp_path / "ckpt")
+    writers = [ParquetEventWriter(path, worker=i, peers=2, flush_seconds=0.0) for i in range(2)]
+    for i, w in enumerate(writers):
+        w.recover(ckpt, None, 0)
+        run_epochs(w, i, range(3 + i), close=False)      # worker 1 one epoch ahead: epochs 0..2 complete
+        w.push(Messages(3 + i, rows(i, 3 + i)))
+        w.flush()
+    other = ParquetEventWriter(path, worker=0, peers=2)
+    other.recover(str(tmp_path / "elsewhere"), None, 0)
+    with pytest.raises(EventLogError, match="already holds an event log"):
+        other.push(Progress([(0, -1)]))
+    for i in range(2):
+        w = ParquetEventWriter(path, worker=i, peers=2, flush_seconds=0.0)
+        w.recover(ckpt, None, 0)
+        run_epochs(w, i, range(EPOCHS))
+    assert complete_rows(path) == (expected(range(EPOCHS)), Antichain())

@@ -88,6 +88,10 @@ class ParquetEventWriter:
     would capture, a ``diff`` column for a changelog), so that a worker that gets no
     data never holds the log's frontier back (see :meth:`flush`).
 
+    A run restored from a checkpoint goes on with the log its crashed attempt wrote,
+    every epoch exactly once (:meth:`restore`, :meth:`recover`; ``capture_into`` calls
+    them): a log already at ``path`` is otherwise an error at the first write.
+
     >>> import tempfile, timely_spark as ts
     >>> from timely_spark.capture import ParquetEventWriter, ParquetEventReader, extract
     >>> path = tempfile.mkdtemp()
