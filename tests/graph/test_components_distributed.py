@@ -1,14 +1,17 @@
 """Connected components contracted across workers (graph/contraction.py): exact on
 graphs that stress the distribution, on 1, 2 and 4 workers (threads and processes),
-and the state of every round split evenly by vertex hash."""
+and the state of every round split evenly by vertex hash; the stream form on 4
+workers, its edge counts split by edge hash."""
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 import timely_spark as ts
-from timely_spark.graph import connected_components, snapshot_components, union_find
+from timely_spark.graph import components, connected_components, snapshot_components, union_find
 from timely_spark.graph.contraction import GRAPH_LOG
+
+from .changelogs import collection, fold_upto, random_changelog, run_epochs
 
 
 def reference(table: pa.Table) -> dict:
@@ -109,3 +112,44 @@ def test_every_round_holds_an_even_share_on_four_workers():
             checked += 1
             assert max(per_worker) <= 1.5 * mean, (name, time, per_worker)
     assert checked >= 4
+
+
+@pytest.mark.parametrize("layout", [dict(threads=4), dict(threads=2, processes=2)], ids=["4 threads", "2x2"])
+def test_stream_form_on_four_workers_folds_to_union_find(layout):
+    epochs = random_changelog(seed=11, epochs=14, n=30)
+    per_time = run_epochs(epochs, components, **layout)
+    for t in range(len(epochs)):
+        edges = collection(epochs, t, ["src", "dst"])
+        want = union_find(zip(edges["src"].to_pylist(), edges["dst"].to_pylist()))
+        got = {v: c for (v,), (c,) in fold_upto(per_time, t, ["vertex"]).items()}
+        assert got == want, f"time {t}"
+
+
+def test_stream_form_counts_edges_on_every_worker():
+    rng = np.random.default_rng(2)
+    load = pa.table({"src": rng.integers(0, 3000, 8000), "dst": rng.integers(0, 3000, 8000),
+                     "diff": np.ones(8000, np.int64)})
+
+    def work(worker):
+        events: list = []
+        worker.log_register().insert(GRAPH_LOG, events.extend)
+
+        def build(s):
+            inp, edges = s.new_input()
+            components(edges)
+            return inp
+
+        inp = worker.dataflow(build)
+        n = load.num_rows
+        lo, hi = n * worker.index // 4, n * (worker.index + 1) // 4
+        inp.send(load.slice(lo, hi - lo).to_batches()[0])
+        inp.close()
+        while worker.step():
+            pass
+        worker.log_register().flush()
+        return [(e["worker"], e["count"]) for e in events if e["name"] == "ComponentsEdges"]
+
+    rows = [0] * 4
+    for w, count in (x for part in ts.execute(work, threads=4, timeout=60) for x in part):
+        rows[w] += count
+    assert min(rows) > 0 and max(rows) <= 1.5 * sum(rows) / 4, rows
