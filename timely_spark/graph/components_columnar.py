@@ -20,7 +20,8 @@ import pyarrow as pa
 
 from ..dataflow import check_columns
 from ..errors import GraphInputError
-from .compact import compact_ids
+from .contraction import contract, log_state, pointer_table, resolve
+from .spanning_forest import forest
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
@@ -58,36 +59,6 @@ do not fit int64: pass ids of any type to ts.graph.connected_components, pageran
     return out[0], out[1]
 
 
-def forest(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(vertices, component)``: every vertex of edges ``a[i]--b[i]`` (sorted) and the
-    smallest vertex id in its component.
-
-    >>> v, c = forest(np.array([1, 3, 5]), np.array([2, 2, 6]))
-    >>> v.tolist(), c.tolist()
-    ([1, 2, 3, 5, 6], [1, 1, 1, 5, 5])
-    """
-    vertices, inverse = compact_ids(np.concatenate([a, b]))
-    n, m = len(vertices), len(a)
-    x, y = inverse[:m], inverse[m:]
-    label = np.arange(n, dtype=np.int64)           # compact ids keep the order of vertex ids
-    while True:
-        lx, ly = label[x], label[y]
-        differ = lx != ly
-        if not differ.any():
-            break
-        lx, ly = lx[differ], ly[differ]
-        low = np.minimum(lx, ly)
-        np.minimum.at(label, lx, low)              # hook each root to the smaller root
-        np.minimum.at(label, ly, low)
-        while True:                                # pointer jumping down to the roots
-            jumped = label[label]
-            if np.array_equal(jumped, label):
-                break
-            label = jumped
-        x, y = x[differ], y[differ]                # settled edges stay settled
-    return vertices, vertices[label]
-
-
 def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
     """A stream of edge record batches in, record batches ``(vertex, component)`` out:
     at each completed time, every vertex of the edges seen so far (at that time or
@@ -101,8 +72,6 @@ def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst") -> 
     ...                .inspect(lambda rb: print(rb.to_pydict())))
     {'vertex': [1, 2, 3, 5, 6], 'component': [1, 1, 1, 5, 5]}
     """
-    from .contraction import contract, log_state, pointer_table, resolve
-
     scope = edges.scope
     state = {"v": np.zeros(0, np.int64), "c": np.zeros(0, np.int64)}
 

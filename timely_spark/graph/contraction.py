@@ -40,7 +40,7 @@ import pyarrow as pa
 from ..dataflow import ExchangeBy
 from .broadcast import broadcast_keys
 from .compact import compact_ids, group_min
-from .components_columnar import forest
+from .spanning_forest import forest
 
 if TYPE_CHECKING:
     from ..dataflow import Scope, Stream
