@@ -140,11 +140,33 @@ def pointer_table(pointers: "Stream", name: str = "Pointers") -> "Stream":
     scope = pointers.scope
 
     def table(time: Any, batches: list) -> list:
-        vertices, pointer, _, _ = group_min(_column(batches, "vertex"), _column(batches, "pointer"))
+        vertices, pointer = _merge_pointers([rb for rb in batches if rb.num_rows])
         log_state(scope, name, time, len(vertices))
         return [pa.record_batch({"vertex": vertices, "pointer": pointer})]
 
     return pointers.per_time(table, name=name)
+
+
+def _merge_pointers(batches: list) -> tuple[np.ndarray, np.ndarray]:
+    """One row per vertex, the smallest pointer, sorted.  The first round's batch holds
+    every vertex once, sorted (and later rounds' vertices are among them): the others
+    are folded into a copy of it by binary search, else everything is grouped."""
+    if not batches:
+        empty = np.zeros(0, np.int64)
+        return empty, empty
+    batches = sorted(batches, key=lambda rb: -rb.num_rows)
+    base = batches[0].column("vertex").to_numpy()
+    if not (base[1:] > base[:-1]).all():
+        return group_min(_column(batches, "vertex"), _column(batches, "pointer"))[:2]
+    if len(batches) == 1:
+        return base, batches[0].column("pointer").to_numpy()
+    u, p = _column(batches[1:], "vertex"), _column(batches[1:], "pointer")
+    at = np.minimum(np.searchsorted(base, u), len(base) - 1)
+    if not (base[at] == u).all():
+        return group_min(_column(batches, "vertex"), _column(batches, "pointer"))[:2]
+    pointer = batches[0].column("pointer").to_numpy().copy()
+    np.minimum.at(pointer, at, p)
+    return base, pointer
 
 
 def resolve(table: "Stream", name: str = "Resolve") -> "Stream":

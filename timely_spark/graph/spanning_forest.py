@@ -22,8 +22,8 @@ def forest(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n, m = len(vertices), len(a)
     x, y = inverse[:m], inverse[m:]
     label = np.arange(n, dtype=np.int64)           # compact ids keep the order of vertex ids
+    lx, ly = x, y                                  # every vertex is its own root at first
     while True:
-        lx, ly = label[x], label[y]
         differ = lx != ly
         if not differ.any():
             break
@@ -31,10 +31,19 @@ def forest(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         low = np.minimum(lx, ly)
         np.minimum.at(label, lx, low)              # hook each root to the smaller root
         np.minimum.at(label, ly, low)
-        while True:                                # pointer jumping down to the roots
-            jumped = label[label]
-            if np.array_equal(jumped, label):
-                break
-            label = jumped
+        _jump(label)
         x, y = x[differ], y[differ]                # settled edges stay settled
+        lx, ly = label[x], label[y]
     return vertices, vertices[label]
+
+
+def _jump(label: np.ndarray) -> None:
+    """Pointer jumping in place until every entry points at a root (an entry that
+    points at itself); each pass touches only the entries not yet there."""
+    parent = label[label]
+    todo = np.flatnonzero(parent != label)
+    while len(todo):
+        label[todo] = parent[todo] if parent is not None else label[label[todo]]
+        parent = None
+        up = label[todo]
+        todo = todo[label[up] != up]
