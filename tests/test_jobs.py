@@ -32,7 +32,7 @@ def test_jobs_have_help():
                 "bench_sync.py", "capture_send.py", "capture_recv.py", "stream_to_parquet.py",
                 "bench_capture.py", "bench_columnar.py", "bench_spark.py", "bench_graph.py", "pagerank.py",
                 "shortest_paths.py", "bench_first_job.py", "bench_incremental.py",
-                "bench_windows.py"]:
+                "bench_windows.py", "bench_recovery.py"]:
         assert "usage" in run_job(job, "--help")
 
 

@@ -95,3 +95,8 @@ from .dataflow.state_hook import KEY_HASH  # noqa: E402
 from .errors import CheckpointError, RestoreError  # noqa: E402
 
 __all__ += ["CheckpointError", "KEY_HASH", "RestoreError", "state"]
+
+# ---- one run path (issue 24): a whole runtime.Config, as execute and execute_from_args build it ----
+from .execute import execute_config  # noqa: E402
+
+__all__ += ["execute_config"]

@@ -6,9 +6,11 @@
   hand on one or several machines;
 * :func:`example` -- a one-worker dataflow run to completion.
 
-One process's share of a run is :func:`timely_spark.process.run_process`; the local
-processes are started by :mod:`timely_spark.launch`; defaults and validation live in
-:mod:`timely_spark.runtime`.
+All three build one :class:`~timely_spark.runtime.Config` and hand it to
+:func:`execute_config`; one process's share of a run is
+:func:`timely_spark.process.run_workers` (the path Spark's barrier tasks take too); the
+local processes are started by :mod:`timely_spark.launch`; defaults and validation live
+in :mod:`timely_spark.runtime`.
 """
 
 from __future__ import annotations
@@ -16,16 +18,18 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
+from dataclasses import replace
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
-from .communication.thread import ThreadAllocator, ThreadFabric
 from .dataflow.scope import Scope
 from .dataflow.worker import Worker
+from .errors import ParameterError
 from .launch import launch_local
-from .process import raise_failure, run_process, run_threads
+from .process import run_process, run_workers
 from .runtime import DEFAULT_PEER_TIMEOUT, DEFAULT_PORT, SECRET_ENV, Config, check_port
 
-__all__ = ["Config", "execute", "execute_from_args", "example", "parse_args", "run_process"]
+__all__ = ["Config", "execute", "execute_config", "execute_from_args", "example", "parse_args", "run_process"]
 
 R = TypeVar("R")
 
@@ -55,26 +59,60 @@ def execute(fn: Callable[[Worker], R], threads: int = 1, processes: int = 1, tim
     >>> ts.execute(lambda worker: (worker.index, worker.peers), threads=3)
     [(0, 3), (1, 3), (2, 3)]
     """
-    config = Config(threads=threads, processes=processes, timeout=timeout, peer_timeout=peer_timeout,
-                    checkpoint=checkpoint, snapshot_every=snapshot_every).check()
-    if processes > 1:
+    return execute_config(fn, Config(threads=threads, processes=processes, timeout=timeout,
+                                     peer_timeout=peer_timeout, checkpoint=checkpoint,
+                                     snapshot_every=snapshot_every))
+
+
+def execute_config(fn: Callable[[Worker], R], config: Config) -> list[R]:
+    """Run ``fn(worker)`` on the workers ``config`` lays out and return the results of this
+    process's workers in worker order: all of them when ``config.process`` is None
+    (``config.processes`` > 1 start as local child processes), else those of process
+    ``config.process``, started by hand, which binds ``config.addresses[process]``
+    (default ``127.0.0.1:DEFAULT_PORT + process``) and takes the run's secret from
+    ``$TIMELY_SPARK_SECRET``.  :func:`execute` and :func:`execute_from_args` are its
+    keyword and command-line forms; every worker gets ``config`` as ``worker.config``.
+
+    >>> execute_config(lambda worker: (worker.index, worker.config.threads), Config(threads=2))
+    [(0, 2), (1, 2)]
+    """
+    config.check()
+    if config.processes == 1:
+        return run_workers(fn, config)
+    if config.process is None:
         return launch_local(fn, config)
-    fabric = ThreadFabric(threads)
-    results = run_threads(fn, fabric, [ThreadAllocator(i, fabric) for i in range(threads)], config.timeout,
-                          config=config)
-    raise_failure(fabric)
-    return results
+    secret = os.environ.get(SECRET_ENV, "")
+    if not secret:
+        raise ValueError(f"processes started by hand need a shared secret in ${SECRET_ENV} "
+                         f"(e.g. export {SECRET_ENV}=$(python -c 'import secrets; print(secrets.token_hex(16))'))")
+    from .communication.tcp import bind_listener
+
+    process: int = config.process
+    if not config.addresses:
+        config = replace(config, addresses=[("127.0.0.1", DEFAULT_PORT + i) for i in range(config.processes)])
+    host, port = config.addresses[process]
+    return run_workers(fn, config, bind_listener(host, port), secret.encode())
 
 
 def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
     """Timely's flags: ``-w/--threads``, ``-n/--processes``, ``-p/--process``, ``-h/--hostfile``
-    (one ``host:port`` per line), ``--timeout`` (seconds for the whole run) and
-    ``--peer-timeout`` (seconds of a peer's silence).  Returns the config and the
-    arguments left over.
+    (one ``host:port`` per line), ``--timeout`` (seconds for the whole run),
+    ``--peer-timeout`` (seconds of a peer's silence), ``--checkpoint DIR`` (snapshots
+    of the workers' state go there, and a run restores from the last one committed
+    there) and ``--snapshot-every SECONDS`` (how often; without it, a snapshot only
+    when the inputs close).  Returns the config and the arguments left over.  A bad
+    value raises :class:`~timely_spark.errors.ParameterError` naming the flag.
 
     >>> config, rest = parse_args(["-w", "2", "--timeout", "60", "--my-flag"])
     >>> config.threads, config.timeout, rest
     (2, 60.0, ['--my-flag'])
+    >>> config, _ = parse_args(["--checkpoint", "/mnt/shared/ckpt", "--snapshot-every", "5"])
+    >>> config.checkpoint, config.snapshot_every
+    ('/mnt/shared/ckpt', 5.0)
+    >>> parse_args(["--snapshot-every", "soon"])
+    Traceback (most recent call last):
+    ...
+    timely_spark.errors.ParameterError: --snapshot-every must be a positive number of seconds, got 'soon'
     """
     parser = argparse.ArgumentParser(add_help=False, prog="timely")
     for flags in _FLAGS:
@@ -85,6 +123,8 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
     process = _flag(args.process, "-p/--process", _index, None)
     timeout = _flag(args.timeout, "--timeout", _seconds, None)
     peer_timeout = _flag(args.peer_timeout, "--peer-timeout", _seconds, DEFAULT_PEER_TIMEOUT)
+    checkpoint = _flag(args.checkpoint, "--checkpoint", _directory, None)
+    snapshot_every = _flag(args.snapshot_every, "--snapshot-every", _seconds, None)
     if process is not None and not 0 <= process < processes:
         raise ValueError(f"-p/--process: process index {process} is not in 0..{processes - 1} (-n {processes})")
     addresses: list[tuple[str, int]] = []
@@ -100,15 +140,31 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
                 addresses.append((host.strip("[]"), check_port(f"{args.hostfile}, line {n}", int(port))))
         if len(addresses) < processes:
             raise ValueError(f"{args.hostfile}: {processes} processes (-n) but {len(addresses)} host:port lines")
-    elif process is not None and processes > 1:
-        addresses = [("127.0.0.1", DEFAULT_PORT + i) for i in range(processes)]
-    config = Config(threads=threads, processes=processes, process=process,
-                    addresses=addresses, timeout=timeout, peer_timeout=peer_timeout).check()
-    return config, rest
+    config = Config(threads=threads, processes=processes, process=process, addresses=addresses, timeout=timeout,
+                    peer_timeout=peer_timeout, checkpoint=checkpoint, snapshot_every=snapshot_every)
+    try:
+        return config.check(), rest
+    except ParameterError as exc:     # say it by the flag the user wrote
+        flag = _FLAG_OF.get(exc.parameter)
+        if flag is None:
+            raise
+        text = re.sub(rf"(?<![-\w]){exc.parameter}\b(?!=)", flag, str(exc))
+        for field, its_flag in _FLAG_OF.items():      # "(checkpoint=DIR)" -> "(--checkpoint DIR)"
+            text = re.sub(rf"(?<![-\w]){field}=", its_flag + " ", text)
+        raise ParameterError(text, flag) from None
 
 
 _FLAGS = [("-w", "--threads"), ("-n", "--processes"), ("-p", "--process"), ("-h", "--hostfile"), ("--timeout",),
-          ("--peer-timeout",)]
+          ("--peer-timeout",), ("--checkpoint",), ("--snapshot-every",)]
+
+#: The flag of each Config field that has one.
+_FLAG_OF = {flags[-1][2:].replace("-", "_"): flags[-1] for flags in _FLAGS}
+
+
+def _directory(text: str) -> str:
+    if not text.strip():
+        raise ValueError(text)
+    return text
 
 
 def _index(text: str) -> int:
@@ -132,7 +188,8 @@ def _seconds(text: str) -> float:
     return value
 
 
-_WHAT: dict[Callable[[str], Any], str] = {_index: "a whole number >= 0", _count: "a whole number >= 1"}
+_WHAT: dict[Callable[[str], Any], str] = {_index: "a whole number >= 0", _count: "a whole number >= 1",
+                                          _directory: "a directory path"}
 
 
 def _flag(text: Optional[str], flag: str, convert: Callable[[str], Any], default: Any) -> Any:
@@ -143,7 +200,7 @@ def _flag(text: Optional[str], flag: str, convert: Callable[[str], Any], default
         return convert(text)
     except ValueError:
         what = _WHAT.get(convert, "a positive number of seconds")
-        raise ValueError(f"{flag} must be {what}, got {text!r}") from None
+        raise ParameterError(f"{flag} must be {what}, got {text!r}", flag) from None
 
 
 def execute_from_args(fn: Callable[[Worker], R], argv: Sequence[str]) -> list[R]:
@@ -152,26 +209,15 @@ def execute_from_args(fn: Callable[[Worker], R], argv: Sequence[str]) -> list[R]
     ``-w N`` threads per process; ``-n P`` processes; ``-p I`` this process's index
     (each of the ``P`` processes is started by hand with its own ``-p``); ``-h FILE``
     a hostfile with one ``host:port`` per process (default ``127.0.0.1:2101+I``);
-    ``--timeout S`` bounds the run, ``--peer-timeout S`` a peer's silence.
+    ``--timeout S`` bounds the run, ``--peer-timeout S`` a peer's silence;
+    ``--checkpoint DIR`` and ``--snapshot-every S`` snapshot the workers' state (a
+    directory every process can write and read; a restarted run restores from it).
     Processes started by hand share the run's secret through the environment
     variable ``TIMELY_SPARK_SECRET``.  Without ``-p``, all ``P`` processes start here.
     Returns the results of this process's workers (all of them without ``-p``).
     """
     config, _ = parse_args(argv)
-    if config.processes == 1 or config.process is None:
-        return execute(fn, threads=config.threads, processes=config.processes, timeout=config.timeout,
-                       peer_timeout=config.peer_timeout)
-    secret = os.environ.get(SECRET_ENV, "")
-    if not secret:
-        raise ValueError(f"processes started by hand need a shared secret in ${SECRET_ENV} "
-                         f"(e.g. export {SECRET_ENV}=$(python -c 'import secrets; print(secrets.token_hex(16))'))")
-    from .communication.tcp import bind_listener
-
-    host, port = config.addresses[config.process]
-    listener = bind_listener(host, port)
-    return run_process(fn, config.process, config.processes, config.threads, config.addresses, listener,
-                       secret.encode(), peer_timeout=config.peer_timeout, connect_timeout=config.connect_timeout,
-                       timeout=config.timeout)
+    return execute_config(fn, config)
 
 
 def example(build: Callable[[Scope], R], time: Any = 0) -> R:

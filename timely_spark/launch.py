@@ -2,9 +2,11 @@
 
 The parent makes the run's secret, starts ``processes`` children with
 ``python -m timely_spark.child`` and talks to each over its stdin and a private
-pipe (never over the mesh): it sends the configuration and the cloudpickled worker
-function, receives the address the child bound (port 0 on loopback), sends back
-everyone's address, and finally receives the child's results or its error.
+pipe (never over the mesh): it sends the run's :class:`~timely_spark.runtime.Config`
+(whole, with the child's process index) and the cloudpickled worker function,
+receives the address the child bound (port 0 on loopback), sends back everyone's
+address (the child puts them in its Config and runs
+:func:`timely_spark.process.run_workers`), and finally receives the child's results or its error.
 Children print to the parent's stdout and stderr as usual.
 
 Children never outlive the parent: each watches its stdin, and ends itself when the
@@ -27,6 +29,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import IO, Any, Callable, Iterator
 
 import cloudpickle
@@ -140,10 +143,7 @@ def _launch(fn: Callable, config: Config) -> list:
     try:
         start_deadline = time.monotonic() + config.connect_timeout
         for c in children:
-            c.send({"process": c.index, "processes": config.processes, "threads": config.threads,
-                    "secret": secret, "fn": fn_bytes, "timeout": config.timeout,
-                    "peer_timeout": config.peer_timeout, "connect_timeout": config.connect_timeout,
-                    "config": config})
+            c.send({"config": replace(config, process=c.index), "secret": secret, "fn": fn_bytes})
         addresses = []
         for c in children:
             kind, value = _read(c.fd, start_deadline)
@@ -235,29 +235,27 @@ def child_main(write_fd: int, parent: int = 0) -> None:
     ``FD``, run, and report the results or the error."""
     _die_with_parent(parent)
     from .communication.tcp import bind_listener
-    from .process import run_process
+    from .process import run_workers
 
     out = os.fdopen(write_fd, "wb")
     stdin = sys.stdin.buffer
-    config = _read(stdin.fileno(), time.monotonic() + CHILD_START_WAIT)
+    start = _read(stdin.fileno(), time.monotonic() + CHILD_START_WAIT)
+    config: Config = start["config"]
     listener = bind_listener("127.0.0.1", 0)
     _write(out, ("address", listener.getsockname()[:2]))
-    addresses = _read(stdin.fileno(), time.monotonic() + config["connect_timeout"] + CHILD_START_WAIT)
+    addresses = _read(stdin.fileno(), time.monotonic() + config.connect_timeout + CHILD_START_WAIT)
     threading.Thread(target=_watch_parent, args=(stdin.fileno(),), name="timely-parent-watch", daemon=True).start()
     message: tuple[str, Any]
     try:
-        fn = cloudpickle.loads(config["fn"])
-        results = run_process(fn, config["process"], config["processes"], config["threads"], addresses,
-                              listener, config["secret"], peer_timeout=config["peer_timeout"],
-                              connect_timeout=config["connect_timeout"], timeout=config["timeout"],
-                              config=config["config"])
+        fn = cloudpickle.loads(start["fn"])
+        results = run_workers(fn, replace(config, addresses=addresses), listener, start["secret"])
         message = ("result", results)
     except BaseException as exc:  # noqa: BLE001 -- sent to the parent
         message = ("error", exc)
     try:
         _write(out, message)
     except Exception as exc:  # results or error that cannot be pickled
-        _write(out, ("error", WorkerFailure(f"process {config['process']}: cannot send back {message[0]}: {exc}")))
+        _write(out, ("error", WorkerFailure(f"process {config.process}: cannot send back {message[0]}: {exc}")))
     out.close()
 
 

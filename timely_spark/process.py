@@ -3,8 +3,14 @@ the authenticated mesh to the other processes.
 
 * :func:`run_threads` -- run ``fn(worker)`` on the given allocators, each in a thread,
   with an optional deadline for the whole run;
-* :func:`run_process` -- one process of a multi-process run (what local child
-  processes, processes started by hand and Spark barrier tasks call);
+* :func:`run_workers` -- this process's workers of the run a
+  :class:`~timely_spark.runtime.Config` describes: THE run path that ``ts.execute``
+  (threads), its local child processes, processes started by hand
+  (``execute_from_args``), ``ts.spark.run`` and ``ts.spark.transform`` all end in, so
+  every setting the Config carries (timeouts, checkpointing, limits) reaches every
+  worker (``worker.config``) without being unpacked on the way;
+* :func:`run_process` -- the older keyword form of one process of a multi-process
+  run (kept for callers; it builds the Config and calls :func:`run_workers`);
 * :func:`raise_failure` -- raise a run's first failure as the caller should see it.
 """
 
@@ -12,14 +18,15 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from typing import Any, Callable, Optional, Sequence
 
-from .communication.thread import ThreadFabric
+from .communication.thread import ThreadAllocator, ThreadFabric
 from .dataflow.worker import Worker
 from .errors import RunTimeout, WorkerAborted, WorkerError, WorkerFailure, operator_of, picklable
-from .runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, Config, check_count, check_timeout
+from .runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, Config
 
-__all__ = ["run_threads", "run_process", "raise_failure"]
+__all__ = ["run_threads", "run_workers", "run_process", "raise_failure"]
 
 
 def _run_worker(fn: Callable[[Worker], Any], allocator: Any, fabric: ThreadFabric, results: list,
@@ -56,6 +63,7 @@ def run_threads(fn: Callable[[Worker], Any], fabric: ThreadFabric, allocators: l
                 config: Optional[Config] = None) -> list:
     """Run ``fn(worker)`` for each allocator and return the results in worker order.
 
+    Each worker gets ``config`` (``worker.config``; None: the defaults).
     With a ``timeout`` (counted from ``started``, a ``time.monotonic()`` reading, by
     default now), once it passes every worker is stopped at its next step and the
     run's failure becomes a :class:`~timely_spark.errors.RunTimeout` naming what each
@@ -99,38 +107,56 @@ def raise_failure(fabric: ThreadFabric) -> None:
         raise as_worker_error(index, exc)
 
 
-def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threads: int,
-                addresses: Sequence[tuple[str, int]], listener: Any, secret: bytes,
-                *, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
-                connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, timeout: Optional[float] = None,
-                stats: Optional[dict] = None, config: Optional[Config] = None) -> list:
-    """Run process ``process``'s workers of a multi-process run; return their results.
+def run_workers(fn: Callable[[Worker], Any], config: Config, listener: Any = None, secret: bytes = b"",
+                *, stats: Optional[dict] = None) -> list:
+    """Run this process's workers of the run ``config`` describes; return their results
+    in worker order.  Every way of running ends here, so what ``config`` carries
+    (``timeout``, ``peer_timeout``, ``connect_timeout``, checkpointing...) reaches each
+    worker as ``worker.config``.
 
-    ``listener`` is this process's bound listening socket (``addresses[process]``).
-    ``peer_timeout``: seconds of a peer's silence before it counts as failed;
-    ``timeout``: a bound on the whole run, connecting included (None: no bound).
-    Raises WorkerError, WorkerFailure or RunTimeout if the run fails anywhere, and a
-    ValueError naming a malformed parameter.  ``stats``, if given, receives
-    ``connect_seconds`` (building the mesh) and ``run_seconds``.  ``config``, if given,
-    is the run's Config each worker sees (``worker.config``; checkpointing).
+    Without a ``listener``: ``config.threads`` workers as threads of this process, no
+    mesh (``config.processes`` must be 1).  With one: process ``config.process`` of
+    ``config.processes`` (``listener`` is its bound socket, ``config.addresses[process]``),
+    joined to the others by the mesh authenticated with ``secret``; ``timeout`` bounds
+    the whole run, connecting included.  ``config`` is validated first
+    (:meth:`~timely_spark.runtime.Config.check`: a ``ParameterError``/``ValueError``
+    naming the parameter).  Raises WorkerError, WorkerFailure or RunTimeout if the run
+    fails anywhere.  ``stats``, if given, receives ``connect_seconds`` (building the
+    mesh) and ``run_seconds``.
+
+    >>> from timely_spark.runtime import Config
+    >>> run_workers(lambda worker: (worker.index, worker.peers), Config(threads=2))
+    [(0, 2), (1, 2)]
     """
+    began = time.monotonic()
+    config.check()
+    if listener is None:
+        if config.processes != 1:
+            raise ValueError(f"{config.processes} processes need a listener (this process's bound socket)")
+        fabric = ThreadFabric(config.threads)
+        results = run_threads(fn, fabric, [ThreadAllocator(i, fabric) for i in range(config.threads)],
+                              config.timeout, started=began, config=config)
+        raise_failure(fabric)
+        return results
+    if config.process is None:
+        raise ValueError(f"process must be an index in 0..{config.processes - 1}, got None")
+    if len(config.addresses) < config.processes:
+        raise ValueError(f"{config.processes} processes but only {len(config.addresses)} addresses")
+    return _run_in_mesh(fn, config, listener, secret, began, stats)
+
+
+def _run_in_mesh(fn: Callable[[Worker], Any], config: Config, listener: Any, secret: bytes, began: float,
+                 stats: Optional[dict]) -> list:
     from .communication.tcp import Mesh, TcpAllocator
 
-    began = time.monotonic()
-    check_count("threads", threads)
-    check_count("processes", processes)
-    if isinstance(process, bool) or not isinstance(process, int) or not 0 <= process < processes:
-        raise ValueError(f"process must be an index in 0..{processes - 1}, got {process!r}")
-    if len(addresses) < processes:
-        raise ValueError(f"{processes} processes but only {len(addresses)} addresses")
-    peer_timeout = check_timeout("peer_timeout", peer_timeout, allow_none=False)  # type: ignore[assignment]
-    connect_timeout = check_timeout("connect_timeout", connect_timeout, allow_none=False)  # type: ignore[assignment]
-    timeout = check_timeout("timeout", timeout)
-    if timeout is not None:
-        connect_timeout = min(connect_timeout, timeout)
+    process, processes, threads = config.process, config.processes, config.threads
+    assert process is not None
+    connect_timeout = config.connect_timeout
+    if config.timeout is not None:
+        connect_timeout = min(connect_timeout, config.timeout)
     fabric = ThreadFabric(threads, offset=process * threads, wakeable=True)
-    mesh = Mesh(process, list(addresses)[:processes], listener, secret, fabric, threads, peer_timeout=peer_timeout,
-                connect_timeout=connect_timeout)
+    mesh = Mesh(process, list(config.addresses)[:processes], listener, secret, fabric, threads,
+                peer_timeout=config.peer_timeout, connect_timeout=connect_timeout)
     start = time.perf_counter()
     try:
         mesh.connect()
@@ -145,7 +171,7 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
     allocators = [TcpAllocator(process * threads + t, fabric, mesh, peers) for t in range(threads)]
     clean = False
     try:
-        results = run_threads(fn, fabric, allocators, timeout, started=began, config=config)
+        results = run_threads(fn, fabric, allocators, config.timeout, started=began, config=config)
         if stats is not None:
             stats["run_seconds"] = time.perf_counter() - connected
         failure = fabric.failure
@@ -157,3 +183,26 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
         fabric.close()
     raise_failure(fabric)
     return results
+
+
+def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threads: int,
+                addresses: Sequence[tuple[str, int]], listener: Any, secret: bytes,
+                *, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
+                connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, timeout: Optional[float] = None,
+                stats: Optional[dict] = None, config: Optional[Config] = None) -> list:
+    """Run process ``process``'s workers of a multi-process run; return their results.
+
+    The keyword form of :func:`run_workers` (which takes the whole run as one
+    :class:`~timely_spark.runtime.Config`, checkpointing included): ``listener`` is
+    this process's bound listening socket (``addresses[process]``); ``peer_timeout``:
+    seconds of a peer's silence before it counts as failed; ``timeout``: a bound on the
+    whole run, connecting included (None: no bound).  Raises WorkerError,
+    WorkerFailure or RunTimeout if the run fails anywhere, and a ValueError naming a
+    malformed parameter.  ``stats``, if given, receives ``connect_seconds`` (building
+    the mesh) and ``run_seconds``.  ``config``, if given, supplies the run's other
+    settings (checkpointing...); the arguments here replace its layout and timeouts.
+    """
+    config = replace(config or Config(), threads=threads, processes=processes, process=process,
+                     addresses=list(addresses), timeout=timeout, peer_timeout=peer_timeout,
+                     connect_timeout=connect_timeout)
+    return run_workers(fn, config, listener, secret, stats=stats)

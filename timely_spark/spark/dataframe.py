@@ -14,8 +14,8 @@ from typing import Any, Callable, Iterator, Optional
 
 import cloudpickle
 
-from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, TICKET_IDLE_TIMEOUT, check_timeout, new_secret
-from .barrier import reporting_failures, run_in_barrier_task
+from ..runtime import DEFAULT_PEER_TIMEOUT, TICKET_IDLE_TIMEOUT, Config, new_secret
+from .barrier import reporting_failures, run_in_barrier_task, task_config
 from .job_errors import install as install_error_translation
 from .output_schema import SchemaMismatch, arrow_schema, conform, rows_batch
 from .output_stream import OutputStream
@@ -62,7 +62,7 @@ def _fit_to_slots(df: Any) -> tuple[Any, Optional[int]]:
     return df.repartition(slots), slots
 
 
-def _ticket(df: Any, secret: bytes, peer_timeout: float) -> Optional[Ticket]:
+def _ticket(df: Any, secret: bytes, config: Config) -> Optional[Ticket]:
     """A rendezvous ticket for the job's tasks (open while the result is used: it may run
     again later; closed after ``TICKET_IDLE_TIMEOUT`` seconds without use), and the
     driver's error translation installed -- or None over Spark Connect, where the tasks
@@ -73,8 +73,7 @@ def _ticket(df: Any, secret: bytes, peer_timeout: float) -> Optional[Ticket]:
         return None
     install_error_translation()
     service = session_rendezvous(sc, df.sparkSession.conf)
-    return None if service is None else service.open(secret, max(peer_timeout, DEFAULT_CONNECT_TIMEOUT),
-                                                     idle=TICKET_IDLE_TIMEOUT)
+    return None if service is None else service.open(secret, config.connect_timeout, idle=TICKET_IDLE_TIMEOUT)
 
 
 def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool = False,
@@ -108,14 +107,20 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     ``__cause__`` (``__context__`` for ``SparkSetupError``; over Spark Connect, Spark's
     error, whose text holds the cause).  A bad ``workers`` is a ``ParameterError``.
 
+    ``transform`` takes no ``checkpoint``: its whole input enters at one time (0), so no
+    time completes before the input is all read and there is nothing to snapshot
+    earlier; and its output is Spark's, handed to the next stage as it is made, which
+    Spark recomputes from the input when it re-runs the stage.  A job that must resume
+    after a failure runs with :func:`timely_spark.spark.run` (``checkpoint=``,
+    ``max_attempts=``) over a followed log instead.
+
         counts = ts.spark.transform(
             words_df,
             lambda scope, batches: batches.group_by("word").aggregate([([], "count_all")]),
             "word string, count_all long")
     """
     struct, out_schema = arrow_schema(df, schema)
-    timeout = check_timeout("timeout", timeout)
-    peer_timeout = check_timeout("peer_timeout", peer_timeout, allow_none=False)  # type: ignore[assignment]
+    config = task_config(timeout=timeout, peer_timeout=peer_timeout)
     partitions: Optional[int] = workers
     if workers is not None:
         check_session(df.sparkSession, workers)
@@ -124,7 +129,7 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
         df, partitions = _fit_to_slots(df)
     build_bytes = cloudpickle.dumps(build, protocol=5)
     secret = new_secret()
-    ticket = _ticket(df, secret, peer_timeout)
+    ticket = _ticket(df, secret, config)
 
     def func(batches: Iterator[Any]) -> Iterator[Any]:
         from pyspark import BarrierTaskContext
@@ -148,8 +153,7 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
         index = BarrierTaskContext.get().partitionId()
         try:
             with reporting_failures(ticket):
-                for taken in output.run(lambda: run_in_barrier_task(work, secret, peer_timeout, timeout,
-                                                                     ticket=ticket)):
+                for taken in output.run(lambda: run_in_barrier_task(work, config, secret, ticket=ticket)):
                     yield from _to_batches(taken, out_schema, rows, index)
         finally:
             output.close()      # after any failure was reported: the worker stops at its next output

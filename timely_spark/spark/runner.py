@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Callable, Optional
 
 import cloudpickle
 
-from ..errors import RunTimeout, SparkJobError, TimelyError, most_telling, picklable
-from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, check_count, check_timeout, new_secret
-from .barrier import run_in_barrier_task
+from ..errors import CheckpointError, RunTimeout, SparkJobError, TimelyError, most_telling, picklable
+from ..runtime import DEFAULT_PEER_TIMEOUT, STOP_GRACE, Config, check_count, new_secret
+from ..state.manifest import list_manifests, load_manifest, manifest_path
+from .barrier import run_in_barrier_task, task_config
 from .cancel import caller_job_group, cancelled_on_interrupt_or_deadline
 from .job_errors import chained, spark_summary, timely_cause
 from .job_errors import install as install_error_translation
@@ -21,8 +23,7 @@ __all__ = ["run", "SparkJobError"]
 log = logging.getLogger(__name__)
 
 
-def _partition_fn(fn_bytes: bytes, secret: bytes, peer_timeout: float, timeout: Optional[float],
-                  ticket: Optional[Ticket]) -> Callable:
+def _partition_fn(fn_bytes: bytes, config: Config, secret: bytes, ticket: Optional[Ticket]) -> Callable:
     def partition(_: Any) -> Any:
         from pyspark import BarrierTaskContext
 
@@ -30,7 +31,7 @@ def _partition_fn(fn_bytes: bytes, secret: bytes, peer_timeout: float, timeout: 
         stats: dict = {}
         index = BarrierTaskContext.get().partitionId()
         try:
-            index, result = run_in_barrier_task(fn, secret, peer_timeout, timeout, stats, ticket)
+            index, result = run_in_barrier_task(fn, config, secret, stats=stats, ticket=ticket)
             outcome = ("ok", result)
         except Exception as exc:  # after the mesh is up, every task reports instead of raising
             outcome = ("error", picklable(exc))
@@ -39,9 +40,34 @@ def _partition_fn(fn_bytes: bytes, secret: bytes, peer_timeout: float, timeout: 
     return partition
 
 
+def _first_line(exc: Optional[BaseException]) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
+def resumes_from(checkpoint: Optional[str]) -> str:
+    """Where a new attempt of a run with ``checkpoint`` starts, for the retry's log line:
+    the time of the newest snapshot committed there (the workers restore it, or fall
+    back to an older one if it is damaged), or the beginning.
+
+    >>> resumes_from(None)
+    'it starts from the beginning (no checkpoint)'
+    """
+    if checkpoint is None:
+        return "it starts from the beginning (no checkpoint)"
+    seqs = list_manifests(checkpoint)
+    if not seqs:
+        return f"it starts from the beginning (no snapshot committed in {checkpoint} yet)"
+    try:
+        t = load_manifest(manifest_path(checkpoint, seqs[-1]))["time"]
+    except CheckpointError:
+        return f"it resumes from the last usable snapshot committed in {checkpoint}"
+    return f"it resumes from the snapshot at time {t!r} committed in {checkpoint}"
+
+
 def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max_attempts: int = 1,
         timeout: Optional[float] = None, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
-        stats: Optional[dict] = None) -> list:
+        stats: Optional[dict] = None, checkpoint: Optional[str] = None,
+        snapshot_every: Optional[float] = None) -> list:
     """Run ``fn(worker)`` in ``workers`` Spark barrier tasks (default: all free task slots, see below)
     and return the results in worker order.
 
@@ -66,11 +92,25 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     failed the job (an executor died...), its message leading with the cause;
     ``SparkSetupError`` if the executors cannot import timely_spark.
 
+    ``checkpoint`` (a directory) turns on snapshots of the workers' operator state, one
+    every ``snapshot_every`` seconds (None: one when the inputs close), and every
+    attempt starts from the last snapshot committed there (``worker.restored_time``
+    says its time; None on a fresh start): with ``max_attempts`` a retry after a task
+    or executor failure resumes from it instead of from nothing, and so does a job
+    submitted again with the same ``checkpoint``.  Every executor and the driver must
+    read and write the same ``DIR`` (a relative path is made absolute on the driver):
+    a shared filesystem mounted at the same path
+    everywhere (NFS, a cluster file system, a FUSE mount of object storage), never an
+    executor-local directory such as ``/tmp`` on a real cluster (``local`` and
+    ``local-cluster`` masters share the machine's disk, so any local path works there).
+    ``stats["failures"]`` lists each failed attempt (``attempt``, ``noticed``: the
+    wall-clock time, ``time.time()``, when the driver learnt of it, ``error``).
+
         results = ts.spark.run(spark, lambda worker: worker.index, workers=2)   # [0, 1]
     """
     check_count("max_attempts", max_attempts)
-    timeout = check_timeout("timeout", timeout)
-    peer_timeout = check_timeout("peer_timeout", peer_timeout, allow_none=False)  # type: ignore[assignment]
+    config = task_config(timeout=timeout, peer_timeout=peer_timeout, checkpoint=checkpoint,
+                         snapshot_every=snapshot_every)
     sc = check_session(spark, 1 if workers is None else workers)
     if workers is None:
         workers = max(1, free_slots(spark, sc))
@@ -82,18 +122,18 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     failure: Optional[BaseException] = None
     for attempt in range(1, max_attempts + 1):
         secret = new_secret()
-        ticket = None if service is None else service.open(secret, max(peer_timeout, DEFAULT_CONNECT_TIMEOUT))
+        ticket = None if service is None else service.open(secret, config.connect_timeout)
         sc.setJobDescription(f"timely_spark.run: {workers} workers (attempt {attempt} of {max_attempts})")
-        backstop = None if timeout is None else timeout + 2 * STOP_GRACE + 10
+        backstop = None if config.timeout is None else config.timeout + 2 * STOP_GRACE + 10
         try:
             with holding_slots(sc, workers), cancelled_on_interrupt_or_deadline(sc, backstop) as expired:
                 rows = (sc.parallelize(range(workers), workers).barrier()
-                        .mapPartitions(_partition_fn(fn_bytes, secret, peer_timeout, timeout, ticket))
+                        .mapPartitions(_partition_fn(fn_bytes, config, secret, ticket))
                         .setName(RUN_RDD_NAME).collect())
         except Exception as exc:  # the stage failed; Spark will not retry it
             if expired.is_set():
-                assert timeout is not None
-                failure = RunTimeout(timeout, {w: "the barrier task did not end; the job was cancelled"
+                assert config.timeout is not None
+                failure = RunTimeout(config.timeout, {w: "the barrier task did not end; the job was cancelled"
                                                for w in range(workers)})
                 failure.__cause__ = exc
             elif isinstance(exc, TimelyError):   # translated already (see job_errors)
@@ -119,8 +159,11 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
             if ticket is not None:
                 assert service is not None
                 service.close(ticket)
+        if stats is not None:     # when the driver learnt of the failure (jobs/bench_recovery.py)
+            stats.setdefault("failures", []).append({"attempt": attempt, "noticed": time.time(),
+                                                     "error": _first_line(failure)})
         if attempt < max_attempts:
-            log.warning("timely_spark.run: attempt %d of %d failed (%s); retrying", attempt, max_attempts,
-                        str(failure).splitlines()[0])
+            log.warning("timely_spark.run: attempt %d of %d failed (%s); retrying: %s", attempt, max_attempts,
+                        _first_line(failure), resumes_from(config.checkpoint))
     assert failure is not None
     raise failure
