@@ -45,6 +45,9 @@ def test_run_on_separate_executors():
 @pytest.mark.timeout(300)
 def test_connected_components_job_on_separate_executors(tmp_path):
     edges = [(1, 2), (2, 3), (4, 5), (5, 6), (7, 7), (8, 9), (3, 11), (12, 4)]
+    path = [100 + (37 * i) % 200 for i in range(200)]             # a path whose ids jump about
+    edges += list(zip(path[:-1], path[1:]))[::-1]                 # rows reversed: it crosses both workers
+    edges += [(999, 500 + i) for i in range(60)]                  # a star, its hub the largest id
     csv = tmp_path / "edges.csv"
     csv.write_text("src,dst\n" + "".join(f"{a},{b}\n" for a, b in edges))
     out = tmp_path / "cc"
@@ -52,6 +55,6 @@ def test_connected_components_job_on_separate_executors(tmp_path):
                            "--out", str(out), "--master", "local-cluster[2,1,1024]"],
                           capture_output=True, text=True, timeout=240, env=env())
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "11 vertices, 4 components, largest 4 vertices" in done.stdout
+    assert "272 vertices, 6 components, largest 200 vertices" in done.stdout
     table = pq.read_table(out)
     assert dict(zip(table.column("vertex").to_pylist(), table.column("component").to_pylist())) == components(edges)

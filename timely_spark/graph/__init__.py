@@ -14,11 +14,14 @@
 * :func:`shortest_paths` / :func:`shortest_paths_stream` -- hop counts or weighted distances
   (the stream form incremental and exact, changelogs in and out);
 * :func:`union_find` -- the plain single-threaded reference;
-* :func:`random_edges` -- a random edge list on Spark, the same on any partitioning.
+* :func:`random_edges` -- a random edge list on Spark, the same on any partitioning;
+* :data:`GRAPH_LOG` -- the logging-registry stream where graph operators report the rows
+  they hold per worker and time (:mod:`.contraction`).
 """
 
 from .components_columnar import GraphInputError, forest, snapshot_components
 from .connected_components import connected_components, label_propagation
+from .contraction import GRAPH_LOG
 from .incremental_components import components
 from .pagerank import pagerank, pagerank_reference, pagerank_stream
 from .random_graph import random_edges
@@ -30,4 +33,4 @@ __all__ = ["shortest_paths", "shortest_paths_stream", "dijkstra_reference",
            "pagerank", "pagerank_stream", "pagerank_reference",
            "components", "forest", "GraphInputError", "connected_components", "label_propagation",
            "find_root", "union_find", "sorted_unique", "random_edges",
-           "snapshot_components"]
+           "snapshot_components", "GRAPH_LOG"]

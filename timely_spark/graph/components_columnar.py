@@ -1,13 +1,14 @@
 """Vectorized connected components of record-batch edge streams.
 
-:func:`snapshot_components`, the batch form's dataflow, has two stages, all per-row
-work in numpy.  Each worker keeps the edges routed to it (by ``src`` hash) as a
-spanning forest ``(vertex, local root)``: at every completed time the new edges are
-merged into that forest by :func:`forest` (min-label hooking plus pointer jumping
-over compact ids).  The forest -- at most one row per vertex the worker has seen,
-never the raw edges -- then goes to one worker, which contracts the forests of all
-workers the same way and emits ``(vertex, component)``.  Times are cumulative: the
-result at time ``t`` covers all edges at times up to ``t``.
+:func:`snapshot_components`, the batch form's dataflow, all per-row work in numpy:
+each worker keeps the edges it was given as a spanning forest ``(vertex, local root)``
+(at every completed time the new edges are merged into it by :func:`forest`: min-label
+hooking plus pointer jumping over compact ids) -- a combiner: it never sends the raw
+edges.  The forests then go, pair by pair, to the owners of their vertices (by vertex
+hash), which contract them in distributed rounds and resolve every vertex's label by
+distributed pointer jumping (:mod:`.contraction`): no stage gathers the graph, or a
+worker's forest, on one worker.  Times are cumulative: the result at time ``t`` covers
+all edges at times up to ``t``.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import ExchangeBy, check_columns
+from ..dataflow import check_columns
 from ..errors import GraphInputError
+from .contraction import contract, log_state, pointer_table, resolve
+from .spanning_forest import forest
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
@@ -56,36 +59,6 @@ do not fit int64: pass ids of any type to ts.graph.connected_components, pageran
     return out[0], out[1]
 
 
-def forest(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(vertices, component)``: every vertex of edges ``a[i]--b[i]`` (sorted) and the
-    smallest vertex id in its component.
-
-    >>> v, c = forest(np.array([1, 3, 5]), np.array([2, 2, 6]))
-    >>> v.tolist(), c.tolist()
-    ([1, 2, 3, 5, 6], [1, 1, 1, 5, 5])
-    """
-    vertices, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
-    n, m = len(vertices), len(a)
-    x, y = inverse[:m].astype(np.int64), inverse[m:].astype(np.int64)
-    label = np.arange(n, dtype=np.int64)           # compact ids keep the order of vertex ids
-    while True:
-        lx, ly = label[x], label[y]
-        differ = lx != ly
-        if not differ.any():
-            break
-        lx, ly = lx[differ], ly[differ]
-        low = np.minimum(lx, ly)
-        np.minimum.at(label, lx, low)              # hook each root to the smaller root
-        np.minimum.at(label, ly, low)
-        while True:                                # pointer jumping down to the roots
-            jumped = label[label]
-            if np.array_equal(jumped, label):
-                break
-            label = jumped
-        x, y = x[differ], y[differ]                # settled edges stay settled
-    return vertices, vertices[label]
-
-
 def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
     """A stream of edge record batches in, record batches ``(vertex, component)`` out:
     at each completed time, every vertex of the edges seen so far (at that time or
@@ -99,6 +72,7 @@ def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst") -> 
     ...                .inspect(lambda rb: print(rb.to_pydict())))
     {'vertex': [1, 2, 3, 5, 6], 'component': [1, 1, 1, 5, 5]}
     """
+    scope = edges.scope
     state = {"v": np.zeros(0, np.int64), "c": np.zeros(0, np.int64)}
 
     def local_forest(time: Any, batches: list) -> list:
@@ -108,14 +82,8 @@ def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst") -> 
         if not len(a):
             return []
         state["v"], state["c"] = forest(a, b)
-        return [pa.record_batch({"src": state["v"], "dst": state["c"], "to": np.zeros(len(state["v"]), np.int64)})]
+        log_state(scope, "LocalForest", time, len(state["v"]))
+        return [pa.record_batch({"vertex": state["v"], "root": state["c"]})]
 
-    def merge_forests(time: Any, batches: list) -> list:
-        pairs = [edge_arrays(rb, "src", "dst", "MergeForests") for rb in batches if rb.num_rows]
-        if not pairs:
-            return []
-        v, c = forest(np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs]))
-        return [pa.record_batch({"vertex": v, "component": c})]
-
-    forests = edges.per_time(local_forest, exchange=ExchangeBy([src], "LocalForest"), name="LocalForest")
-    return forests.per_time(merge_forests, exchange=ExchangeBy(["to"], "MergeForests"), name="MergeForests")
+    forests = edges.per_time(local_forest, name="LocalForest")
+    return resolve(pointer_table(contract(forests)))

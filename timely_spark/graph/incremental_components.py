@@ -1,15 +1,24 @@
 """Incremental connected components: a changelog of edges in, the changelog of
 ``(vertex, component)`` out, work per time proportional to the change.
 
-Where the state lives: every edge change is sent to one worker (worker 0), which
-keeps the whole index (:class:`ComponentIndex`); the other workers only forward
-their input.  (Issue 25, "graphs that outgrow one worker", distributes it.)  The
-index, all numpy arrays over dense vertex ids (``0..n-1`` in order of first sight):
+Where the state lives, in two stages:
+
+* :class:`EdgeCounts`, sharded: each undirected edge ``(min, max)`` goes to the worker
+  its pair hashes to (``ExchangeBy``), which keeps the multiplicity of every directed
+  row (so a withdrawal of a row never added is caught there, naming the operator, time
+  and row) and of the undirected edge, and passes on only the edges that appear
+  (count 0 -> >0) or vanish (>0 -> 0): consolidating and checking the changelog --
+  and the counts of every edge ever seen -- are split evenly over the workers.
+* :class:`ComponentIndex`, on one worker (worker 0): the present undirected edges'
+  adjacency and the component structure below.  This part still gathers: all
+  appearing and vanishing edges go to worker 0, whose memory grows with the present
+  edges and vertices.  (Issue 25 asks for it distributed too: label state sharded by
+  vertex hash, with a per-epoch distributed contraction of the changed region --
+  :mod:`.contraction` does that contraction for the batch form.)
+
+The component index, all numpy arrays over dense vertex ids (``0..n-1`` in order of first sight):
 
 * ``ids``: vertex id -> dense id (a :class:`~.key_index.KeyIndex`), ``vid``: back;
-* ``counts``: the multiplicity of each directed edge row ``(src, dst)`` (the
-  changelog's collection), so a withdrawal of a row never added is caught, and
-  ``undirected``: the same summed over both directions, under ``(min, max)``;
 * ``adjacent``: each present undirected edge under both ``(u, v)`` and ``(v, u)``,
   so the edges of a set of vertices are a range scan, never a scan of the graph;
 * ``comp`` (vertex -> component slot, -1 when the vertex has no edge), ``deg``
@@ -20,9 +29,10 @@ index, all numpy arrays over dense vertex ids (``0..n-1`` in order of first sigh
 
 One time, in order:
 
-1. consolidate the rows per directed edge, update ``counts`` (a count below zero is a
-   :class:`~timely_spark.errors.ChangelogError` naming the operator, time and row), and
-   find the undirected edges that appear (count 0 -> >0) or vanish (>0 -> 0);
+1. (:class:`EdgeCounts`, on the edge's owner) consolidate the rows per directed edge,
+   update the counts (a count below zero is a :class:`~timely_spark.errors.ChangelogError`
+   naming the operator, time and row), and find the undirected edges that appear
+   (count 0 -> >0) or vanish (>0 -> 0);
 2. deletions: drop vanished edges from ``adjacent``; each component holding one is
    recomputed from its remaining edges (its members' adjacency ranges, then
    :func:`~.components_columnar.forest`); vertices left without edges leave;
@@ -50,9 +60,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import DIFF, KEY_HASH, Exchange, StateHooks
+from ..dataflow import DIFF, KEY_HASH, Exchange, ExchangeBy, StateHooks, check_batch
 from ..errors import GraphInputError
-from .components_columnar import forest
+from .components_columnar import edge_arrays, forest
+from .contraction import log_state
 from .edge_input import edge_changes, withdrawn_error
 from .key_index import KeyIndex
 from .unique import sorted_unique
@@ -60,7 +71,7 @@ from .unique import sorted_unique
 if TYPE_CHECKING:
     from ..dataflow import Stream
 
-__all__ = ["components", "ComponentIndex"]
+__all__ = ["components", "ComponentIndex", "EdgeCounts"]
 
 SHIFT = np.int64(32)
 LOW = np.int64((1 << 32) - 1)
@@ -73,6 +84,83 @@ SEARCH_ABOVE = 64
 
 def _pack(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return (u << SHIFT) | v
+
+
+class EdgeCounts:
+    """The multiplicity of each directed edge row (the changelog's collection) and of
+    each undirected edge, for the edges routed to one worker: :meth:`update` takes one
+    time's rows and returns the undirected edges that appear (count 0 -> >0) or vanish
+    (>0 -> 0), as the caller's vertex ids.  A withdrawal of a row never added raises
+    :class:`~timely_spark.errors.ChangelogError` naming the operator, time and row.
+
+    >>> counts = EdgeCounts("Components")
+    >>> lo, hi, appeared = counts.update(0, np.array([1, 2]), np.array([2, 1]), np.array([1, 1]))
+    >>> lo.tolist(), hi.tolist(), appeared.tolist()
+    ([1], [2], [True])
+    >>> counts.update(1, np.array([2]), np.array([1]), np.array([-1]))[0].tolist()   # one copy left
+    []
+    """
+
+    def __init__(self, operator: str) -> None:
+        self.operator = operator
+        self.ids = KeyIndex()
+        self.vid = np.zeros(0, np.int64)
+        self.n = 0
+        self.counts = KeyIndex(empty=0)
+        self.undirected = KeyIndex(empty=0)
+
+    def __len__(self) -> int:
+        return len(self.ids) + len(self.counts) + len(self.undirected)
+
+    def _dense(self, ids: np.ndarray) -> np.ndarray:
+        uniq, inverse = np.unique(ids, return_inverse=True)
+        dense, found = self.ids.get(uniq, -1)
+        fresh = uniq[~found]
+        if len(fresh):
+            start, self.n = self.n, self.n + len(fresh)
+            if self.n > MAX_VERTICES:
+                raise GraphInputError(f"{self.operator}: more than {MAX_VERTICES} distinct vertices on one worker",
+                                      "src")
+            if self.n > len(self.vid):
+                cap = max(self.n, 2 * len(self.vid), 1024)
+                self.vid = np.concatenate([self.vid, np.zeros(cap - len(self.vid), np.int64)])
+            new = np.arange(start, self.n, dtype=np.int64)
+            self.ids.set(fresh, new)
+            self.vid[new] = fresh
+            dense[~found] = new
+        return dense[inverse.reshape(-1)]
+
+    def update(self, time: Any, src: np.ndarray, dst: np.ndarray, diff: np.ndarray,
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(lo, hi, appeared)``: the undirected edges ``lo <= hi`` whose presence changed."""
+        if not len(src):
+            empty = np.zeros(0, np.int64)
+            return empty, empty, np.zeros(0, bool)
+        m = len(src)
+        dense = self._dense(np.concatenate([src, dst]))
+        keys, at = np.unique(_pack(dense[:m], dense[m:]), return_inverse=True)
+        delta = np.bincount(at.reshape(-1), weights=diff, minlength=len(keys)).astype(np.int64)
+        keys, delta = keys[delta != 0], delta[delta != 0]
+        old, _ = self.counts.get(keys)
+        new = old + delta
+        if (new < 0).any():
+            bad = int(np.flatnonzero(new < 0)[0])
+            u, v = self.vid[keys[bad] >> SHIFT], self.vid[keys[bad] & LOW]
+            raise withdrawn_error(self.operator, time, f"(src={u}, dst={v})", int(old[bad]), int(delta[bad]))
+        self.counts.set(keys, new)
+        da, db = keys >> SHIFT, keys & LOW
+        a, b = self.vid[da], self.vid[db]
+        swap = a > b
+        dlo, dhi = np.where(swap, db, da), np.where(swap, da, db)
+        pairs, at = np.unique(_pack(dlo, dhi), return_inverse=True)
+        at = at.reshape(-1)
+        udelta = np.bincount(at, weights=delta, minlength=len(pairs)).astype(np.int64)
+        uold, _ = self.undirected.get(pairs)
+        unew = uold + udelta
+        self.undirected.set(pairs, unew)
+        changed = (uold > 0) != (unew > 0)
+        lo, hi = self.vid[pairs >> SHIFT], self.vid[pairs & LOW]
+        return lo[changed], hi[changed], (unew > 0)[changed]
 
 
 class ComponentIndex:
@@ -94,8 +182,7 @@ class ComponentIndex:
         self.operator = operator
         self.search_above = search_above
         self.ids = KeyIndex()
-        self.counts = KeyIndex(empty=0)
-        self.undirected = KeyIndex(empty=0)
+        self.edges = EdgeCounts(operator)
         self.adjacent = KeyIndex(empty=0)
         self.n = 0
         self.vid = np.zeros(0, np.int64)
@@ -199,34 +286,23 @@ class ComponentIndex:
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Apply one time's edge rows (``diff`` per row); ``(vertex, component, diff)``
         of the result's changes."""
-        if not len(src):
+        return self.apply(*self.edges.update(time, src, dst, diff))
+
+    def apply(self, lo: np.ndarray, hi: np.ndarray, appeared: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Apply one time's changes of the undirected edge set (``lo--hi`` appears where
+        ``appeared``, vanishes elsewhere; each edge at most once, as
+        :meth:`EdgeCounts.update` gives them); ``(vertex, component, diff)`` of the
+        result's changes."""
+        if not len(lo):
             return self._changes()
-        m = len(src)
-        dense = self._dense(np.concatenate([src, dst]))
-        keys, at = np.unique(_pack(dense[:m], dense[m:]), return_inverse=True)
-        delta = np.bincount(at.reshape(-1), weights=diff, minlength=len(keys)).astype(np.int64)
-        keys, delta = keys[delta != 0], delta[delta != 0]
-        old, _ = self.counts.get(keys)
-        new = old + delta
-        if (new < 0).any():
-            bad = int(np.flatnonzero(new < 0)[0])
-            u, v = self.vid[keys[bad] >> SHIFT], self.vid[keys[bad] & LOW]
-            raise withdrawn_error(self.operator, time, f"(src={u}, dst={v})", int(old[bad]), int(delta[bad]))
-        self.counts.set(keys, new)
-        a, b = keys >> SHIFT, keys & LOW
-        lo, hi = np.minimum(a, b), np.maximum(a, b)
-        pairs, at = np.unique(_pack(lo, hi), return_inverse=True)
-        udelta = np.bincount(at.reshape(-1), weights=delta, minlength=len(pairs)).astype(np.int64)
-        lo, hi = pairs >> SHIFT, pairs & LOW
-        uold, _ = self.undirected.get(pairs)
-        unew = uold + udelta
-        self.undirected.set(pairs, unew)
-        gone = (uold > 0) & (unew == 0)
+        m = len(lo)
+        dense = self._dense(np.concatenate([lo, hi]))
+        a, b = dense[:m], dense[m:]
+        gone = ~appeared
         if gone.any():
-            self._delete(lo[gone], hi[gone])
-        came = (uold == 0) & (unew > 0)
-        if came.any():
-            self._insert(lo[came], hi[came])
+            self._delete(a[gone], b[gone])
+        if appeared.any():
+            self._insert(a[appeared], b[appeared])
         return self._changes()
 
     def _delete(self, lo: np.ndarray, hi: np.ndarray) -> None:
@@ -401,7 +477,8 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
     last edge is withdrawn leaves the result (``-1`` only).  Summing the output's
     diffs per ``(vertex, component)`` up to time t gives the components of the graph
     at time t.  Work per time is proportional to the change (see the module
-    docstring for the costs, and for where the state lives: on worker 0).
+    docstring for the costs, and for where the state lives: the edge counts sharded by
+    edge hash, the component index on worker 0).
 
     A missing column or non-integer ids raise :class:`~timely_spark.errors.GraphInputError`;
     a non-integer ``diff``, or the withdrawal of an edge the graph does not hold,
@@ -423,24 +500,49 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
     2 [(5, 1, -1)]
     """
     name = "Components"
+    scope = edges.scope
+    tallies = [EdgeCounts(name)]
     kept = [ComponentIndex(name)]
 
-    def logic(time: Any, batches: list) -> list:
+    def keyed(rb: pa.RecordBatch) -> pa.RecordBatch:
+        a, b = edge_arrays(check_batch(rb, name), src, dst, name)
+        return rb.append_column("_lo", pa.array(np.minimum(a, b))).append_column("_hi", pa.array(np.maximum(a, b)))
+
+    def count(time: Any, batches: list) -> list:
         a, b, d = edge_changes(time, batches, src, dst, name)
-        vertex, label, diff = kept[0].update(time, a, b, d)
+        counts = tallies[0]
+        lo, hi, appeared = counts.update(time, a, b, d)
+        log_state(scope, f"{name}Edges", time, len(counts))
+        if not len(lo):
+            return []
+        return [pa.record_batch({"lo": lo, "hi": hi, "appeared": appeared})]
+
+    def logic(time: Any, batches: list) -> list:
+        parts = [rb for rb in batches if rb.num_rows]
+        lo = np.concatenate([rb.column("lo").to_numpy() for rb in parts])
+        hi = np.concatenate([rb.column("hi").to_numpy() for rb in parts])
+        appeared = np.concatenate([rb.column("appeared").to_numpy(zero_copy_only=False) for rb in parts])
+        index = kept[0]
+        vertex, label, diff = index.apply(lo, hi, appeared)
+        log_state(scope, name, time, len(index.adjacent) + index.n)
         if not len(vertex):
             return []
         return [pa.record_batch({"vertex": vertex, "component": label, DIFF: diff})]
 
-    owner = edges.scope.index == 0          # the state lives on worker 0 (the exchange sends it everything)
-    return edges.per_time(logic, exchange=Exchange(lambda batch: 0), name=name,
-                          state=StateHooks(lambda t: _saved_index(kept[0], owner),
-                                           lambda table: _restore_index(kept, table), keyed=True))
+    # snapshots: each worker's edge counts (pickled: same worker count only), and worker 0's index
+    # (pickled in one keyed row that goes back to worker 0 at any worker count)
+    changes = edges.map(keyed, name=f"{name}Keys").per_time(
+        count, exchange=ExchangeBy(["_lo", "_hi"], f"{name}Edges"), name=f"{name}Edges",
+        state=StateHooks(lambda t: tallies[0], lambda saved: tallies.__setitem__(0, saved)))
+    owner = scope.index == 0
+    return changes.per_time(logic, exchange=Exchange(lambda batch: 0), name=name,
+                            state=StateHooks(lambda t: _saved_index(kept[0], owner),
+                                             lambda table: _restore_index(kept, table), keyed=True))
 
 
 def _saved_index(index: ComponentIndex, owner: bool) -> pa.Table:
-    """A snapshot of the components' state: worker 0's whole index, pickled, in one row
-    of key hash 0 (so it goes back to worker 0 whatever the number of workers)."""
+    """A snapshot of the components' index: worker 0's, pickled, in one row of key hash 0
+    (so it goes back to worker 0 whatever the number of workers)."""
     import pickle
 
     rows = [pickle.dumps(index, protocol=5)] if owner else []

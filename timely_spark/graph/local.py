@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+import numpy as np
 import pyarrow as pa
 
 __all__ = ["run_local"]
@@ -36,4 +37,10 @@ def run_local(table: pa.Table, build: Callable[[Any, Any], Any], schema: pa.Sche
 
     parts = [rb for part in execute(work, threads=workers, processes=processes, timeout=timeout) for rb in part]
     result = pa.Table.from_batches([rb.select(schema.names).cast(schema) for rb in parts], schema)
+    first = schema.field(0).type
+    if keys == 1 and pa.types.is_integer(first) and result.num_rows:
+        # each worker's rows usually come sorted: a stable numpy sort merges those runs
+        # (several times faster than Arrow's sort on integers)
+        order = np.argsort(result.column(0).to_numpy(), kind="stable")
+        return result.take(pa.array(order))
     return result.sort_by([(name, "ascending") for name in schema.names[:keys]])

@@ -15,6 +15,8 @@ progress    ``address`` (the scope), ``count`` (updates in the batch)
 frontier    ``name`` (a probe), ``frontier`` (its frontier: a tuple of times, least first),
             ``detail`` (the same as text, for people)
 shutdown    ``address`` (a dataflow whose work is complete)
+state       ``name`` (a graph operator), ``count`` (rows it holds), ``frontier`` (the time, a
+            1-tuple); on the ``"graph"`` stream (``timely_spark.graph.GRAPH_LOG``), not ``"timely"``
 ==========  ================================================================
 """
 

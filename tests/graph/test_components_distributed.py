@@ -1,0 +1,155 @@
+"""Connected components contracted across workers (graph/contraction.py): exact on
+graphs that stress the distribution, on 1, 2 and 4 workers (threads and processes),
+and the state of every round split evenly by vertex hash; the stream form on 4
+workers, its edge counts split by edge hash."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import timely_spark as ts
+from timely_spark.graph import components, connected_components, snapshot_components, union_find
+from timely_spark.graph.contraction import GRAPH_LOG
+
+from .changelogs import collection, fold_upto, random_changelog, run_epochs
+
+
+def reference(table: pa.Table) -> dict:
+    return union_find(zip(table["src"].to_pylist(), table["dst"].to_pylist()))
+
+
+def giant(seed: int = 0) -> pa.Table:
+    """One giant component of 3,000 vertices (a random graph of mean degree 6), rows shuffled:
+    every worker's slice holds part of it."""
+    rng = np.random.default_rng(seed)
+    n = 3000
+    src, dst = rng.integers(0, n, 3 * n), rng.integers(0, n, 3 * n)
+    path = rng.permutation(n)                                        # and a path, so it is one component
+    return pa.table({"src": np.concatenate([src, path[:-1]]), "dst": np.concatenate([dst, path[1:]])})
+
+
+def long_path(seed: int = 0) -> pa.Table:
+    """A path of 2,000 vertices whose consecutive edges go to different workers' slices
+    (round-robin rows), ids shuffled so the smallest id is in the middle."""
+    rng = np.random.default_rng(seed)
+    ids = rng.permutation(np.arange(5000, 7000))
+    src, dst = ids[:-1], ids[1:]
+    order = np.argsort(np.arange(len(src)) % 7, kind="stable")      # rows i, i+7, ... together
+    return pa.table({"src": src[order], "dst": dst[order]})
+
+
+def star(seed: int = 0) -> pa.Table:
+    """A star whose 1,500 edges all sit in the first worker's slice (the hub's id the
+    largest), then many small random edges over the leaves."""
+    rng = np.random.default_rng(seed)
+    leaves = np.arange(1, 1501)
+    extra = rng.integers(1, 1501, (300, 2))
+    return pa.table({"src": np.concatenate([np.full(1500, 9999), extra[:, 0]]),
+                     "dst": np.concatenate([leaves, extra[:, 1]])})
+
+
+def tiny(seed: int = 0) -> pa.Table:
+    """1,000 components of two or three vertices, and self-loops."""
+    rng = np.random.default_rng(seed)
+    base = rng.permutation(1000) * 10
+    src = np.concatenate([base, base[:500] + 1, base[:50]])
+    dst = np.concatenate([base + 1, base[:500] + 2, base[:50]])
+    order = rng.permutation(len(src))
+    return pa.table({"src": src[order], "dst": dst[order]})
+
+
+GRAPHS = {"giant": giant, "long path": long_path, "star": star, "tiny": tiny}
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("layout", [dict(workers=1), dict(workers=2), dict(workers=4)], ids=["1", "2", "4"])
+def test_exact_on_threads(name, layout):
+    table = GRAPHS[name]()
+    result = connected_components(table, **layout, timeout=60)
+    got = dict(zip(result["vertex"].to_pylist(), result["component"].to_pylist()))
+    assert got == reference(table)
+
+
+def test_exact_on_two_processes_of_two_threads():
+    table = pa.concat_tables([long_path(1), star(1), tiny(1)])
+    result = connected_components(table, workers=2, processes=2, timeout=120)
+    got = dict(zip(result["vertex"].to_pylist(), result["component"].to_pylist()))
+    assert got == reference(table)
+
+
+def state_rows(table: pa.Table, peers: int) -> list:
+    """The ``state`` events of the GRAPH_LOG stream of a run of snapshot_components on
+    ``peers`` threads, each worker fed an even slice of ``table``."""
+    def work(worker):
+        events: list = []
+        worker.log_register().insert(GRAPH_LOG, events.extend)
+        n = table.num_rows
+        lo, hi = n * worker.index // peers, n * (worker.index + 1) // peers
+        worker.dataflow(lambda s: snapshot_components(s.to_stream(table.slice(lo, hi - lo))))
+        while worker.step():
+            pass
+        worker.log_register().flush()
+        return events
+
+    return [e for events in ts.execute(work, threads=peers, timeout=60) for e in events]
+
+
+def test_every_round_holds_an_even_share_on_four_workers():
+    rng = np.random.default_rng(5)
+    n = 20_000
+    table = pa.table({"src": rng.integers(0, n, 2 * n), "dst": rng.integers(0, n, 2 * n)})
+    events = state_rows(table, 4)
+    rows: dict = {}
+    for e in events:
+        assert e["event"] == "state"
+        rows.setdefault((e["name"], e["frontier"]), [0] * 4)[e["worker"]] += e["count"]
+    names = {name for name, _ in rows}
+    assert {"LocalForest", "Contract", "Pointers", "Resolve"} <= names
+    checked = 0
+    for (name, time), per_worker in rows.items():
+        mean = sum(per_worker) / 4
+        if mean >= 100:                       # a round of a few rows cannot be split evenly by hashing
+            checked += 1
+            assert max(per_worker) <= 1.5 * mean, (name, time, per_worker)
+    assert checked >= 4
+
+
+@pytest.mark.parametrize("layout", [dict(threads=4), dict(threads=2, processes=2)], ids=["4 threads", "2x2"])
+def test_stream_form_on_four_workers_folds_to_union_find(layout):
+    epochs = random_changelog(seed=11, epochs=14, n=30)
+    per_time = run_epochs(epochs, components, **layout)
+    for t in range(len(epochs)):
+        edges = collection(epochs, t, ["src", "dst"])
+        want = union_find(zip(edges["src"].to_pylist(), edges["dst"].to_pylist()))
+        got = {v: c for (v,), (c,) in fold_upto(per_time, t, ["vertex"]).items()}
+        assert got == want, f"time {t}"
+
+
+def test_stream_form_counts_edges_on_every_worker():
+    rng = np.random.default_rng(2)
+    load = pa.table({"src": rng.integers(0, 3000, 8000), "dst": rng.integers(0, 3000, 8000),
+                     "diff": np.ones(8000, np.int64)})
+
+    def work(worker):
+        events: list = []
+        worker.log_register().insert(GRAPH_LOG, events.extend)
+
+        def build(s):
+            inp, edges = s.new_input()
+            components(edges)
+            return inp
+
+        inp = worker.dataflow(build)
+        n = load.num_rows
+        lo, hi = n * worker.index // 4, n * (worker.index + 1) // 4
+        inp.send(load.slice(lo, hi - lo).to_batches()[0])
+        inp.close()
+        while worker.step():
+            pass
+        worker.log_register().flush()
+        return [(e["worker"], e["count"]) for e in events if e["name"] == "ComponentsEdges"]
+
+    rows = [0] * 4
+    for w, count in (x for part in ts.execute(work, threads=4, timeout=60) for x in part):
+        rows[w] += count
+    assert min(rows) > 0 and max(rows) <= 1.5 * sum(rows) / 4, rows
