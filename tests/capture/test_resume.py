@@ -190,3 +190,40 @@ def test_a_fresh_attempt_of_the_same_checkpoint_goes_on_from_the_start(tmp_path)
         w.recover(ckpt, None, 0)
         run_epochs(w, i, range(EPOCHS))
     assert complete_rows(path) == (expected(range(EPOCHS)), Antichain())
+
+
+def test_a_snapshot_flushes_the_capture_writer(tmp_path):
+    """A writer that flushes rarely still has every time before a snapshot's in its log
+    once the snapshot is committed (capture_into flushes it when the snapshot is taken)."""
+    import json
+    import time
+
+    import timely_spark as ts
+
+    log, ckpt = tmp_path / "log", tmp_path / "ckpt"
+
+    def work(worker):
+        writer = ParquetEventWriter(log, flush_seconds=3600.0)
+
+        def build(scope):
+            inp, stream = scope.new_input()
+            stream.capture_into(writer)
+            return inp, stream.probe()
+
+        inp, probe = worker.dataflow(build)
+        for e in range(4):
+            inp.send_batch(rows(0, e))
+            inp.advance_to(e + 1)
+            worker.step_while(lambda: probe.less_than(inp.time), timeout=60)
+        deadline = time.monotonic() + 60
+        while not list(ckpt.glob("manifest-*.json")) and time.monotonic() < deadline:
+            worker.step()
+        manifest = sorted(ckpt.glob("manifest-*.json"))[0]
+        frontier = LogIndex(log).snapshot().frontier.elements()     # before the writer's own flush or close
+        inp.close()
+        worker.step_while(lambda: not probe.done(), timeout=60)
+        writer.close()
+        return json.loads(manifest.read_text())["time"], frontier
+
+    [(t, frontier)] = ts.execute(work, checkpoint=str(ckpt), snapshot_every=0.05, timeout=120)
+    assert t >= 1 and frontier and frontier[0] >= t
