@@ -82,6 +82,7 @@ PIPELINES = {
     "pagerank": (lambda s, x: ts.graph.pagerank_stream(x, tolerance=1e-12).map(
         lambda b: b.set_column(1, "rank", pa.compute.round(b["rank"], 6))), EDGES),
     "shortest_paths": (lambda s, x: ts.graph.shortest_paths_stream(x, [1, 4]), EDGES),
+    "components": (lambda s, x: ts.graph.components(x), EDGES),
 }
 
 

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import DIFF, KEY_HASH, Exchange, ExchangeBy, StateHooks, check_batch
+from ..dataflow import DIFF, KEY_HASH, Exchange, ExchangeBy, StateHooks, check_batch, hash_columns
 from ..errors import GraphInputError
 from .components_columnar import edge_arrays, forest
 from .contraction import log_state
@@ -161,6 +161,35 @@ class EdgeCounts:
         changed = (uold > 0) != (unew > 0)
         lo, hi = self.vid[pairs >> SHIFT], self.vid[pairs & LOW]
         return lo[changed], hi[changed], (unew > 0)[changed]
+
+    def table(self) -> pa.Table:
+        """The directed edge rows held and their counts, keyed (``KEY_HASH``) by the hash
+        their exchange routes them by (``_lo``, ``_hi``), so a snapshot re-shards them.
+
+        >>> counts = EdgeCounts("Components")
+        >>> _ = counts.update(0, np.array([1, 2, 2]), np.array([2, 1, 1]), np.array([1, 1, 1]))
+        >>> EdgeCounts.from_table("Components", counts.table()).table().drop_columns([KEY_HASH]).to_pydict()
+        {'src': [1, 2], 'dst': [2, 1], 'count': [1, 2]}
+        """
+        levels = self.counts
+        keys = np.concatenate(levels.keys) if levels.keys else np.zeros(0, np.int64)
+        values = np.concatenate(levels.values) if levels.values else np.zeros(0, np.int64)
+        held = values != 0
+        keys, values = keys[held], values[held]
+        order = np.argsort(keys, kind="stable")
+        keys, values = keys[order], values[order]
+        src, dst = self.vid[keys >> SHIFT], self.vid[keys & LOW]
+        routes = pa.table({"_lo": np.minimum(src, dst), "_hi": np.maximum(src, dst)})
+        return pa.table({KEY_HASH: pa.array(hash_columns(routes, ["_lo", "_hi"]), pa.uint64()),
+                         "src": src, "dst": dst, "count": values})
+
+    @classmethod
+    def from_table(cls, operator: str, table: pa.Table) -> "EdgeCounts":
+        """The counts a :meth:`table` (or several workers' rows of them) describes."""
+        counts = cls(operator)
+        if table.num_rows:
+            counts.update("restore", table["src"].to_numpy(), table["dst"].to_numpy(), table["count"].to_numpy())
+        return counts
 
 
 class ComponentIndex:
@@ -529,11 +558,12 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
             return []
         return [pa.record_batch({"vertex": vertex, "component": label, DIFF: diff})]
 
-    # snapshots: each worker's edge counts (pickled: same worker count only), and worker 0's index
-    # (pickled in one keyed row that goes back to worker 0 at any worker count)
+    # snapshots: each worker's edge counts (keyed by their route, so they re-shard), and worker 0's
+    # index (pickled in one keyed row that goes back to worker 0 at any worker count)
     changes = edges.map(keyed, name=f"{name}Keys").per_time(
         count, exchange=ExchangeBy(["_lo", "_hi"], f"{name}Edges"), name=f"{name}Edges",
-        state=StateHooks(lambda t: tallies[0], lambda saved: tallies.__setitem__(0, saved)))
+        state=StateHooks(lambda t: tallies[0].table(),
+                         lambda saved: tallies.__setitem__(0, EdgeCounts.from_table(name, saved)), keyed=True))
     owner = scope.index == 0
     return changes.per_time(logic, exchange=Exchange(lambda batch: 0), name=name,
                             state=StateHooks(lambda t: _saved_index(kept[0], owner),
