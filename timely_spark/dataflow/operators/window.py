@@ -59,16 +59,19 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
+import numpy as np
 import pyarrow as pa
 
 from ...errors import BuildError, ParameterError
+from ...progress import Product, less_equal, sort_key
+from ..capability import CapabilitySet
 from ..channels import Exchange
 from ..operator import OperatorBuilder
 from .agg_spec import aggregation_spec
 from .exchange_by import ExchangeBy, check_batch, check_columns
 from .op_state import KEY_HASH
 from .window_spec import Clock, Duration, epoch_start, window_spec
-from .window_state import Panes, Sessions
+from .window_state import Panes, Sent, Sessions
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -142,6 +145,8 @@ class Windowed:
         out, result = b.new_output("windows")
         late_out, late_stream = b.new_output("late")
         initial = b.initial_capability()
+        held = CapabilitySet()      # where windows may be sent: the open rows' times joined with the frontier
+        sent = Sent(keys)           # results at times the frontier has not passed (a snapshot there keeps them)
         self._late = late_stream if w.late == "output" else None
         clocks: list[Clock] = []
 
@@ -159,24 +164,51 @@ class Windowed:
             self._lateness = lateness
             return clock
 
-        def send(cap: Any, table: pa.Table) -> None:
+        def give(time: Any, table: pa.Table) -> None:
             clock = clocks[0]
             table = table.set_column(0, "window_start", clock.array(table.column(0).to_numpy()))
             table = table.set_column(1, "window_end", clock.array(table.column(1).to_numpy()))
+            cap = _capability(held, time)
             out.session(cap).give_batch(table.combine_chunks().to_batches())
+            sent.add(cap.time, table)
+            cap.drop()
+
+        def send(first: Any, table: pa.Table) -> None:
+            """Send closed windows whose rows' earliest logical time is ``first``."""
+            if w.epoch is not None and not callable(w.epoch) and isinstance(first, int):
+                ends = table.column(1).to_numpy()
+                proofs = np.maximum(_proof_times(ends, clocks[0].units(w.epoch, "epoch"), self._lateness,
+                                                 w.kind == "session"), first)
+                for p in np.unique(proofs).tolist():
+                    give(int(p), table.filter(pa.array(proofs == p)) if len(proofs) > 1 else table)
+                return
+            elements = inp.frontier.elements()
+            if elements:
+                give(min((_join(first, f) for f in elements), key=sort_key), table)
+            else:
+                give(_join(first, held.first().time), table)
 
         def save(t: Any) -> pa.Table:
             if self._state is None:
-                return pa.table({KEY_HASH: pa.array([], pa.uint64())})
-            return self._state.save(t)
+                return sent.save(t, pa.table({KEY_HASH: pa.array([], pa.uint64())}))
+            return sent.save(t, self._state.save(t))
 
         restored = b.keep_state(save, keyed=True)
+        resend: list = []
         if restored is not None and restored.num_rows:
-            start(restored.schema.field(w.column).type)
-            self._state.load(restored, initial)
+            rows, again = sent.split(restored)
+            resend = [(initial.delayed(time), table) for time, table in again]
+            if rows.num_rows:
+                start(rows.schema.field(w.column).type)
+                for time in self._state.load(rows):
+                    held.insert(initial.delayed(time))
         initial.drop()
 
         def logic() -> None:
+            for cap, table in resend:            # results a snapshot kept: sent at times >= its time
+                out.session(cap).give_batch(table.combine_chunks().to_batches())
+                cap.drop()
+            resend.clear()
             for cap, data in inp:
                 for record in data:
                     batch = check_batch(record, operator)
@@ -195,9 +227,13 @@ class Windowed:
                             batch, x = batch.filter(pa.array(keep)), x[keep]
                             if not batch.num_rows:
                                 continue
-                    self._state.add(cap, batch.select(needed), x)
+                    if not any(less_equal(c.time, cap.time) for c in held):
+                        held.insert(cap.retain())
+                    self._state.add(cap.time, batch.select(needed), x)
             if self._state is not None:
                 self._state.close(_bound(inp.frontier, clocks[0], w.epoch, self._lateness), send)
+                _advance(held, inp.frontier.elements() if self._state.holds_rows() else [])
+            sent.passed(inp.frontier.elements())
 
         b.build(logic, notify=True)
         return result
@@ -207,6 +243,44 @@ def _columns(column: Any) -> list[str]:
     if isinstance(column, str):
         return [column]
     return [c for c in column if isinstance(c, str)] if isinstance(column, (list, tuple)) else []
+
+
+def _join(a: Any, b: Any) -> Any:
+    """The least time at or after both ``a`` and ``b`` (the later one, for totally
+    ordered times; coordinate-wise for :class:`~timely_spark.progress.Product`)."""
+    if type(a) is Product:
+        return Product(_join(a[0], b[0]), _join(a[1], b[1]))
+    return a if less_equal(b, a) else b
+
+
+def _capability(held: CapabilitySet, time: Any) -> Any:
+    """A capability for ``time`` from ``held`` (for the least time at or after both
+    ``time`` and a held one, if none is at or before ``time``)."""
+    for c in held:
+        if less_equal(c.time, time):
+            return c.delayed(time)
+    c = held.first()
+    return c.delayed(_join(c.time, time))
+
+
+def _advance(held: CapabilitySet, frontier: Sequence[Any]) -> None:
+    """Move ``held`` to the joins of its times with the input ``frontier``'s
+    elements, so that it never holds a time the input can no longer deliver; drop it
+    all for an empty ``frontier`` (the caller passes one when no window is open)."""
+    if not frontier:
+        held.clear()
+        return
+    targets = {_join(c.time, f) for c in held for f in frontier}
+    if targets != {c.time for c in held}:
+        held.downgrade(sorted(targets, key=sort_key))
+
+
+def _proof_times(ends: np.ndarray, epoch: int, lateness: int, session: bool) -> np.ndarray:
+    """Per window end (column units), the least int logical time ``t`` whose frontier
+    ``{t}`` proves the window complete, for ``epoch_start(t) = t * epoch``: ``end <= t *
+    epoch - lateness`` (tumbling, sliding), ``end < t * epoch - lateness`` (session)."""
+    shifted = ends.astype(np.int64) + lateness
+    return shifted // epoch + 1 if session else -((-shifted) // epoch)
 
 
 def _bound(frontier: Any, clock: Clock, epoch: Any, lateness: int) -> float:
