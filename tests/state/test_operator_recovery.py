@@ -218,3 +218,40 @@ def _newest_time(checkpoint):
         except FileNotFoundError:             # an older one, removed meanwhile
             pass
     return newest
+
+
+@pytest.mark.parametrize("name", ["window_session", "delay_aggregate"])
+def test_a_finished_job_submitted_again_with_more_input_continues(tmp_path, name):
+    """The final snapshot (taken when the inputs close) holds the dataflow at its time
+    like any other: the session open when the first run's input ended is saved open,
+    not closed by the end of that input, and records a delay holds for later times are
+    saved held, not folded downstream -- so a run submitted again with more input
+    goes on from there; the output equals one run over all the input."""
+    build, epochs = PIPELINES[name]
+    epochs = [_events_at(e) for e in range(8)] if name == "window_session" else epochs
+
+    def work(stop):
+        def run(worker):
+            out = []
+
+            def dataflow(scope):
+                inp, stream = scope.new_input()
+                probe = build(scope, stream).inspect_time(lambda t, r: out.append((t, r))).probe()
+                return inp, probe
+
+            inp, probe = worker.dataflow(dataflow)
+            for epoch in range(worker.restored_time or 0, stop):
+                if worker.index == 0:
+                    inp.send_batch(list(epochs[epoch]))
+                inp.advance_to(epoch + 1)
+                worker.step_while(lambda: probe.less_than(inp.time), timeout=20)
+            return worker.restored_time, out
+        return run
+
+    reference = normalize([p for _, out in ts.execute(work(len(epochs)), threads=2, timeout=60) for p in out])
+    first = ts.execute(work(3), threads=2, checkpoint=str(tmp_path), timeout=60)
+    second = ts.execute(work(len(epochs)), threads=3, checkpoint=str(tmp_path), timeout=60)
+    t = second[0][0]
+    assert t == 3
+    got = [p for _, out in first for p in out if p[0] < t] + [p for _, out in second for p in out]
+    assert normalize(got) == reference

@@ -227,6 +227,10 @@ class SnapshotManager:
         if isinstance(graph.min_time, bool) or not isinstance(graph.min_time, int):
             raise CheckpointError(f"{where} has {type(graph.min_time).__name__} times at its top; snapshots "
                                   f"are taken at integer times (build it with the default time=0)")
+        for source in self.worker.sources():               # the final snapshot holds closed inputs too
+            hold = getattr(source, "hold_when_closed", None)
+            if hold is not None:
+                hold()
         part = self._part
         if part is not None and not part.released:       # built while a snapshot is under way: hold it too
             for source in self.worker.sources():
@@ -330,12 +334,17 @@ class SnapshotManager:
                 self._final_seen = self._final_seen or final
             else:
                 for source, at in part.pinned:
-                    if at <= t:                            # (one pinned later than t holds nothing before it)
+                    if at is None or at <= t:              # (one pinned later than t holds nothing before it)
                         source.pin(t)
         elif kind == "release":
             assert part is not None and part.seq == message[1], (part, message)
             for source, _ in part.pinned:
                 source.unpin()
+            if part.final:                                 # the final snapshot is saved: inputs may end now
+                for source in self.worker.sources():
+                    release = getattr(source, "release_hold", None)
+                    if release is not None:
+                        release()
             part.released = True
         else:                                              # worker 0's part: the answers
             self._answer(message)
@@ -348,6 +357,8 @@ class SnapshotManager:
             if source.closed:
                 r = source.resume_time
                 resume = r if resume is None or r > resume else resume
+                if getattr(source, "holding", False):      # a closed input that holds: pinned like an open one
+                    pinned.append((source, None))
             else:
                 now = source.time
                 source.pin(now)

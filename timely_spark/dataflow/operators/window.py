@@ -39,19 +39,31 @@ window may already be sent); ``late="drop"`` counts and drops them
 
 Output: one table per window result batch with ``window_start``, ``window_end`` (the
 time column's type), the keys, then the aggregates named as ``group_by`` names them;
-a window is sent at the earliest logical time among its rows, and windows without
-rows are not sent (as Spark's ``groupBy(window(...))``).  The input is exchanged by
+windows without rows are not sent (as Spark's ``groupBy(window(...))``).
+
+**Output times.**  A window is sent at the logical time at which the frontier proved
+it complete, never earlier than its rows: with int logical times and ``epoch`` a
+duration, the least ``t`` whose frontier ``{t}`` proves it (``end <= t * epoch -
+allowed_lateness``; for a session ``<``) -- the same time on any number of workers
+and after a restore; otherwise (``epoch`` a function, ``Product`` times, or windows
+closed by the end of the input) the join of its rows' earliest time and the input
+frontier it closed at (or, when the input ended, the last frontier the operator
+held).  The operator holds its capabilities at its input frontier (one per frontier
+element, joined with the open rows' times) while windows are open, and none while
+none are: an open window never holds a time its input can no longer deliver, so
+downstream operators, a captured log, a probe and a snapshot complete every time the
+input has completed while a (session) window stays open.  The input is exchanged by
 the keys (by none: to worker 0); the rows of open windows are kept (tumbling and
 sliding windows share panes, each row kept once) and released when the window is
 sent: memory follows the open windows (:attr:`Windowed.open_windows`), not history.
 
 Snapshots keep the rows of open windows that came at logical times before the
 snapshot's time, keyed by the keys' hash (all on worker 0 without keys), so they
-re-shard; :attr:`Windowed.late_rows` is a count of this run's rows, not restored.  An
-open window holds a capability at the earliest logical time of its rows, so a snapshot
-at a later time waits until that window closes (with the inputs held at the snapshot's
-time, one that needs later input to close keeps the snapshot from completing: the
-worker warns, see ``OperatorBuilder.keep_state``).
+re-shard; :attr:`Windowed.late_rows` is a count of this run's rows, not restored.  A
+window sent at the snapshot's time ``t`` (or later) was closed by the frontier reaching
+``t``; its rows are gone, so its result is saved instead (results are kept until the
+input frontier passes their time) and the restored operator sends it again at its
+time.  Windows open across a snapshot do not hold it back.
 """
 
 from __future__ import annotations
