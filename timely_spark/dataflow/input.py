@@ -174,7 +174,8 @@ class InputHandle:
         """Hold a capability at ``t`` until :meth:`unpin`, whatever the input does
         meanwhile (advance past ``t``, close): a snapshot at ``t`` uses it so that no
         frontier passes ``t`` while the workers save.  ``t`` must be >= the input's time
-        (or >= the pin already held); a closed input holds nothing to pin (a no-op).
+        (or >= the pin already held); a closed input holds nothing to pin, but moves the
+        hold it keeps (:meth:`hold_when_closed`) to ``t``.
 
         >>> import timely_spark as ts
         >>> def work(w):

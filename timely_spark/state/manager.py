@@ -16,7 +16,11 @@ first, before any dataflow):
    messages in flight, nested scopes included) is ``>= t``, calls every
    ``save(t)`` (between operator runs, on the worker's thread), tells worker 0
    ``saved``, and writes the files on a background thread while its dataflows go on;
-5. with every ``saved``, worker 0 sends ``release`` (everyone unpins); with every
+5. with every ``saved``, worker 0 sends ``release`` (everyone unpins; after the final
+   snapshot, closed inputs also give up the hold they kept at their last time -- see
+   ``InputHandle.hold_when_closed`` -- so the final snapshot is a cut like any other:
+   no operator sees the end of its input, nor a delay releases records for later
+   times, before it saves); with every
    ``written`` (files, sizes, checksums), worker 0 commits the manifest (temp file,
    fsync, rename) and deletes snapshots older than the last ``snapshots_kept``.
 

@@ -74,7 +74,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ...errors import BuildError, ParameterError
+from ...errors import BuildError, CapabilityError, ParameterError
 from ...progress import Product, less_equal, sort_key
 from ..capability import CapabilitySet
 from ..channels import Exchange
@@ -198,7 +198,7 @@ class Windowed:
             if elements:
                 give(min((_join(first, f) for f in elements), key=sort_key), table)
             else:
-                give(_join(first, held.first().time), table)
+                give(first, table)                   # (joined with the last frontier held)
 
         def save(t: Any) -> pa.Table:
             if self._state is None:
@@ -271,8 +271,10 @@ def _capability(held: CapabilitySet, time: Any) -> Any:
     for c in held:
         if less_equal(c.time, time):
             return c.delayed(time)
-    c = held.first()
-    return c.delayed(_join(c.time, time))
+    least = held.first()
+    if least is None:
+        raise CapabilityError(f"a window operator holds no capability to send a window at {time!r}")
+    return least.delayed(_join(least.time, time))
 
 
 def _advance(held: CapabilitySet, frontier: Sequence[Any]) -> None:

@@ -11,9 +11,9 @@
 
 Both remember the logical times of their rows (no capabilities: the operator holds
 those, at its input frontier).  ``close(bound, send)`` calls ``send(time, table)``,
-``time`` the earliest logical time among the rows of the windows in ``table``, with columns ``window_start, window_end, keys, aggregates``
-(window bounds as int64 of the column's unit; the operator casts them); all per-row
-work is Arrow's or numpy's.
+``time`` the earliest logical time among the rows of the windows in ``table``, with
+columns ``window_start, window_end, keys, aggregates`` (window bounds as int64 of the
+column's unit; the operator casts them); all per-row work is Arrow's or numpy's.
 
 Snapshots (:meth:`Panes.save`, :meth:`Sessions.save`): the rows that came at logical
 times before the snapshot time ``t`` (each row remembers its logical time: a per-pane
