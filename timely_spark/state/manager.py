@@ -55,6 +55,11 @@ __all__ = ["SnapshotManager", "attach", "operators_of"]
 #: handled in the same step).
 _ROUNDS = 4
 
+#: What the stall warning adds for the final snapshot, which then stops holding the inputs.
+_FINAL_FALLBACK = ("; this is the final snapshot: the closed inputs stop holding it, and it is taken once "
+                   "the dataflow has drained (not a cut at its time: a run submitted again with more input "
+                   "starts from the drained state)")
+
 #: Seconds between a worker's looks at its sources (all closed?) and, on worker 0, at the
 #: clock (a snapshot due?) while no snapshot is under way and no message waits.
 _QUIET = 0.005
@@ -345,13 +350,17 @@ class SnapshotManager:
             for source, _ in part.pinned:
                 source.unpin()
             if part.final:                                 # the final snapshot is saved: inputs may end now
-                for source in self.worker.sources():
-                    release = getattr(source, "release_hold", None)
-                    if release is not None:
-                        release()
+                self._release_holds()
             part.released = True
         else:                                              # worker 0's part: the answers
             self._answer(message)
+
+    def _release_holds(self) -> None:
+        """Closed inputs give up the hold they keep for the final snapshot."""
+        for source in self.worker.sources():
+            release = getattr(source, "release_hold", None)
+            if release is not None:
+                release()
 
     def _begin(self, seq: int) -> None:
         pinned = []
@@ -389,7 +398,10 @@ class SnapshotManager:
                     warnings.warn(f"worker {self.index}: the snapshot at time {part.t!r} has waited "
                                   f"{SNAPSHOT_STALL:g} s for the times before it to complete: "
                                   f"{'; '.join(held) or 'nothing held here'} (sources not yet at {part.t!r}, or an "
-                                  f"operator holding an earlier time until its inputs pass it)", RuntimeWarning)
+                                  f"operator holding an earlier time until its inputs pass it)"
+                                  f"{_FINAL_FALLBACK if part.final else ''}", RuntimeWarning)
+                    if part.final:
+                        self._release_holds()
                 return
             saves = [save_state(kept, part.t) for kept in self.worker.kept_states()]
             part.saved = True
