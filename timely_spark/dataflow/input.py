@@ -242,11 +242,23 @@ class InputHandle:
 
     @property
     def holding(self) -> bool:
-        """Whether the input is closed and still keeps its hold (:meth:`hold_when_closed`)."""
+        """Whether the input is closed and still keeps its hold (:meth:`hold_when_closed`).
+
+        >>> import timely_spark as ts
+        >>> def work(w):
+        ...     inp = w.dataflow(lambda s: s.new_input()[0])
+        ...     inp.hold_when_closed(); inp.close()
+        ...     held = inp.holding
+        ...     inp.release_hold()
+        ...     return held, inp.holding
+        >>> ts.execute(work)
+        [(True, False)]
+        """
         return self._hold is not None
 
     def release_hold(self) -> None:
-        """Give up the hold a closed input keeps (:meth:`hold_when_closed`; idempotent)."""
+        """Give up the hold a closed input keeps (:meth:`hold_when_closed`; idempotent;
+        see :attr:`holding` for an example)."""
         if self._hold is not None:
             hold, self._hold = self._hold, None
             hold.drop()
