@@ -371,3 +371,42 @@ def test_sliding_windows_with_a_tiny_common_pane_close_in_time_proportional_to_t
                                  .aggregate([([], "count_all"), ("v", "sum")]).to_records())]
     got = sorted(((r["window_start"], r["window_end"], r["k"], r["count_all"], r["v_sum"]) for r in out), key=str)
     assert got == reference(rows, every=10**6, period=10**9 + 1)
+
+
+@pytest.mark.parametrize("layout", [dict(threads=1), dict(threads=2)])
+def test_a_window_is_sent_at_the_time_that_proved_it_complete_and_holds_nothing_earlier(layout):
+    """epoch=10, allowed_lateness=5: a 20-wide window [s, s+20) is sent at the least
+    time t with 10t - 5 >= s + 20, a session [first, last + 12) at the least t with
+    10t - 5 > last + 12 -- not at its rows' earliest time; and a session open for the
+    whole run (key "a") does not keep the frontier of the output (a probe after it)
+    from passing each time as soon as the input has."""
+    def work(w):
+        out: list = []
+
+        def build(s):
+            inp, rows = s.new_input()
+            tumbling = rows.group_by_window("t", every=20, keys="k", epoch=10, allowed_lateness=5)
+            session = rows.group_by_window("t", gap=12, keys="k", epoch=10, allowed_lateness=5, name="Sessions")
+            probes = []
+            for kind, windowed in (("tumbling", tumbling), ("session", session)):
+                result = windowed.aggregate([([], "count_all")]).inspect_time(
+                    lambda t, rb, kind=kind: out.extend((kind, t, r["window_start"], r["k"]) for r in rb.to_pylist()))
+                probes.append(result.probe())
+            return inp, probes
+
+        inp, probes = w.dataflow(build)
+        for e in range(6):
+            if w.index == 0:                  # "a" every time (one session throughout), "b" at time 1 only
+                inp.send_batch(pa.table({"t": [10 * e + 2] + ([10 * e + 4] if e == 1 else []),
+                                         "k": ["a"] + (["b"] if e == 1 else [])}))
+            inp.advance_to(e + 1)
+            w.step_while(lambda: any(p.less_than(e + 1) for p in probes), timeout=20)
+        return out
+
+    got = sorted(r for out in ts.execute(work, timeout=60, **layout) for r in out)
+    # tumbling [0, 20): t = 3 (25 >= 20); [20, 40): t = 5; the rest when the input ends (at
+    # their own proof times, 7 for [40, 60)); sessions: "b" [14, 26): 10t - 5 > 26 -> t = 4;
+    # "a" [2, 64) when the input ends: 10t - 5 > 64 -> t = 7
+    assert got == [("session", 4, 14, "b"), ("session", 7, 2, "a"),
+                   ("tumbling", 3, 0, "a"), ("tumbling", 3, 0, "b"), ("tumbling", 5, 20, "a"),
+                   ("tumbling", 7, 40, "a")]

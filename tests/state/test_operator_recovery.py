@@ -6,6 +6,7 @@ time, then the restored run's."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 
@@ -16,15 +17,11 @@ import timely_spark as ts
 
 from .helpers import manifests
 from .opstate_harness import normalize
-from .test_operator_state import CHANGES, EDGES, WORDS, _late_sums, _Reminder
+from .test_operator_state import CHANGES, EDGES, EVENTS, WORDS, _late_sums, _Reminder
 
 FAIL_AT = 4
 
-# Windows are not here: an open window holds a capability at the earliest logical time
-# of its rows, and the protocol waits for every held time to reach the snapshot's time
-# while the sources are pinned there -- so a snapshot taken while a window with earlier
-# rows is open never completes (reported to the state layer).  Their save and restore
-# are checked by the cut-and-restore tests in test_operator_state.py.
+WINDOW_AGGS = [("v", "sum"), ([], "count_all")]
 
 
 def _work(build, epochs, fail_at=None, sink=None, files=None):
@@ -44,7 +41,7 @@ def _work(build, epochs, fail_at=None, sink=None, files=None):
 
         def dataflow(scope):
             inp, stream = scope.new_input()
-            waiting = stream.probe()           # windows hold earlier times: wait on the input
+            waiting = stream.probe()           # delay holds later times: wait on the input
             build(scope, stream).inspect_time(record)
             return inp, waiting
 
@@ -83,6 +80,12 @@ PIPELINES = {
         lambda b: b.set_column(1, "rank", pa.compute.round(b["rank"], 6))), EDGES),
     "shortest_paths": (lambda s, x: ts.graph.shortest_paths_stream(x, [1, 4]), EDGES),
     "components": (lambda s, x: ts.graph.components(x), EDGES),
+    # windows open across the snapshot: tumbling ones closing at every other time, and
+    # sessions of keys with rows at every time, open until the input ends
+    "window_tumbling": (lambda s, x: x.group_by_window("t", keys="k", every=20, epoch=10).aggregate(WINDOW_AGGS),
+                        EVENTS),
+    "window_session": (lambda s, x: x.group_by_window("t", keys="k", gap=12, epoch=10).aggregate(WINDOW_AGGS),
+                       EVENTS),
 }
 
 
@@ -163,4 +166,93 @@ def test_on_processes(tmp_path):
     t = second[0][0]
     assert t is not None and 1 <= t <= FAIL_AT
     got = [p for p in _written(files) if p[0] < t] + [p for _, out in second for p in out]
+    assert normalize(got) == reference
+
+
+def test_a_window_open_across_snapshots_does_not_hold_them_back(tmp_path):
+    """A session open for the whole run (key "a" has rows at every time, within the gap)
+    lets snapshots at later times complete: each epoch waits for a snapshot of its own
+    time to be committed, and the output equals a run without a checkpoint."""
+    build = PIPELINES["window_session"][0]
+    epochs = [_events_at(e) for e in range(8)]
+
+    def work(worker):
+        out = []
+
+        def dataflow(scope):
+            inp, stream = scope.new_input()
+            probe = build(scope, stream).inspect_time(lambda t, r: out.append((t, r))).probe()
+            return inp, probe
+
+        inp, probe = worker.dataflow(dataflow)
+        for epoch, batches in enumerate(epochs):
+            if worker.index == 0:
+                inp.send_batch(list(batches))
+            inp.advance_to(epoch + 1)
+            if worker.config.checkpoint:          # a snapshot at this time (or later) is committed
+                worker.step_while(lambda: _newest_time(worker.config.checkpoint) < epoch + 1, timeout=20)
+            worker.step_while(lambda: probe.less_than(inp.time), timeout=20)
+        return out
+
+    reference = normalize([p for out in ts.execute(work, threads=2, timeout=60) for p in out])
+    got = normalize([p for out in ts.execute(work, threads=2, checkpoint=str(tmp_path), snapshot_every=0.01,
+                                             timeout=60) for p in out])
+    assert got == reference
+    assert [r for _, r in got if "'a'" in r and "('window_start', 5)" in r]     # open throughout
+    assert len(manifests(str(tmp_path))) >= 1
+
+
+def _events_at(epoch):
+    """Rows at logical time ``epoch`` with event times in [10*epoch, 10*epoch + 10): key
+    "a" at every epoch (one session), "b" only at epochs 0 and 5 (closed sessions)."""
+    keys = ["a", "b"] if epoch in (0, 5) else ["a"]
+    return [pa.record_batch({"t": [10 * epoch + 5] * len(keys), "k": keys, "v": [epoch] * len(keys)})]
+
+
+def _newest_time(checkpoint):
+    """The time of the newest committed snapshot in ``checkpoint`` (-1 without one)."""
+    newest = -1
+    for name in manifests(checkpoint):
+        try:
+            with open(os.path.join(checkpoint, name)) as f:
+                newest = max(newest, json.load(f)["time"])
+        except FileNotFoundError:             # an older one, removed meanwhile
+            pass
+    return newest
+
+
+@pytest.mark.parametrize("name", ["window_session", "delay_aggregate"])
+def test_a_finished_job_submitted_again_with_more_input_continues(tmp_path, name):
+    """The final snapshot (taken when the inputs close) holds the dataflow at its time
+    like any other: the session open when the first run's input ended is saved open,
+    not closed by the end of that input, and records a delay holds for later times are
+    saved held, not folded downstream -- so a run submitted again with more input
+    goes on from there; the output equals one run over all the input."""
+    build, epochs = PIPELINES[name]
+    epochs = [_events_at(e) for e in range(8)] if name == "window_session" else epochs
+
+    def work(stop):
+        def run(worker):
+            out = []
+
+            def dataflow(scope):
+                inp, stream = scope.new_input()
+                probe = build(scope, stream).inspect_time(lambda t, r: out.append((t, r))).probe()
+                return inp, probe
+
+            inp, probe = worker.dataflow(dataflow)
+            for epoch in range(worker.restored_time or 0, stop):
+                if worker.index == 0:
+                    inp.send_batch(list(epochs[epoch]))
+                inp.advance_to(epoch + 1)
+                worker.step_while(lambda: probe.less_than(inp.time), timeout=20)
+            return worker.restored_time, out
+        return run
+
+    reference = normalize([p for _, out in ts.execute(work(len(epochs)), threads=2, timeout=60) for p in out])
+    first = ts.execute(work(3), threads=2, checkpoint=str(tmp_path), timeout=60)
+    second = ts.execute(work(len(epochs)), threads=3, checkpoint=str(tmp_path), timeout=60)
+    t = second[0][0]
+    assert t == 3
+    got = [p for _, out in first for p in out if p[0] < t] + [p for _, out in second for p in out]
     assert normalize(got) == reference

@@ -215,3 +215,44 @@ def test_a_dataflow_with_tuple_times_cannot_be_checkpointed(tmp_path):
     ts.execute(keeper(lambda t: 0, time=(0, 0)))
     message = restore_error(str(tmp_path), keeper(lambda t: 0, time=(0, 0)), threads=1)
     assert "tuple times at its top" in message and "integer times" in message
+
+
+def test_a_final_snapshot_that_cannot_complete_held_is_taken_once_the_inputs_end(tmp_path, monkeypatch):
+    """An operator holding time 0 until its input ends keeps the final snapshot (which
+    holds the closed inputs at their last time) from completing: after SNAPSHOT_STALL
+    the worker warns, the inputs stop holding, and the run finishes with a final
+    snapshot of the drained dataflow -- not a hang."""
+    from timely_spark.state import manager
+
+    from .helpers import manifests
+    monkeypatch.setattr(manager, "SNAPSHOT_STALL", 0.2)
+
+    def work(worker):
+        sent = []
+
+        def build(scope):
+            inp, stream = scope.new_input()
+            b = ts.OperatorBuilder(scope, "WholeStreamSum")        # holds time 0 until its input ends
+            port = b.new_input(stream)
+            out, summed = b.new_output()
+            cap, total = [b.initial_capability()], [0]
+            b.keep_state(lambda t: total[0])
+
+            def logic():
+                for _, batch in port:
+                    total[0] += sum(batch)
+                if cap and not port.frontier.elements():
+                    out.session(cap.pop()).give(total[0])
+            b.build(logic, notify=True)
+            summed.inspect(sent.append)
+            return inp
+
+        inp = worker.dataflow(build)
+        for epoch in range(3):
+            inp.send(epoch)
+            inp.advance_to(epoch + 1)
+        return sent
+
+    with pytest.warns(RuntimeWarning, match=r"holds a capability at 0.*final snapshot: the closed inputs stop"):
+        assert ts.execute(work, checkpoint=str(tmp_path), timeout=20) == [[3]]
+    assert len(manifests(str(tmp_path))) == 1

@@ -65,6 +65,8 @@ class InputHandle:
         self._graph = scope.subgraph
         self._early: list[tuple[Any, list]] = []   # sent while the dataflow is being built
         self._pin: Any = None                      # a snapshot's pin (see pin / unpin)
+        self._hold_on_close = False                # keep a capability once closed (see hold_when_closed)
+        self._hold: Any = None                     # that capability, until release_hold
         self._closed_at: Any = None                # the time when closed
         self._sent_now = False                     # whether records went out at the current time
         b.build(self._release)
@@ -172,7 +174,8 @@ class InputHandle:
         """Hold a capability at ``t`` until :meth:`unpin`, whatever the input does
         meanwhile (advance past ``t``, close): a snapshot at ``t`` uses it so that no
         frontier passes ``t`` while the workers save.  ``t`` must be >= the input's time
-        (or >= the pin already held); a closed input holds nothing to pin (a no-op).
+        (or >= the pin already held); a closed input holds nothing to pin, but moves the
+        hold it keeps (:meth:`hold_when_closed`) to ``t``.
 
         >>> import timely_spark as ts
         >>> def work(w):
@@ -190,6 +193,8 @@ class InputHandle:
             self._pin.downgrade(t)
         elif self._cap.valid:
             self._pin = self._cap.delayed(t)
+        if self._hold is not None and less_equal(self._hold.time, t):
+            self._hold.downgrade(t)               # a closed input's hold moves with the snapshot
 
     @property
     def resume_time(self) -> Any:
@@ -215,6 +220,49 @@ class InputHandle:
             pin, self._pin = self._pin, None
             pin.drop()
 
+    def hold_when_closed(self) -> None:
+        """Once closed, keep a capability at :attr:`resume_time` (moved by :meth:`pin`
+        and :meth:`unpin` to a later snapshot's time) until :meth:`release_hold`: with a
+        checkpoint, the final snapshot then holds the dataflow at its time like any other
+        (operators see no end of input before it saves).
+
+        >>> import timely_spark as ts
+        >>> def work(w):
+        ...     inp, probe = w.dataflow(lambda s: (lambda i, st: (i, st.probe()))(*s.new_input()))
+        ...     inp.hold_when_closed(); inp.advance_to(3); inp.close()
+        ...     w.step_while(lambda: probe.less_than(3), timeout=10)
+        ...     held = probe.frontier
+        ...     inp.release_hold()
+        ...     w.step_while(lambda: not probe.done(), timeout=10)
+        ...     return held, probe.frontier
+        >>> ts.execute(work)
+        [(Antichain([3]), Antichain([]))]
+        """
+        self._hold_on_close = True
+
+    @property
+    def holding(self) -> bool:
+        """Whether the input is closed and still keeps its hold (:meth:`hold_when_closed`).
+
+        >>> import timely_spark as ts
+        >>> def work(w):
+        ...     inp = w.dataflow(lambda s: s.new_input()[0])
+        ...     inp.hold_when_closed(); inp.close()
+        ...     held = inp.holding
+        ...     inp.release_hold()
+        ...     return held, inp.holding
+        >>> ts.execute(work)
+        [(True, False)]
+        """
+        return self._hold is not None
+
+    def release_hold(self) -> None:
+        """Give up the hold a closed input keeps (:meth:`hold_when_closed`; idempotent;
+        see :attr:`holding` for an example)."""
+        if self._hold is not None:
+            hold, self._hold = self._hold, None
+            hold.drop()
+
     def close(self) -> None:
         """Flush and give up the input's capability: the input ends (idempotent).  The
         worker closes its inputs itself when the worker function returns.
@@ -227,6 +275,11 @@ class InputHandle:
             self.flush()
             self._closed = True
             self._closed_at = self._cap.time
+            if self._hold_on_close:
+                at = self.resume_time
+                if self._pin is not None and not less_equal(self._pin.time, at):
+                    at = self._pin.time           # pinned later (a snapshot under way): hold there
+                self._hold = self._cap.delayed(at)
             self._cap.drop()
 
 

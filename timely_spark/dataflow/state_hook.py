@@ -55,6 +55,15 @@ class PinnableSource:
       whatever the source does meanwhile (advance, close);
     * ``unpin()`` -- release the pin (idempotent).
 
+    Optionally (an :class:`~.input.InputHandle` has them), so that the final snapshot,
+    taken when every source is closed, holds the dataflow at its time like any other:
+
+    * ``hold_when_closed()`` -- called once the dataflow is built: when closed, keep a
+      capability at ``resume_time`` (``pin(t)`` moves it to ``t``) until ``release_hold()``;
+    * ``holding`` -- whether the source is closed and keeps that capability (the
+      snapshot pins it like an open one);
+    * ``release_hold()`` -- give it up (after the final snapshot was saved).
+
     This class only documents the interface (duck typing is enough).
     """
 

@@ -16,7 +16,11 @@ first, before any dataflow):
    messages in flight, nested scopes included) is ``>= t``, calls every
    ``save(t)`` (between operator runs, on the worker's thread), tells worker 0
    ``saved``, and writes the files on a background thread while its dataflows go on;
-5. with every ``saved``, worker 0 sends ``release`` (everyone unpins); with every
+5. with every ``saved``, worker 0 sends ``release`` (everyone unpins; after the final
+   snapshot, closed inputs also give up the hold they kept at their last time -- see
+   ``InputHandle.hold_when_closed`` -- so the final snapshot is a cut like any other:
+   no operator sees the end of its input, nor a delay releases records for later
+   times, before it saves); with every
    ``written`` (files, sizes, checksums), worker 0 commits the manifest (temp file,
    fsync, rename) and deletes snapshots older than the last ``snapshots_kept``.
 
@@ -50,6 +54,11 @@ __all__ = ["SnapshotManager", "attach", "operators_of"]
 #: Passes over the control messages per step (a message this worker sends itself is
 #: handled in the same step).
 _ROUNDS = 4
+
+#: What the stall warning adds for the final snapshot, which then stops holding the inputs.
+_FINAL_FALLBACK = ("; this is the final snapshot: the closed inputs stop holding it, and it is taken once "
+                   "the dataflow has drained (not a cut at its time: a run submitted again with more input "
+                   "starts from the drained state)")
 
 #: Seconds between a worker's looks at its sources (all closed?) and, on worker 0, at the
 #: clock (a snapshot due?) while no snapshot is under way and no message waits.
@@ -227,6 +236,10 @@ class SnapshotManager:
         if isinstance(graph.min_time, bool) or not isinstance(graph.min_time, int):
             raise CheckpointError(f"{where} has {type(graph.min_time).__name__} times at its top; snapshots "
                                   f"are taken at integer times (build it with the default time=0)")
+        for source in self.worker.sources():               # the final snapshot holds closed inputs too
+            hold = getattr(source, "hold_when_closed", None)
+            if hold is not None:
+                hold()
         part = self._part
         if part is not None and not part.released:       # built while a snapshot is under way: hold it too
             for source in self.worker.sources():
@@ -330,15 +343,24 @@ class SnapshotManager:
                 self._final_seen = self._final_seen or final
             else:
                 for source, at in part.pinned:
-                    if at <= t:                            # (one pinned later than t holds nothing before it)
+                    if at is None or at <= t:              # (one pinned later than t holds nothing before it)
                         source.pin(t)
         elif kind == "release":
             assert part is not None and part.seq == message[1], (part, message)
             for source, _ in part.pinned:
                 source.unpin()
+            if part.final:                                 # the final snapshot is saved: inputs may end now
+                self._release_holds()
             part.released = True
         else:                                              # worker 0's part: the answers
             self._answer(message)
+
+    def _release_holds(self) -> None:
+        """Closed inputs give up the hold they keep for the final snapshot."""
+        for source in self.worker.sources():
+            release = getattr(source, "release_hold", None)
+            if release is not None:
+                release()
 
     def _begin(self, seq: int) -> None:
         pinned = []
@@ -348,6 +370,8 @@ class SnapshotManager:
             if source.closed:
                 r = source.resume_time
                 resume = r if resume is None or r > resume else resume
+                if getattr(source, "holding", False):      # a closed input that holds: pinned like an open one
+                    pinned.append((source, None))
             else:
                 now = source.time
                 source.pin(now)
@@ -374,7 +398,10 @@ class SnapshotManager:
                     warnings.warn(f"worker {self.index}: the snapshot at time {part.t!r} has waited "
                                   f"{SNAPSHOT_STALL:g} s for the times before it to complete: "
                                   f"{'; '.join(held) or 'nothing held here'} (sources not yet at {part.t!r}, or an "
-                                  f"operator holding an earlier time until its inputs pass it)", RuntimeWarning)
+                                  f"operator holding an earlier time until its inputs pass it)"
+                                  f"{_FINAL_FALLBACK if part.final else ''}", RuntimeWarning)
+                    if part.final:
+                        self._release_holds()
                 return
             saves = [save_state(kept, part.t) for kept in self.worker.kept_states()]
             part.saved = True

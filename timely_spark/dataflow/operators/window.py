@@ -39,19 +39,31 @@ window may already be sent); ``late="drop"`` counts and drops them
 
 Output: one table per window result batch with ``window_start``, ``window_end`` (the
 time column's type), the keys, then the aggregates named as ``group_by`` names them;
-a window is sent at the earliest logical time among its rows, and windows without
-rows are not sent (as Spark's ``groupBy(window(...))``).  The input is exchanged by
+windows without rows are not sent (as Spark's ``groupBy(window(...))``).
+
+**Output times.**  A window is sent at the logical time at which the frontier proved
+it complete, never earlier than its rows: with int logical times and ``epoch`` a
+duration, the least ``t`` whose frontier ``{t}`` proves it (``end <= t * epoch -
+allowed_lateness``; for a session ``<``) -- the same time on any number of workers
+and after a restore; otherwise (``epoch`` a function, ``Product`` times, or windows
+closed by the end of the input) the join of its rows' earliest time and the input
+frontier it closed at (or, when the input ended, the last frontier the operator
+held).  The operator holds its capabilities at its input frontier (one per frontier
+element, joined with the open rows' times) while windows are open, and none while
+none are: an open window never holds a time its input can no longer deliver, so
+downstream operators, a captured log, a probe and a snapshot complete every time the
+input has completed while a (session) window stays open.  The input is exchanged by
 the keys (by none: to worker 0); the rows of open windows are kept (tumbling and
 sliding windows share panes, each row kept once) and released when the window is
 sent: memory follows the open windows (:attr:`Windowed.open_windows`), not history.
 
 Snapshots keep the rows of open windows that came at logical times before the
 snapshot's time, keyed by the keys' hash (all on worker 0 without keys), so they
-re-shard; :attr:`Windowed.late_rows` is a count of this run's rows, not restored.  An
-open window holds a capability at the earliest logical time of its rows, so a snapshot
-at a later time waits until that window closes (with the inputs held at the snapshot's
-time, one that needs later input to close keeps the snapshot from completing: the
-worker warns, see ``OperatorBuilder.keep_state``).
+re-shard; :attr:`Windowed.late_rows` is a count of this run's rows, not restored.  A
+window sent at the snapshot's time ``t`` (or later) was closed by the frontier reaching
+``t``; its rows are gone, so its result is saved instead (results are kept until the
+input frontier passes their time) and the restored operator sends it again at its
+time.  Windows open across a snapshot do not hold it back.
 """
 
 from __future__ import annotations
@@ -59,16 +71,19 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
+import numpy as np
 import pyarrow as pa
 
-from ...errors import BuildError, ParameterError
+from ...errors import BuildError, CapabilityError, ParameterError
+from ...progress import Product, less_equal, sort_key
+from ..capability import CapabilitySet
 from ..channels import Exchange
 from ..operator import OperatorBuilder
 from .agg_spec import aggregation_spec
 from .exchange_by import ExchangeBy, check_batch, check_columns
 from .op_state import KEY_HASH
 from .window_spec import Clock, Duration, epoch_start, window_spec
-from .window_state import Panes, Sessions
+from .window_state import Panes, Sent, Sessions
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -142,6 +157,8 @@ class Windowed:
         out, result = b.new_output("windows")
         late_out, late_stream = b.new_output("late")
         initial = b.initial_capability()
+        held = CapabilitySet()      # where windows may be sent: the open rows' times joined with the frontier
+        sent = Sent(keys)           # results at times the frontier has not passed (a snapshot there keeps them)
         self._late = late_stream if w.late == "output" else None
         clocks: list[Clock] = []
 
@@ -159,24 +176,51 @@ class Windowed:
             self._lateness = lateness
             return clock
 
-        def send(cap: Any, table: pa.Table) -> None:
+        def give(time: Any, table: pa.Table) -> None:
             clock = clocks[0]
             table = table.set_column(0, "window_start", clock.array(table.column(0).to_numpy()))
             table = table.set_column(1, "window_end", clock.array(table.column(1).to_numpy()))
+            cap = _capability(held, time)
             out.session(cap).give_batch(table.combine_chunks().to_batches())
+            sent.add(cap.time, table)
+            cap.drop()
+
+        def send(first: Any, table: pa.Table) -> None:
+            """Send closed windows whose rows' earliest logical time is ``first``."""
+            if w.epoch is not None and not callable(w.epoch) and isinstance(first, int):
+                ends = table.column(1).to_numpy()
+                proofs = np.maximum(_proof_times(ends, clocks[0].units(w.epoch, "epoch"), self._lateness,
+                                                 w.kind == "session"), first)
+                for p in np.unique(proofs).tolist():
+                    give(int(p), table.filter(pa.array(proofs == p)) if len(proofs) > 1 else table)
+                return
+            elements = inp.frontier.elements()
+            if elements:
+                give(min((_join(first, f) for f in elements), key=sort_key), table)
+            else:
+                give(first, table)                   # (joined with the last frontier held)
 
         def save(t: Any) -> pa.Table:
             if self._state is None:
-                return pa.table({KEY_HASH: pa.array([], pa.uint64())})
-            return self._state.save(t)
+                return sent.save(t, pa.table({KEY_HASH: pa.array([], pa.uint64())}))
+            return sent.save(t, self._state.save(t))
 
         restored = b.keep_state(save, keyed=True)
+        resend: list = []
         if restored is not None and restored.num_rows:
-            start(restored.schema.field(w.column).type)
-            self._state.load(restored, initial)
+            rows, again = sent.split(restored)
+            resend = [(initial.delayed(time), table) for time, table in again]
+            if rows.num_rows:
+                start(rows.schema.field(w.column).type)
+                for time in self._state.load(rows):
+                    held.insert(initial.delayed(time))
         initial.drop()
 
         def logic() -> None:
+            for cap, table in resend:            # results a snapshot kept: sent at times >= its time
+                out.session(cap).give_batch(table.combine_chunks().to_batches())
+                cap.drop()
+            resend.clear()
             for cap, data in inp:
                 for record in data:
                     batch = check_batch(record, operator)
@@ -195,9 +239,13 @@ class Windowed:
                             batch, x = batch.filter(pa.array(keep)), x[keep]
                             if not batch.num_rows:
                                 continue
-                    self._state.add(cap, batch.select(needed), x)
+                    if not any(less_equal(c.time, cap.time) for c in held):
+                        held.insert(cap.retain())
+                    self._state.add(cap.time, batch.select(needed), x)
             if self._state is not None:
                 self._state.close(_bound(inp.frontier, clocks[0], w.epoch, self._lateness), send)
+                _advance(held, inp.frontier.elements() if self._state.holds_rows() else [])
+            sent.passed(inp.frontier.elements())
 
         b.build(logic, notify=True)
         return result
@@ -207,6 +255,46 @@ def _columns(column: Any) -> list[str]:
     if isinstance(column, str):
         return [column]
     return [c for c in column if isinstance(c, str)] if isinstance(column, (list, tuple)) else []
+
+
+def _join(a: Any, b: Any) -> Any:
+    """The least time at or after both ``a`` and ``b`` (the later one, for totally
+    ordered times; coordinate-wise for :class:`~timely_spark.progress.Product`)."""
+    if type(a) is Product:
+        return Product(_join(a[0], b[0]), _join(a[1], b[1]))
+    return a if less_equal(b, a) else b
+
+
+def _capability(held: CapabilitySet, time: Any) -> Any:
+    """A capability for ``time`` from ``held`` (for the least time at or after both
+    ``time`` and a held one, if none is at or before ``time``)."""
+    for c in held:
+        if less_equal(c.time, time):
+            return c.delayed(time)
+    least = held.first()
+    if least is None:
+        raise CapabilityError(f"a window operator holds no capability to send a window at {time!r}")
+    return least.delayed(_join(least.time, time))
+
+
+def _advance(held: CapabilitySet, frontier: Sequence[Any]) -> None:
+    """Move ``held`` to the joins of its times with the input ``frontier``'s
+    elements, so that it never holds a time the input can no longer deliver; drop it
+    all for an empty ``frontier`` (the caller passes one when no window is open)."""
+    if not frontier:
+        held.clear()
+        return
+    targets = {_join(c.time, f) for c in held for f in frontier}
+    if targets != {c.time for c in held}:
+        held.downgrade(sorted(targets, key=sort_key))
+
+
+def _proof_times(ends: np.ndarray, epoch: int, lateness: int, session: bool) -> np.ndarray:
+    """Per window end (column units), the least int logical time ``t`` whose frontier
+    ``{t}`` proves the window complete, for ``epoch_start(t) = t * epoch``: ``end <= t *
+    epoch - lateness`` (tumbling, sliding), ``end < t * epoch - lateness`` (session)."""
+    shifted = ends.astype(np.int64) + lateness
+    return shifted // epoch + 1 if session else -((-shifted) // epoch)
 
 
 def _bound(frontier: Any, clock: Clock, epoch: Any, lateness: int) -> float:
