@@ -209,7 +209,7 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
     :data:`~timely_spark.runtime.DEFAULT_CONNECT_TIMEOUT` and ``timeout`` None without
     a ``config``); the layout given here replaces its own.
     """
-    given = {name: value for name, value in (("timeout", timeout), ("peer_timeout", peer_timeout),
+    given: dict[str, Any] = {name: value for name, value in (("timeout", timeout), ("peer_timeout", peer_timeout),
                                              ("connect_timeout", connect_timeout)) if value is not _FROM_CONFIG}
     config = replace(config or Config(), threads=threads, processes=processes, process=process,
                      addresses=list(addresses), **given)
