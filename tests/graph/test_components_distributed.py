@@ -11,7 +11,7 @@ import timely_spark as ts
 from timely_spark.graph import components, connected_components, snapshot_components, union_find
 from timely_spark.graph.contraction import GRAPH_LOG
 
-from .changelogs import collection, fold_upto, random_changelog, run_epochs
+from .changelogs import collection, fold, fold_upto, random_changelog, run_epochs
 
 
 def reference(table: pa.Table) -> dict:
@@ -153,3 +153,43 @@ def test_stream_form_counts_edges_on_every_worker():
     for w, count in (x for part in ts.execute(work, threads=4, timeout=60) for x in part):
         rows[w] += count
     assert min(rows) > 0 and max(rows) <= 1.5 * sum(rows) / 4, rows
+
+
+@pytest.mark.parametrize("before, after", [(2, 3), (3, 2)])
+def test_stream_form_restores_into_another_worker_count(tmp_path, before, after):
+    """The sharded edge counts are keyed by edge hash: a snapshot taken on ``before``
+    workers restores into ``after`` (withdrawals of edges sent before the snapshot are
+    accepted, and the results fold to union-find of all the edges)."""
+    epochs = random_changelog(seed=3, epochs=8, n=25)
+    ckpt = str(tmp_path / "ckpt")
+
+    def work(worker, part):
+        seen: list = []
+
+        def dataflow(scope):
+            inp, edges = scope.new_input()
+            components(edges).inspect(seen.append)
+            return inp
+
+        inp = worker.dataflow(dataflow)
+        start = 0 if worker.restored_time is None else worker.restored_time
+        inp.advance_to(start)
+        for epoch in range(start, len(epochs) if part else 4):
+            table = epochs[epoch]
+            n = table.num_rows
+            lo, hi = n * worker.index // worker.peers, n * (worker.index + 1) // worker.peers
+            for rb in table.slice(lo, hi - lo).to_batches():
+                inp.send(rb)
+            inp.advance_to(epoch + 1)
+        inp.close()
+        while worker.step():
+            pass
+        return worker.restored_time, seen
+
+    first = ts.execute(lambda w: work(w, 0), threads=before, checkpoint=ckpt, timeout=60)
+    second = ts.execute(lambda w: work(w, 1), threads=after, checkpoint=ckpt, timeout=60)
+    assert [r for r, _ in second] == [4] * after
+    out = pa.Table.from_batches([rb for run in (first, second) for _, seen in run for rb in seen])
+    edges = collection(epochs, len(epochs) - 1, ["src", "dst"])
+    want = union_find(zip(edges["src"].to_pylist(), edges["dst"].to_pylist()))
+    assert {v: c for (v,), (c,) in fold(out, ["vertex"]).items()} == want

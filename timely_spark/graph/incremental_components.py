@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import DIFF, KEY_HASH, Exchange, ExchangeBy, StateHooks, check_batch
+from ..dataflow import DIFF, KEY_HASH, Exchange, ExchangeBy, StateHooks, check_batch, hash_columns
 from ..errors import GraphInputError
 from .components_columnar import edge_arrays, forest
 from .contraction import log_state
@@ -111,6 +111,34 @@ class EdgeCounts:
 
     def __len__(self) -> int:
         return len(self.ids) + len(self.counts) + len(self.undirected)
+
+    def saved(self) -> pa.Table:
+        """The counts as keyed rows ``(KEY_HASH, src, dst, count)``, one per directed edge
+        row held (count > 0), each keyed by the hash ``components`` routes its edge by
+        (``ExchangeBy(["_lo", "_hi"])``), so a snapshot re-shards into any worker count.
+
+        >>> counts = EdgeCounts("Components")
+        >>> _ = counts.update(0, np.array([1, 2, 5]), np.array([2, 1, 4]), np.array([2, 1, 1]))
+        >>> EdgeCounts.restored("Components", counts.saved()).saved().drop_columns([KEY_HASH]).to_pydict()
+        {'src': [1, 2, 5], 'dst': [2, 1, 4], 'count': [2, 1, 1]}
+        """
+        keys = np.concatenate([np.zeros(0, np.int64), *self.counts.keys])      # a key lives in one level
+        count = np.concatenate([np.zeros(0, np.int64), *self.counts.values])
+        held = count > 0
+        keys, count = keys[held], count[held]
+        src, dst = self.vid[keys >> SHIFT], self.vid[keys & LOW]
+        route = pa.table({"_lo": pa.array(np.minimum(src, dst)), "_hi": pa.array(np.maximum(src, dst))})
+        return pa.table({KEY_HASH: pa.array(hash_columns(route, ["_lo", "_hi"]), pa.uint64()),
+                         "src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64()),
+                         "count": pa.array(count.astype(np.int64), pa.int64())})
+
+    @classmethod
+    def restored(cls, operator: str, table: pa.Table) -> "EdgeCounts":
+        """Counts rebuilt from rows :meth:`saved` gave (any worker's share of them)."""
+        counts = cls(operator)
+        if table.num_rows:
+            counts.update("restore", *(table.column(c).to_numpy() for c in ("src", "dst", "count")))
+        return counts
 
     def _dense(self, ids: np.ndarray) -> np.ndarray:
         uniq, inverse = np.unique(ids, return_inverse=True)
@@ -529,11 +557,13 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
             return []
         return [pa.record_batch({"vertex": vertex, "component": label, DIFF: diff})]
 
-    # snapshots: each worker's edge counts (pickled: same worker count only), and worker 0's index
-    # (pickled in one keyed row that goes back to worker 0 at any worker count)
+    # snapshots: each worker's edge counts (keyed rows by edge hash: re-sharded at any worker count),
+    # and worker 0's index (pickled in one keyed row that goes back to worker 0 at any worker count)
     changes = edges.map(keyed, name=f"{name}Keys").per_time(
         count, exchange=ExchangeBy(["_lo", "_hi"], f"{name}Edges"), name=f"{name}Edges",
-        state=StateHooks(lambda t: tallies[0], lambda saved: tallies.__setitem__(0, saved)))
+        state=StateHooks(lambda t: tallies[0].saved(),
+                         lambda table: tallies.__setitem__(0, EdgeCounts.restored(f"{name}Edges", table)),
+                         keyed=True))
     owner = scope.index == 0
     return changes.per_time(logic, exchange=Exchange(lambda batch: 0), name=name,
                             state=StateHooks(lambda t: _saved_index(kept[0], owner),
