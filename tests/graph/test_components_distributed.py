@@ -193,3 +193,50 @@ def test_stream_form_restores_into_another_worker_count(tmp_path, before, after)
     edges = collection(epochs, len(epochs) - 1, ["src", "dst"])
     want = union_find(zip(edges["src"].to_pylist(), edges["dst"].to_pylist()))
     assert {v: c for (v,), (c,) in fold(out, ["vertex"]).items()} == want
+
+
+def snapshot_runs(sends, threads, checkpoint=None):
+    """snapshot_components on ``threads`` workers; ``sends(worker)`` gives ``[(time, worker
+    index, src, dst)]`` to send; returns ``{time: {vertex: component}}`` over all workers."""
+    def work(worker):
+        seen: list = []
+
+        def dataflow(scope):
+            inp, edges = scope.new_input()
+            snapshot_components(edges).inspect_time(lambda t, rb: seen.append((t, rb.to_pylist())))
+            return inp
+
+        inp = worker.dataflow(dataflow)
+        for t, w, src, dst in sends(worker):
+            inp.advance_to(t)
+            if w == worker.index:
+                inp.send(pa.record_batch({"src": np.array(src, np.int64), "dst": np.array(dst, np.int64)}))
+        inp.close()
+        while worker.step():
+            pass
+        return seen
+
+    out: dict = {}
+    for part in ts.execute(work, threads=threads, checkpoint=checkpoint, timeout=60):
+        for t, rows in part:
+            for row in rows:
+                assert out.setdefault(t, {}).setdefault(row["vertex"], row["component"]) == row["component"]
+    return out
+
+
+def test_snapshot_components_covers_earlier_times_on_a_worker_given_no_edges_now():
+    """At each time the whole result over all edges so far, also where the worker
+    holding the earlier edges gets none at this time."""
+    out = snapshot_runs(lambda w: [(0, 1, [1], [2]), (1, 0, [3], [4]), (2, 0, [2], [3])], threads=2)
+    assert out == {0: {1: 1, 2: 1}, 1: {1: 1, 2: 1, 3: 3, 4: 3}, 2: {1: 1, 2: 1, 3: 1, 4: 1}}
+
+
+@pytest.mark.parametrize("before, after", [(2, 3), (3, 2)])
+def test_snapshot_components_restores_into_another_worker_count(tmp_path, before, after):
+    """Each worker's local forest is in the snapshot (keyed by vertex hash): a restored
+    run's results cover the edges sent before the snapshot."""
+    ckpt = str(tmp_path / "ckpt")
+    first = snapshot_runs(lambda w: [(0, 0, [1, 5], [2, 6]), (0, 1, [3], [4])], before, ckpt)
+    assert first == {0: {1: 1, 2: 1, 3: 3, 4: 3, 5: 5, 6: 5}}
+    again = snapshot_runs(lambda w: [(w.restored_time, after - 1, [2], [3])], after, ckpt)
+    assert again == {1: {1: 1, 2: 1, 3: 1, 4: 1, 5: 5, 6: 5}}
