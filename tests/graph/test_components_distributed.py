@@ -240,3 +240,13 @@ def test_snapshot_components_restores_into_another_worker_count(tmp_path, before
     assert first == {0: {1: 1, 2: 1, 3: 3, 4: 3, 5: 5, 6: 5}}
     again = snapshot_runs(lambda w: [(w.restored_time, after - 1, [2], [3])], after, ckpt)
     assert again == {1: {1: 1, 2: 1, 3: 1, 4: 1, 5: 5, 6: 5}}
+
+
+def test_edge_counts_are_exact_for_counts_beyond_float_precision():
+    """2**53 + 1 copies, then 2**53 withdrawn: one copy is left, the edge stays."""
+    from timely_spark.graph.incremental_components import EdgeCounts
+
+    counts = EdgeCounts("Components")
+    assert counts.update(0, np.array([1]), np.array([2]), np.array([2**53 + 1]))[2].tolist() == [True]
+    assert counts.update(1, np.array([2, 1]), np.array([1, 2]), np.array([1, -2**53]))[0].tolist() == []
+    assert counts.update(2, np.array([1, 2]), np.array([2, 1]), np.array([-1, -1]))[2].tolist() == [False]

@@ -86,6 +86,16 @@ def _pack(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return (u << SHIFT) | v
 
 
+def _sums(at: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Exact int64 sums of ``values`` by group ``at`` (``0..n-1``): ``bincount`` (float
+    weights) while every partial sum is exact in a float64, else ``np.add.at``."""
+    if not len(values) or float(np.abs(values.astype(np.float64)).sum()) < 2.0 ** 52:
+        return np.bincount(at, weights=values, minlength=n).astype(np.int64)
+    out = np.zeros(n, np.int64)
+    np.add.at(out, at, values)
+    return out
+
+
 class EdgeCounts:
     """The multiplicity of each directed edge row (the changelog's collection) and of
     each undirected edge, for the edges routed to one worker: :meth:`update` takes one
@@ -167,7 +177,7 @@ class EdgeCounts:
         m = len(src)
         dense = self._dense(np.concatenate([src, dst]))
         keys, at = np.unique(_pack(dense[:m], dense[m:]), return_inverse=True)
-        delta = np.bincount(at.reshape(-1), weights=diff, minlength=len(keys)).astype(np.int64)
+        delta = _sums(at.reshape(-1), diff, len(keys))
         keys, delta = keys[delta != 0], delta[delta != 0]
         old, _ = self.counts.get(keys)
         new = old + delta
@@ -182,7 +192,7 @@ class EdgeCounts:
         dlo, dhi = np.where(swap, db, da), np.where(swap, da, db)
         pairs, at = np.unique(_pack(dlo, dhi), return_inverse=True)
         at = at.reshape(-1)
-        udelta = np.bincount(at, weights=delta, minlength=len(pairs)).astype(np.int64)
+        udelta = _sums(at, delta, len(pairs))
         uold, _ = self.undirected.get(pairs)
         unew = uold + udelta
         self.undirected.set(pairs, unew)
