@@ -11,7 +11,7 @@ import timely_spark as ts
 from timely_spark.graph import components, connected_components, snapshot_components, union_find
 from timely_spark.graph.contraction import GRAPH_LOG
 
-from .changelogs import collection, fold, fold_upto, random_changelog, run_epochs
+from .changelogs import collection, fold, fold_upto, random_changelog, run_epochs, send_share
 
 
 def reference(table: pa.Table) -> dict:
@@ -175,11 +175,7 @@ def test_stream_form_restores_into_another_worker_count(tmp_path, before, after)
         start = 0 if worker.restored_time is None else worker.restored_time
         inp.advance_to(start)
         for epoch in range(start, len(epochs) if part else 4):
-            table = epochs[epoch]
-            n = table.num_rows
-            lo, hi = n * worker.index // worker.peers, n * (worker.index + 1) // worker.peers
-            for rb in table.slice(lo, hi - lo).to_batches():
-                inp.send(rb)
+            send_share(inp, worker, epochs[epoch])
             inp.advance_to(epoch + 1)
         inp.close()
         while worker.step():
