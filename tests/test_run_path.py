@@ -75,3 +75,29 @@ def test_checkpoint_flags_parse_and_are_refused_by_flag():
         with pytest.raises(ParameterError, match=flag) as err:
             ts.execute_from_args(lambda w: None, argv)
         assert err.value.parameter == flag
+
+
+def test_run_process_keeps_the_timeouts_of_its_config():
+    """run_process(config=...) without timeout keywords runs with the config's timeouts
+    (not the defaults); keywords given still replace them."""
+    import threading
+
+    from timely_spark.communication.tcp import bind_listener
+    from timely_spark.process import run_process
+
+    listeners = [bind_listener() for _ in range(2)]
+    addresses = [s.getsockname() for s in listeners]
+    config = Config(timeout=50, peer_timeout=41, connect_timeout=33)
+    results: list = [None, None]
+
+    def one(p, **kw):
+        results[p] = run_process(lambda w: [w.config.timeout, w.config.peer_timeout, w.config.connect_timeout],
+                                 p, 2, 1, addresses, listeners[p], b"k", config=config, **kw)
+
+    threads = [threading.Thread(target=one, args=(0,)),
+               threading.Thread(target=one, args=(1,), kwargs=dict(peer_timeout=42))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results == [[[50.0, 41.0, 33.0]], [[50.0, 42.0, 33.0]]]

@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, Sequence
 from .communication.thread import ThreadAllocator, ThreadFabric
 from .dataflow.worker import Worker
 from .errors import RunTimeout, WorkerAborted, WorkerError, WorkerFailure, operator_of, picklable
-from .runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, STOP_GRACE, Config
+from .runtime import STOP_GRACE, Config
 
 __all__ = ["run_threads", "run_workers", "run_process", "raise_failure"]
 
@@ -185,11 +185,15 @@ def _run_in_mesh(fn: Callable[[Worker], Any], config: Config, listener: Any, sec
     return results
 
 
+#: A keyword of :func:`run_process` left out: the value of its ``config`` (or the default).
+_FROM_CONFIG: Any = object()
+
+
 def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threads: int,
                 addresses: Sequence[tuple[str, int]], listener: Any, secret: bytes,
-                *, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
-                connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, timeout: Optional[float] = None,
-                stats: Optional[dict] = None, config: Optional[Config] = None) -> list:
+                *, peer_timeout: float = _FROM_CONFIG, connect_timeout: float = _FROM_CONFIG,
+                timeout: Optional[float] = _FROM_CONFIG, stats: Optional[dict] = None,
+                config: Optional[Config] = None) -> list:
     """Run process ``process``'s workers of a multi-process run; return their results.
 
     The keyword form of :func:`run_workers` (which takes the whole run as one
@@ -200,9 +204,13 @@ def run_process(fn: Callable[[Worker], Any], process: int, processes: int, threa
     WorkerFailure or RunTimeout if the run fails anywhere, and a ValueError naming a
     malformed parameter.  ``stats``, if given, receives ``connect_seconds`` (building
     the mesh) and ``run_seconds``.  ``config``, if given, supplies the run's other
-    settings (checkpointing...); the arguments here replace its layout and timeouts.
+    settings (checkpointing, and the timeouts not given here: ``peer_timeout``
+    :data:`~timely_spark.runtime.DEFAULT_PEER_TIMEOUT`, ``connect_timeout``
+    :data:`~timely_spark.runtime.DEFAULT_CONNECT_TIMEOUT` and ``timeout`` None without
+    a ``config``); the layout given here replaces its own.
     """
+    given: dict[str, Any] = {name: value for name, value in (("timeout", timeout), ("peer_timeout", peer_timeout),
+                                             ("connect_timeout", connect_timeout)) if value is not _FROM_CONFIG}
     config = replace(config or Config(), threads=threads, processes=processes, process=process,
-                     addresses=list(addresses), timeout=timeout, peer_timeout=peer_timeout,
-                     connect_timeout=connect_timeout)
+                     addresses=list(addresses), **given)
     return run_workers(fn, config, listener, secret, stats=stats)

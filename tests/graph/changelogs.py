@@ -99,6 +99,14 @@ def edge_table(rows: list) -> pa.Table:
     return pa.table({name: pa.array([r[i] for r in rows], pa.int64()) for i, name in enumerate(["src", "dst", "diff"])})
 
 
+def send_share(inp: Any, worker: Any, table: pa.Table) -> None:
+    """Send ``worker``'s even slice of ``table`` on ``inp``."""
+    n = table.num_rows
+    lo, hi = n * worker.index // worker.peers, n * (worker.index + 1) // worker.peers
+    for rb in table.slice(lo, hi - lo).to_batches():
+        inp.send(rb)
+
+
 def _work(worker: Any, epochs: list, build: Callable) -> list:
     seen: list = []
 
@@ -109,10 +117,7 @@ def _work(worker: Any, epochs: list, build: Callable) -> list:
 
     inp = worker.dataflow(dataflow)
     for epoch, table in enumerate(epochs):
-        n = table.num_rows
-        lo, hi = n * worker.index // worker.peers, n * (worker.index + 1) // worker.peers
-        for rb in table.slice(lo, hi - lo).to_batches():
-            inp.send(rb)
+        send_share(inp, worker, table)
         inp.advance_to(epoch + 1)
     inp.close()
     while worker.step():

@@ -11,7 +11,7 @@ import timely_spark as ts
 from timely_spark.graph import components, connected_components, snapshot_components, union_find
 from timely_spark.graph.contraction import GRAPH_LOG
 
-from .changelogs import collection, fold_upto, random_changelog, run_epochs
+from .changelogs import collection, fold, fold_upto, random_changelog, run_epochs, send_share
 
 
 def reference(table: pa.Table) -> dict:
@@ -153,3 +153,96 @@ def test_stream_form_counts_edges_on_every_worker():
     for w, count in (x for part in ts.execute(work, threads=4, timeout=60) for x in part):
         rows[w] += count
     assert min(rows) > 0 and max(rows) <= 1.5 * sum(rows) / 4, rows
+
+
+@pytest.mark.parametrize("before, after", [(2, 3), (3, 2)])
+def test_stream_form_restores_into_another_worker_count(tmp_path, before, after):
+    """The sharded edge counts are keyed by edge hash: a snapshot taken on ``before``
+    workers restores into ``after`` (withdrawals of edges sent before the snapshot are
+    accepted, and the results fold to union-find of all the edges)."""
+    epochs = random_changelog(seed=3, epochs=8, n=25)
+    ckpt = str(tmp_path / "ckpt")
+
+    def work(worker, part):
+        seen: list = []
+
+        def dataflow(scope):
+            inp, edges = scope.new_input()
+            components(edges).inspect(seen.append)
+            return inp
+
+        inp = worker.dataflow(dataflow)
+        start = 0 if worker.restored_time is None else worker.restored_time
+        inp.advance_to(start)
+        for epoch in range(start, len(epochs) if part else 4):
+            send_share(inp, worker, epochs[epoch])
+            inp.advance_to(epoch + 1)
+        inp.close()
+        while worker.step():
+            pass
+        return worker.restored_time, seen
+
+    first = ts.execute(lambda w: work(w, 0), threads=before, checkpoint=ckpt, timeout=60)
+    second = ts.execute(lambda w: work(w, 1), threads=after, checkpoint=ckpt, timeout=60)
+    assert [r for r, _ in second] == [4] * after
+    out = pa.Table.from_batches([rb for run in (first, second) for _, seen in run for rb in seen])
+    edges = collection(epochs, len(epochs) - 1, ["src", "dst"])
+    want = union_find(zip(edges["src"].to_pylist(), edges["dst"].to_pylist()))
+    assert {v: c for (v,), (c,) in fold(out, ["vertex"]).items()} == want
+
+
+def snapshot_runs(sends, threads, checkpoint=None):
+    """snapshot_components on ``threads`` workers; ``sends(worker)`` gives ``[(time, worker
+    index, src, dst)]`` to send; returns ``{time: {vertex: component}}`` over all workers."""
+    def work(worker):
+        seen: list = []
+
+        def dataflow(scope):
+            inp, edges = scope.new_input()
+            snapshot_components(edges).inspect_time(lambda t, rb: seen.append((t, rb.to_pylist())))
+            return inp
+
+        inp = worker.dataflow(dataflow)
+        for t, w, src, dst in sends(worker):
+            inp.advance_to(t)
+            if w == worker.index:
+                inp.send(pa.record_batch({"src": np.array(src, np.int64), "dst": np.array(dst, np.int64)}))
+        inp.close()
+        while worker.step():
+            pass
+        return seen
+
+    out: dict = {}
+    for part in ts.execute(work, threads=threads, checkpoint=checkpoint, timeout=60):
+        for t, rows in part:
+            for row in rows:
+                assert out.setdefault(t, {}).setdefault(row["vertex"], row["component"]) == row["component"]
+    return out
+
+
+def test_snapshot_components_covers_earlier_times_on_a_worker_given_no_edges_now():
+    """At each time the whole result over all edges so far, also where the worker
+    holding the earlier edges gets none at this time."""
+    out = snapshot_runs(lambda w: [(0, 1, [1], [2]), (1, 0, [3], [4]), (2, 0, [2], [3])], threads=2)
+    assert out == {0: {1: 1, 2: 1}, 1: {1: 1, 2: 1, 3: 3, 4: 3}, 2: {1: 1, 2: 1, 3: 1, 4: 1}}
+
+
+@pytest.mark.parametrize("before, after", [(2, 3), (3, 2)])
+def test_snapshot_components_restores_into_another_worker_count(tmp_path, before, after):
+    """Each worker's local forest is in the snapshot (keyed by vertex hash): a restored
+    run's results cover the edges sent before the snapshot."""
+    ckpt = str(tmp_path / "ckpt")
+    first = snapshot_runs(lambda w: [(0, 0, [1, 5], [2, 6]), (0, 1, [3], [4])], before, ckpt)
+    assert first == {0: {1: 1, 2: 1, 3: 3, 4: 3, 5: 5, 6: 5}}
+    again = snapshot_runs(lambda w: [(w.restored_time, after - 1, [2], [3])], after, ckpt)
+    assert again == {1: {1: 1, 2: 1, 3: 1, 4: 1, 5: 5, 6: 5}}
+
+
+def test_edge_counts_are_exact_for_counts_beyond_float_precision():
+    """2**53 + 1 copies, then 2**53 withdrawn: one copy is left, the edge stays."""
+    from timely_spark.graph.incremental_components import EdgeCounts
+
+    counts = EdgeCounts("Components")
+    assert counts.update(0, np.array([1]), np.array([2]), np.array([2**53 + 1]))[2].tolist() == [True]
+    assert counts.update(1, np.array([2, 1]), np.array([1, 2]), np.array([1, -2**53]))[0].tolist() == []
+    assert counts.update(2, np.array([1, 2]), np.array([2, 1]), np.array([-1, -1]))[2].tolist() == [False]

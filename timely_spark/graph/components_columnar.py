@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import check_columns
+from ..dataflow import KEY_HASH, ExchangeBy, StateHooks, check_columns, hash_columns
 from ..errors import GraphInputError
+from .broadcast import broadcast_keys
 from .contraction import contract, log_state, pointer_table, resolve
 from .spanning_forest import forest
 
@@ -65,6 +66,8 @@ def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst") -> 
     earlier) with the smallest vertex id of its component -- the whole result each
     time (the batch form :func:`~.connected_components.connected_components` runs it
     once; :func:`~.incremental_components.components` is the incremental stream form).
+    Every worker sends its forest at every time any worker got edges, and the forests
+    are in snapshots (keyed by vertex hash: they restore into any worker count).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> table = pa.table({"src": [1, 3, 5], "dst": [2, 2, 6]})
@@ -75,7 +78,7 @@ def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst") -> 
     scope = edges.scope
     state = {"v": np.zeros(0, np.int64), "c": np.zeros(0, np.int64)}
 
-    def local_forest(time: Any, batches: list) -> list:
+    def local_forest(time: Any, batches: list, ticks: list) -> list:
         pairs = [edge_arrays(rb, src, dst, "LocalForest") for rb in batches if rb.num_rows]
         a = np.concatenate([state["v"], *(p[0] for p in pairs)])
         b = np.concatenate([state["c"], *(p[1] for p in pairs)])
@@ -85,5 +88,23 @@ def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst") -> 
         log_state(scope, "LocalForest", time, len(state["v"]))
         return [pa.record_batch({"vertex": state["v"], "root": state["c"]})]
 
-    forests = edges.per_time(local_forest, name="LocalForest")
+    def save(t: Any) -> pa.Table:
+        # the forest's pairs are edges like any others: any share of them on any worker
+        # gives the same components, so they are keyed by vertex hash and re-shard freely
+        v = state["v"]
+        key = hash_columns(pa.table({"vertex": pa.array(v, pa.int64())}), ["vertex"])
+        return pa.table({KEY_HASH: pa.array(key, pa.uint64()), "vertex": pa.array(v, pa.int64()),
+                         "root": pa.array(state["c"], pa.int64())})
+
+    def restore(table: pa.Table) -> None:
+        if table.num_rows:
+            state["v"], state["c"] = forest(table.column("vertex").to_numpy(), table.column("root").to_numpy())
+
+    # a time with edges on any worker reaches every worker's LocalForest (one tick row each),
+    # so each sends its whole forest at that time -- also a worker given no edges then
+    keys = broadcast_keys(scope.peers)
+    ticks = edges.flat_map(lambda rb: [pa.record_batch({"vertex": keys})] if rb.num_rows else [],
+                           name="LocalForestTicks")
+    forests = edges.per_time(local_forest, others=(ticks,), exchange=[None, ExchangeBy(["vertex"], "LocalForest")],
+                             name="LocalForest", state=StateHooks(save, restore, keyed=True))
     return resolve(pointer_table(contract(forests)))

@@ -86,6 +86,16 @@ def _pack(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return (u << SHIFT) | v
 
 
+def _sums(at: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Exact int64 sums of ``values`` by group ``at`` (``0..n-1``): ``bincount`` (float
+    weights) while every partial sum is exact in a float64, else ``np.add.at``."""
+    if not len(values) or float(np.abs(values.astype(np.float64)).sum()) < 2.0 ** 52:
+        return np.bincount(at, weights=values, minlength=n).astype(np.int64)
+    out = np.zeros(n, np.int64)
+    np.add.at(out, at, values)
+    return out
+
+
 class EdgeCounts:
     """The multiplicity of each directed edge row (the changelog's collection) and of
     each undirected edge, for the edges routed to one worker: :meth:`update` takes one
@@ -111,6 +121,34 @@ class EdgeCounts:
 
     def __len__(self) -> int:
         return len(self.ids) + len(self.counts) + len(self.undirected)
+
+    def saved(self) -> pa.Table:
+        """The counts as keyed rows ``(KEY_HASH, src, dst, count)``, one per directed edge
+        row held (count > 0), each keyed by the hash ``components`` routes its edge by
+        (``ExchangeBy(["_lo", "_hi"])``), so a snapshot re-shards into any worker count.
+
+        >>> counts = EdgeCounts("Components")
+        >>> _ = counts.update(0, np.array([1, 2, 5]), np.array([2, 1, 4]), np.array([2, 1, 1]))
+        >>> EdgeCounts.restored("Components", counts.saved()).saved().drop_columns([KEY_HASH]).to_pydict()
+        {'src': [1, 2, 5], 'dst': [2, 1, 4], 'count': [2, 1, 1]}
+        """
+        keys = np.concatenate([np.zeros(0, np.int64), *self.counts.keys])      # a key lives in one level
+        count = np.concatenate([np.zeros(0, np.int64), *self.counts.values])
+        held = count > 0
+        keys, count = keys[held], count[held]
+        src, dst = self.vid[keys >> SHIFT], self.vid[keys & LOW]
+        route = pa.table({"_lo": pa.array(np.minimum(src, dst)), "_hi": pa.array(np.maximum(src, dst))})
+        return pa.table({KEY_HASH: pa.array(hash_columns(route, ["_lo", "_hi"]), pa.uint64()),
+                         "src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64()),
+                         "count": pa.array(count.astype(np.int64), pa.int64())})
+
+    @classmethod
+    def restored(cls, operator: str, table: pa.Table) -> "EdgeCounts":
+        """Counts rebuilt from rows :meth:`saved` gave (any worker's share of them)."""
+        counts = cls(operator)
+        if table.num_rows:
+            counts.update("restore", *(table.column(c).to_numpy() for c in ("src", "dst", "count")))
+        return counts
 
     def _dense(self, ids: np.ndarray) -> np.ndarray:
         uniq, inverse = np.unique(ids, return_inverse=True)
@@ -139,7 +177,7 @@ class EdgeCounts:
         m = len(src)
         dense = self._dense(np.concatenate([src, dst]))
         keys, at = np.unique(_pack(dense[:m], dense[m:]), return_inverse=True)
-        delta = np.bincount(at.reshape(-1), weights=diff, minlength=len(keys)).astype(np.int64)
+        delta = _sums(at.reshape(-1), diff, len(keys))
         keys, delta = keys[delta != 0], delta[delta != 0]
         old, _ = self.counts.get(keys)
         new = old + delta
@@ -154,42 +192,13 @@ class EdgeCounts:
         dlo, dhi = np.where(swap, db, da), np.where(swap, da, db)
         pairs, at = np.unique(_pack(dlo, dhi), return_inverse=True)
         at = at.reshape(-1)
-        udelta = np.bincount(at, weights=delta, minlength=len(pairs)).astype(np.int64)
+        udelta = _sums(at, delta, len(pairs))
         uold, _ = self.undirected.get(pairs)
         unew = uold + udelta
         self.undirected.set(pairs, unew)
         changed = (uold > 0) != (unew > 0)
         lo, hi = self.vid[pairs >> SHIFT], self.vid[pairs & LOW]
         return lo[changed], hi[changed], (unew > 0)[changed]
-
-    def table(self) -> pa.Table:
-        """The directed edge rows held and their counts, keyed (``KEY_HASH``) by the hash
-        their exchange routes them by (``_lo``, ``_hi``), so a snapshot re-shards them.
-
-        >>> counts = EdgeCounts("Components")
-        >>> _ = counts.update(0, np.array([1, 2, 2]), np.array([2, 1, 1]), np.array([1, 1, 1]))
-        >>> EdgeCounts.from_table("Components", counts.table()).table().drop_columns([KEY_HASH]).to_pydict()
-        {'src': [1, 2], 'dst': [2, 1], 'count': [1, 2]}
-        """
-        levels = self.counts
-        keys = np.concatenate(levels.keys) if levels.keys else np.zeros(0, np.int64)
-        values = np.concatenate(levels.values) if levels.values else np.zeros(0, np.int64)
-        held = values != 0
-        keys, values = keys[held], values[held]
-        order = np.argsort(keys, kind="stable")
-        keys, values = keys[order], values[order]
-        src, dst = self.vid[keys >> SHIFT], self.vid[keys & LOW]
-        routes = pa.table({"_lo": np.minimum(src, dst), "_hi": np.maximum(src, dst)})
-        return pa.table({KEY_HASH: pa.array(hash_columns(routes, ["_lo", "_hi"]), pa.uint64()),
-                         "src": src, "dst": dst, "count": values})
-
-    @classmethod
-    def from_table(cls, operator: str, table: pa.Table) -> "EdgeCounts":
-        """The counts a :meth:`table` (or several workers' rows of them) describes."""
-        counts = cls(operator)
-        if table.num_rows:
-            counts.update("restore", table["src"].to_numpy(), table["dst"].to_numpy(), table["count"].to_numpy())
-        return counts
 
 
 class ComponentIndex:
@@ -558,12 +567,13 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
             return []
         return [pa.record_batch({"vertex": vertex, "component": label, DIFF: diff})]
 
-    # snapshots: each worker's edge counts (keyed by their route, so they re-shard), and worker 0's
-    # index (pickled in one keyed row that goes back to worker 0 at any worker count)
+    # snapshots: each worker's edge counts (keyed rows by edge hash: re-sharded at any worker count),
+    # and worker 0's index (pickled in one keyed row that goes back to worker 0 at any worker count)
     changes = edges.map(keyed, name=f"{name}Keys").per_time(
         count, exchange=ExchangeBy(["_lo", "_hi"], f"{name}Edges"), name=f"{name}Edges",
-        state=StateHooks(lambda t: tallies[0].table(),
-                         lambda saved: tallies.__setitem__(0, EdgeCounts.from_table(name, saved)), keyed=True))
+        state=StateHooks(lambda t: tallies[0].saved(),
+                         lambda table: tallies.__setitem__(0, EdgeCounts.restored(f"{name}Edges", table)),
+                         keyed=True))
     owner = scope.index == 0
     return changes.per_time(logic, exchange=Exchange(lambda batch: 0), name=name,
                             state=StateHooks(lambda t: _saved_index(kept[0], owner),
