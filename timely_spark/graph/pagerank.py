@@ -289,7 +289,7 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
 
 def pagerank(edges: Any, iterations: int = 20, damping: float = 0.85, tolerance: Optional[float] = None,
              src: str = "src", dst: str = "dst", workers: Optional[int] = None, processes: int = 1,
-             timeout: Optional[float] = None) -> Any:
+             timeout: Optional[float] = None, stats: Optional[dict] = None) -> Any:
     """``(vertex, rank)`` of every vertex of a directed edge list (definition in the module doc).
 
     A Spark DataFrame runs on ``workers`` barrier workers (default 2) and returns a
@@ -300,7 +300,8 @@ def pagerank(edges: Any, iterations: int = 20, damping: float = 0.85, tolerance:
     :class:`~timely_spark.errors.GraphInputError` (on Spark, null ids come from the
     workers as ``WorkerError`` with it as ``cause``); ``iterations`` that is not a
     whole number >= 1, ``damping`` outside [0, 1], a ``tolerance`` that is not positive
-    raise :class:`~timely_spark.errors.ParameterError` naming the parameter.
+    raise :class:`~timely_spark.errors.ParameterError` naming the parameter.  On Spark,
+    ``stats`` (a dict) receives where each task's time went, as ``ts.spark.transform``'s.
 
     >>> import pyarrow as pa
     >>> r = pagerank(pa.table({"src": [1, 1, 2], "dst": [2, 3, 3]}))
@@ -312,7 +313,7 @@ def pagerank(edges: Any, iterations: int = 20, damping: float = 0.85, tolerance:
     _check_parameters(iterations, damping, tolerance)
     algorithm = Algorithm(lambda batches, a, b, seeds: power_iteration(batches, iterations, damping, tolerance, a, b),
                           [("vertex", ID), ("rank", pa.float64())])
-    return run_graph(edges, algorithm, src, dst, workers, processes, timeout)
+    return run_graph(edges, algorithm, src, dst, workers, processes, timeout, stats=stats)
 
 
 def pagerank_reference(src: np.ndarray, dst: np.ndarray, iterations: int = 20, damping: float = 0.85) -> dict:

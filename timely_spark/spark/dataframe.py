@@ -9,6 +9,7 @@ result, which must match ``schema``.
 
 from __future__ import annotations
 
+import time
 import warnings
 from typing import Any, Callable, Iterator, Optional
 
@@ -22,6 +23,7 @@ from .output_stream import OutputStream
 from .preflight import check_session, task_slots
 from .rendezvous import Ticket, session_rendezvous
 from .stage_boundary import after_barrier
+from .task_stats import TaskStats, task_report
 
 __all__ = ["transform", "SchemaMismatch"]
 
@@ -77,9 +79,21 @@ def _ticket(df: Any, secret: bytes, peer_timeout: float) -> Optional[Ticket]:
                                                      idle=TICKET_IDLE_TIMEOUT)
 
 
+def _accumulator(df: Any, stats: Optional[dict]) -> Any:
+    """A Spark accumulator merging the tasks' stats into ``stats`` (None without
+    ``stats``, and over Spark Connect)."""
+    if stats is None:
+        return None
+    try:
+        sc = df.sparkSession.sparkContext
+    except Exception:  # Spark Connect: no accumulators
+        return None
+    return sc.accumulator(stats, TaskStats())
+
+
 def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool = False,
               workers: Optional[int] = None, timeout: Optional[float] = None,
-              peer_timeout: float = DEFAULT_PEER_TIMEOUT) -> Any:
+              peer_timeout: float = DEFAULT_PEER_TIMEOUT, stats: Optional[dict] = None) -> Any:
     """Run ``build(scope, stream) -> stream`` over ``df``, one timely worker per partition.
 
     ``stream`` carries the partition's ``pyarrow.RecordBatch`` es (``rows=True``: one
@@ -108,6 +122,13 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     ``__cause__`` (``__context__`` for ``SparkSetupError``; over Spark Connect, Spark's
     error, whose text holds the cause).  A bad ``workers`` is a ``ParameterError``.
 
+    Each worker's output leaves for Spark as it is made: at most
+    ``OUTPUT_BATCHES_IN_FLIGHT`` of its output batches wait at once, so a worker holds a
+    few batches, not its whole output.  ``stats`` (a dict) receives, when an action runs
+    the result, ``stats["tasks"]``: per task, where its time went (stage start,
+    rendezvous, input, compute, output) and the most output rows it held at once
+    (``peak_rows_held``); see :mod:`.task_stats`.
+
         counts = ts.spark.transform(
             words_df,
             lambda scope, batches: batches.group_by("word").aggregate([([], "count_all")]),
@@ -125,12 +146,15 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     build_bytes = cloudpickle.dumps(build, protocol=5)
     secret = new_secret()
     ticket = _ticket(df, secret, peer_timeout)
+    accumulator = _accumulator(df, stats)
 
     def func(batches: Iterator[Any]) -> Iterator[Any]:
         from pyspark import BarrierTaskContext
 
+        started, start = time.time(), time.perf_counter()
         user_build = cloudpickle.loads(build_bytes)
         output = OutputStream()
+        task: dict = {"input": 0.0}
 
         def work(worker: Any) -> None:
             def dataflow(scope: Any) -> Any:
@@ -139,19 +163,26 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
                 return inp
 
             inp = worker.dataflow(dataflow)
+            reading = time.perf_counter()
             for rb in batches:
+                task["input"] += time.perf_counter() - reading
                 if rb.num_rows:
                     inp.send_batch(rb.to_pylist() if rows else [rb])
                     worker.step()
+                reading = time.perf_counter()
+            task["input"] += time.perf_counter() - reading
             inp.close()
 
-        index = BarrierTaskContext.get().partitionId()
+        ctx = BarrierTaskContext.get()
+        index = ctx.partitionId()
         try:
             with reporting_failures(ticket):
-                for taken in output.run(lambda: run_in_barrier_task(work, secret, peer_timeout, timeout,
+                for taken in output.run(lambda: run_in_barrier_task(work, secret, peer_timeout, timeout, task,
                                                                      ticket=ticket)):
                     yield from _to_batches(taken, out_schema, rows, index)
         finally:
             output.close()      # after any failure was reported: the worker stops at its next output
+        if accumulator is not None:
+            accumulator.add({"tasks": [task_report(task, index, ctx.stageId(), started, start, output)]})
 
     return after_barrier(df.mapInArrow(func, struct, barrier=True), partitions)
