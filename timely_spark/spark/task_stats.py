@@ -60,9 +60,9 @@ class TaskStats:
 
     def addInPlace(self, value: dict, other: dict) -> dict:
         tasks = other.get("tasks", [])
-        from pyspark import SparkContext
+        from pyspark import SparkContext, TaskContext
 
-        sc = SparkContext._active_spark_context      # set on the driver only
+        sc = SparkContext.getOrCreate() if tasks and TaskContext.get() is None else None   # on the driver
         for task in tasks:
             if sc is not None and task.get("stage_start") is None and "started" in task:
                 task["stage_start"] = stage_start_seconds(sc, task["stage"], task["started"])
