@@ -62,9 +62,10 @@ class TaskStats:
         tasks = other.get("tasks", [])
         from pyspark import SparkContext, TaskContext
 
-        sc = SparkContext.getOrCreate() if tasks and TaskContext.get() is None else None   # on the driver
-        for task in tasks:
-            if sc is not None and task.get("stage_start") is None and "started" in task:
+        timed = [t for t in tasks if t.get("stage_start") is None and "started" in t]
+        if timed and TaskContext.get() is None:                     # on the driver
+            sc = SparkContext.getOrCreate()
+            for task in timed:
                 task["stage_start"] = stage_start_seconds(sc, task["stage"], task["started"])
         value.setdefault("tasks", []).extend(tasks)
         return value
