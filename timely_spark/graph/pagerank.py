@@ -87,15 +87,31 @@ class _State:
         self.n = 0.0
         self.seen: dict = {}                       # an incoming batch's (first, last, size) -> (vertex, positions)
 
-    def prepare(self, src: np.ndarray, dst: np.ndarray, announced: np.ndarray, peers: int) -> None:
-        """Index this worker's edges ``src -> dst`` (all sources owned here; ``announced``:
-        the destinations other workers' edges have that this worker owns)."""
+    def prepare(self, edges: list, announced: np.ndarray, peers: int) -> None:
+        """Index this worker's edges ``[src, dst]`` (all sources owned here; ``announced``:
+        the destinations other workers' edges have that this worker owns).  The arrays
+        are taken out of ``edges``, so that (in a batch run, where nothing else holds them)
+        each is freed as soon as it is used: the peak is about 40 bytes an edge."""
+        dst = edges.pop()
+        udst, dst_inv = np.unique(dst, return_inverse=True)
+        del dst
+        owner = destinations(pa.record_batch({"vertex": udst}), ["vertex"], peers)
+        by_owner = np.argsort(owner, kind="stable")
+        self.udst = udst[by_owner]
+        rename = np.empty(len(udst), np.int64)
+        rename[by_owner] = np.arange(len(udst))
+        del udst, by_owner
+        dst_inv = rename[dst_inv.ravel()]
+        del rename
+        src = edges.pop()
         perm = np.argsort(src)
         ordered = src[perm]
+        del src
         first = _first_of_runs(ordered)
         usrc = ordered[first]
         del ordered
         runs = np.diff(np.append(np.flatnonzero(first), len(first)))
+        del first
         self.vertices = sorted_unique(np.concatenate([usrc, announced]))
         at = np.searchsorted(self.vertices, usrc)
         out = np.zeros(len(self.vertices))
@@ -103,17 +119,16 @@ class _State:
         self.dangling = out == 0
         self.inv_out = np.divide(1.0, out, out=np.zeros_like(out), where=~self.dangling)
         src_pos = np.repeat(at, runs)                   # in `perm` order
-        udst, dst_inv = np.unique(dst, return_inverse=True)
-        owner = destinations(pa.record_batch({"vertex": udst}), ["vertex"], peers)
-        by_owner = np.argsort(owner, kind="stable")
-        self.udst = udst[by_owner]
-        rename = np.empty(len(udst), np.int64)
-        rename[by_owner] = np.arange(len(udst))
-        dst_pos = rename[dst_inv.ravel()[perm]]
-        del dst_inv, rename, perm
-        block = (dst_pos >> BLOCK_BITS).astype(np.uint16 if len(udst) >> BLOCK_BITS < 1 << 16 else np.int64)
+        del at, runs, out
+        dst_pos = dst_inv[perm]
+        del dst_inv, perm
+        block = (dst_pos >> BLOCK_BITS).astype(np.uint16 if len(self.udst) >> BLOCK_BITS < 1 << 16 else np.int64)
         order = np.argsort(block, kind="stable")       # by destination block, sources ascending in each
-        self.src_pos, self.dst_pos = src_pos[order], dst_pos[order]
+        del block
+        self.src_pos = src_pos[order]
+        del src_pos
+        self.dst_pos = dst_pos[order]
+        del dst_pos, order
         bounds = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=peers))]).tolist()
         self.owners = [(w, lo, hi) for w, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])) if hi > lo]
         self.columns = {w: (pa.array(self.udst[lo:hi]), _column(np.full(hi - lo, CONTRIB), np.int8),
@@ -227,15 +242,18 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                 vertex_pieces.append((outer, sorted_unique(vertex[kind == EXISTS])))
                 st = states[outer] = _State()
                 mine = [p for p in edge_pieces if less_equal(p[0], outer)]
-                st.prepare(_one([p[1] for p in mine], np.int64), _one([p[2] for p in mine], np.int64),
-                           _one([p[1] for p in vertex_pieces if less_equal(p[0], outer)], np.int64), peers)
+                src_parts, dst_parts = [p[1] for p in mine], [p[2] for p in mine]
+                announced = _one([p[1] for p in vertex_pieces if less_equal(p[0], outer)], np.int64)
                 del mine
-                logger = inner.worker.log_register().get(GRAPH_LOG)
-                if logger is not None:
-                    logger.log("state", name=name, count=len(st.src_pos) + len(st.vertices), frontier=(t,))
                 if no_more_edges():          # a batch run: the edges live on as positions only
                     edge_pieces.clear()
                     vertex_pieces.clear()
+                edges_here = [_one(src_parts, np.int64), _one(dst_parts, np.int64)]
+                del src_parts, dst_parts
+                st.prepare(edges_here, announced, peers)
+                logger = inner.worker.log_register().get(GRAPH_LOG)
+                if logger is not None:
+                    logger.log("state", name=name, count=len(st.src_pos) + len(st.vertices), frontier=(t,))
                 out_msgs.session(cap).give_batch(broadcast(float(len(st.vertices)), COUNT))
                 return
             current = states.get(outer)
