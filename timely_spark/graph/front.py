@@ -263,4 +263,5 @@ def _on_spark(edges: Any, algorithm: Algorithm, src: str, dst: str, workers: int
         named = batches.map(lambda rb: rb.rename_columns(names))          # the user's names, for errors
         return _dataflow(named, src, dst, algorithm, encode, source_array, True)
 
+    frame = frame.repartition(workers, "src")        # by hash: no sort (a round-robin repartition sorts first)
     return transform(frame, build, schema, workers=workers, timeout=timeout, stats=stats)

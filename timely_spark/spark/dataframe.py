@@ -44,6 +44,16 @@ def _to_batches(taken: list, schema: Any, rows: bool, worker: int) -> Iterator[A
             yield conform(rb, schema, worker)
 
 
+def _planned_partitions(df: Any) -> Optional[int]:
+    """The partitions ``df``'s physical plan says it has (None over Spark Connect, or if
+    the plan does not say).  Runs no Spark job."""
+    try:
+        df.sparkSession.sparkContext
+    except Exception:  # Spark Connect
+        return None
+    return int(df._jdf.queryExecution().sparkPlan().outputPartitioning().numPartitions()) or None
+
+
 def _fit_to_slots(df: Any) -> tuple[Any, Optional[int]]:
     """``df`` itself when its partitions fit in the task slots, else repartitioned to the
     slots (barrier stages cannot coalesce), with a warning; and its partition count
@@ -108,7 +118,8 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     keeps each worker's rows in its own partition (:mod:`.stage_boundary`).
 
     Lazy, like any DataFrame transformation: calling it runs no Spark job.  With
-    ``workers=N`` the input is repartitioned to N partitions (N workers); by default
+    ``workers=N`` the input is repartitioned to N partitions (N workers) unless its plan
+    has N partitions already (e.g. ``df.repartition(N, key)``: no second shuffle); by default
     the input's partitions are kept when they fit in the task slots, and repartitioned
     to the slots otherwise.  ``timeout`` bounds each worker's run; ``peer_timeout`` is how
     long a worker may stay silent.  Runs as ``mapInArrow(..., barrier=True)``, so it
@@ -140,7 +151,8 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     partitions: Optional[int] = workers
     if workers is not None:
         check_session(df.sparkSession, workers)
-        df = df.repartition(workers)
+        if _planned_partitions(df) != workers:     # a DataFrame partitioned already (by key) is kept
+            df = df.repartition(workers)
     else:
         df, partitions = _fit_to_slots(df)
     build_bytes = cloudpickle.dumps(build, protocol=5)
