@@ -448,8 +448,9 @@ def run_child(method: str, path: Path, source: int, warm: bool, timeout: float) 
         watcher.join()
     lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
     if proc.returncode or not lines:
-        tail = "\n".join(err.strip().splitlines()[-5:])
-        return {"error": f"exit {proc.returncode}: {tail}", "peak_bytes": peak[0]}
+        lines = err.strip().splitlines()
+        telling = [line for line in lines if "Error" in line or "Exception" in line][-3:] or lines[-5:]
+        return {"error": f"exit {proc.returncode}: " + "\n".join(telling), "peak_bytes": peak[0]}
     return {**json.loads(lines[-1][7:]), "peak_bytes": peak[0]}
 
 
@@ -539,6 +540,7 @@ def main() -> None:
             peak = outcome["peak_bytes"]
             if "error" in outcome:
                 print(f"{method:24} FAILED ({outcome['error']}); peak {peak / 2**20:,.0f} MB", flush=True)
+                disagree += 1
                 continue
             t = outcome["seconds"]
             times[method] = t
@@ -564,7 +566,7 @@ def main() -> None:
             if "rounds" in outcome:
                 print(f"{'':24} {outcome['rounds']} rounds", flush=True)
             previous[method] = (m, t)
-    print("\nall methods agree" if not disagree else f"\n{disagree} method(s) disagree", flush=True)
+    print("\nall methods agree" if not disagree else f"\n{disagree} method(s) failed or disagree", flush=True)
 
 
 def _phase_text(phases: dict) -> str:
