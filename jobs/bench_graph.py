@@ -1,48 +1,305 @@
-"""Benchmark ts.graph against DataFrame loops, numpy/scipy and Python, in one SparkSession.
+"""Benchmark ts.graph against scipy, numpy, Python and DataFrame loops -- each method in
+its own process, with its peak memory.
 
-For each size: a random graph (skewed in-degrees), then connected components
-(ts.graph on Spark, naive DataFrame label propagation, large-star/small-star with
-DataFrames, scipy on one core if importable, numpy ``ts.graph.forest`` on one core,
-Python union-find) and PageRank, 20 iterations (ts.graph on Spark, a DataFrame
-join/groupBy loop, a numpy mat-vec loop of the definition, scipy if importable).
-Shortest paths (hop counts) from one source: ts.graph (Spark and local), a DataFrame relaxation loop,
-scipy ``dijkstra`` if importable, Python heapq Dijkstra.
-Each ts.graph method runs twice: on integer ids and on the same graph with string ids
-(``"user<id>@example.com"``, mapped to dense ids inside the workers), ``string ids /
-integer ids`` printed per algorithm.
-Every method's result is checked equal (PageRank within 1e-9); prints times and ratios.
-Every Spark method is timed up to its whole result on the driver as Arrow
-(``DataFrame.toArrow()``), the same way for each.
+For each size m: a random graph (m edges, m/2 vertices, skewed in-degrees) written
+once as Parquet (int64 ``src``, ``dst``) under ``--data``; then every method runs in a
+process of its own (``--method``), which reads the Parquet file (untimed), runs, and
+writes its result as Parquet.  The parent samples the RSS of that process and every
+process it started (Spark's JVM and its Python workers included) in a watcher thread
+(psutil if installed, else /proc) and prints, per method: time, peak memory, peak
+memory / the edge list's Arrow size (16 bytes an edge), the ratio to scipy, and the
+growth from one size to the next.  Every result is checked against the reference in
+the parent (components exactly, PageRank within 1e-9, shortest paths exactly).
 
-    python jobs/bench_graph.py --sizes 200000,2000000 [--skip-slow-above 2000000]
+Methods: connected components (ts.graph on 2 local threads and on Spark ``local[2]``,
+scipy, numpy ``forest``; at most ``--skip-slow-above`` edges also Python union-find, the
+DataFrame naive and large/small-star loops, string ids), PageRank x20 (ts.graph local
+and Spark, scipy mat-vec loop; small sizes: the DataFrame join/groupBy loop, string
+ids), shortest paths from one source (ts.graph local and Spark, scipy dijkstra; small
+sizes: Python heapq Dijkstra, the DataFrame relaxation loop).  A Spark method runs in a
+fresh session: its first run, then (up to ``--warm-up-to`` edges) a warm second run,
+each with the phases of its time (``stats=``: stage start, rendezvous, input, compute,
+output; total: the slowest task; other: the rest of the call, outside the barrier
+tasks).  ``state-4-workers`` runs components and PageRank on 4 local threads and prints
+each worker's peak state (rows kept, from the ``graph`` logging stream).
+
+    python jobs/bench_graph.py --sizes 2000000,20000000,100000000 --data /work/data-graphscale
+    python jobs/bench_graph.py --sizes 100000000 --only pagerank-spark,cc-spark --data ...
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-import timely_spark as ts
-
-
-def timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
+ROOT = Path(__file__).resolve().parent.parent
+ITERATIONS = 20
+SAMPLE_EVERY = 0.1          # seconds between RSS samples
+SLOW_ABOVE = 2_000_000      # default --skip-slow-above: the DataFrame loops and pure Python
 
 
-def make_graph(m: int, seed: int):
+# -- the graph -------------------------------------------------------------------------
+
+def make_graph(m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """m random edges over m/2 vertices, in-degrees skewed (a Zipf part)."""
     rng = np.random.default_rng(seed)
     n = m // 2
     src = rng.integers(0, n, m)
     dst = (rng.zipf(1.8, m) * 7919 + rng.integers(0, n, m)) % n
     return src.astype(np.int64), dst.astype(np.int64)
 
+
+def graph_file(data: Path, m: int, seed: int) -> Path:
+    """The Parquet file of the graph of size m (written in slices of 10 M edges)."""
+    path = data / f"edges-{m}-{seed}.parquet"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        src, dst = make_graph(m, seed)
+        pq.write_table(pa.table({"src": src, "dst": dst}), tmp, row_group_size=1 << 20, compression="none")
+        del src, dst
+        tmp.rename(path)
+    return path
+
+
+# -- methods (each runs in its own process) --------------------------------------------
+
+def scipy_graph(src, dst, transpose=False):
+    """``(vertices, matrix)``: the distinct ids and a scipy CSR matrix with ``[u, v]`` for
+    each edge u -> v (``[v, u]`` if ``transpose``)."""
+    import scipy.sparse as sp
+
+    m = len(src)
+    vs, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    rows, cols = (inv[m:], inv[:m]) if transpose else (inv[:m], inv[m:])
+    return vs, sp.csr_matrix((np.ones(m), (rows, cols)), shape=(len(vs), len(vs)))
+
+
+def scipy_pagerank(src, dst, iterations=ITERATIONS, d=0.85):
+    """PageRank of the definition in ts.graph.pagerank with a scipy CSR mat-vec per iteration."""
+    vs, a = scipy_graph(src, dst, transpose=True)                          # a[v, u]: edges u -> v
+    n = len(vs)
+    out = np.asarray(a.sum(axis=0)).ravel()
+    dangling = out == 0
+    inv_out = np.divide(1.0, out, out=np.zeros(n), where=~dangling)
+    r = np.full(n, 1.0 / n)
+    for _ in range(iterations):
+        r = (1 - d) / n + d * (a @ (r * inv_out) + r[dangling].sum() / n)
+    return pa.table({"vertex": vs, "rank": r})
+
+
+def as_strings(ids):
+    """The string id of each integer id: ``17`` -> ``"user17@example.com"``."""
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise("user", pc.cast(ids, pa.string()), "@example.com", "")
+
+
+def as_ints(strings):
+    import pyarrow.compute as pc
+
+    return pc.cast(pc.utf8_slice_codeunits(strings, 4, -12), pa.int64())
+
+
+def _spark():
+    import timely_spark as ts
+
+    conf = os.environ.get("SPARK_CONF_DIR") or str(ROOT / "conf")
+    extra = {"spark.driver.memory": os.environ.get("BENCH_DRIVER_MEMORY", "4g")}
+    return ts.spark.get_session("bench graph", master=os.environ.get("BENCH_MASTER", "local[2]"),
+                                conf_dir=conf, extra=extra)
+
+
+def _spark_edges(spark, path, strings=False):
+    df = spark.read.parquet(str(path))
+    if strings:
+        from pyspark.sql import functions as F
+
+        df = df.select(F.concat(F.lit("user"), F.col("src").cast("string"), F.lit("@example.com")).alias("src"),
+                       F.concat(F.lit("user"), F.col("dst").cast("string"), F.lit("@example.com")).alias("dst"))
+    return df
+
+
+def _spark_runs(call, warm: bool) -> tuple:
+    """``call(stats)`` -> Arrow result, timed on a fresh session (first) and warm."""
+    first: dict = {}
+    result, t_first = _timed(lambda: call(first))
+    extra = {"first_seconds": t_first, "first_phases": _phases(first, t_first)}
+    if not warm:
+        return result, t_first, extra
+    del result
+    again: dict = {}
+    result, t_warm = _timed(lambda: call(again))
+    extra["phases"] = _phases(again, t_warm)
+    return result, t_warm, extra
+
+
+def _phases(stats: dict, seconds: float) -> dict:
+    """The phases of the barrier tasks (the slowest task's each), and ``other``: the rest
+    of the call -- planning, the stages before the barrier stage (the input's shuffle
+    into the workers' partitions) and after it (the result's stage boundary, toArrow)."""
+    from timely_spark.spark.task_stats import breakdown
+
+    tasks = stats.get("tasks", [])
+    phases = breakdown(tasks)
+    spent = max(((t.get("stage_start") or 0.0) + t.get("total", 0.0) for t in tasks), default=0.0)
+    phases["other"] = max(0.0, seconds - spent)
+    return phases
+
+
+def components(df, stats):
+    """ts.graph.connected_components on Spark, with ``stats=`` where it takes them."""
+    import timely_spark as ts
+
+    try:
+        return ts.graph.connected_components(df, workers=2, stats=stats)
+    except TypeError:
+        return ts.graph.connected_components(df, workers=2)
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def run_method(method: str, path: Path, source: int, warm: bool) -> dict:
+    """Run ``method`` on the graph at ``path``; its result (Parquet) beside it."""
+    import timely_spark as ts
+
+    table = None if method.endswith("spark") or "dataframe" in method else pq.read_table(path)
+    extra: dict = {}
+
+    def edges():
+        return table["src"].to_numpy(), table["dst"].to_numpy()
+
+    if method == "cc-local":
+        result, t = _timed(lambda: ts.graph.connected_components(table, workers=2))
+    elif method == "cc-local-strings":
+        text = pa.table({"src": as_strings(table["src"]), "dst": as_strings(table["dst"])})
+        out, t = _timed(lambda: ts.graph.connected_components(text, workers=2))
+        result = pa.table({"vertex": as_ints(out["vertex"]), "component": as_ints(out["component"])})
+    elif method in ("cc-spark", "cc-spark-strings"):
+        spark = _spark()
+        df = _spark_edges(spark, path, method.endswith("strings"))
+        result, t, extra = _spark_runs(lambda stats: components(df, stats).toArrow(), warm)
+        if method.endswith("strings"):
+            result = pa.table({"vertex": as_ints(result["vertex"]), "component": as_ints(result["component"])})
+    elif method == "cc-scipy":
+        from scipy.sparse.csgraph import connected_components as scc
+
+        src, dst = edges()
+        (vs, (_, labels)), t = _timed(lambda: (lambda g: (g[0], scc(g[1], directed=False)))(scipy_graph(src, dst)))
+        result = pa.table({"vertex": vs, "label": labels})
+    elif method == "cc-forest":
+        (v, c), t = _timed(lambda: ts.graph.forest(*edges()))
+        result = pa.table({"vertex": v, "component": c})
+    elif method == "cc-union-find":
+        src, dst = edges()
+        ref, t = _timed(lambda: ts.graph.union_find(zip(src.tolist(), dst.tolist())))
+        result = pa.table({"vertex": list(ref), "component": list(ref.values())})
+    elif method in ("cc-dataframe-naive", "cc-dataframe-star"):
+        spark = _spark()
+        df = _spark_edges(spark, path).repartition(2).localCheckpoint()
+        loop = cc_naive if method.endswith("naive") else cc_large_small_star
+        (labels, rounds), t = _timed(lambda: (lambda r: (r[0].toArrow(), r[1]))(loop(spark, df)))
+        result = labels.rename_columns(["vertex", "component"])
+        extra["rounds"] = rounds
+    elif method == "pagerank-local":
+        result, t = _timed(lambda: ts.graph.pagerank(table, iterations=ITERATIONS, workers=2))
+    elif method == "pagerank-local-strings":
+        text = pa.table({"src": as_strings(table["src"]), "dst": as_strings(table["dst"])})
+        out, t = _timed(lambda: ts.graph.pagerank(text, iterations=ITERATIONS, workers=2))
+        result = pa.table({"vertex": as_ints(out["vertex"]), "rank": out["rank"]})
+    elif method in ("pagerank-spark", "pagerank-spark-strings"):
+        spark = _spark()
+        df = _spark_edges(spark, path, method.endswith("strings"))
+        result, t, extra = _spark_runs(
+            lambda stats: ts.graph.pagerank(df, iterations=ITERATIONS, workers=2, stats=stats).toArrow(), warm)
+        if method.endswith("strings"):
+            result = pa.table({"vertex": as_ints(result["vertex"]), "rank": result["rank"]})
+    elif method == "pagerank-scipy":
+        result, t = _timed(lambda: scipy_pagerank(*edges()))
+    elif method == "pagerank-dataframe":
+        spark = _spark()
+        df = _spark_edges(spark, path).repartition(2).localCheckpoint()
+        result, t = _timed(lambda: pagerank_dataframe(spark, df).toArrow())
+        result = result.rename_columns(["vertex", "rank"])
+    elif method == "paths-local":
+        result, t = _timed(lambda: ts.graph.shortest_paths(table, [source], workers=2))
+    elif method == "paths-spark":
+        spark = _spark()
+        df = _spark_edges(spark, path)
+        result, t, extra = _spark_runs(
+            lambda stats: ts.graph.shortest_paths(df, [source], workers=2, stats=stats).toArrow(), warm)
+    elif method == "paths-scipy":
+        from scipy.sparse.csgraph import dijkstra
+
+        def scipy_sp():
+            vs, g = scipy_graph(*edges())
+            dist = dijkstra(g, directed=True, indices=int(np.searchsorted(vs, source)), unweighted=True)
+            reached = np.isfinite(dist)
+            return pa.table({"vertex": vs[reached], "distance": dist[reached]})
+        result, t = _timed(scipy_sp)
+    elif method == "paths-python":
+        src, dst = edges()
+        ref, t = _timed(lambda: ts.graph.dijkstra_reference(src.tolist(), dst.tolist(), [source]))
+        result = pa.table({"vertex": [v for v, _ in ref], "distance": list(ref.values())})
+    elif method == "paths-dataframe":
+        spark = _spark()
+        df = _spark_edges(spark, path).repartition(2).localCheckpoint()
+        (dist, rounds), t = _timed(lambda: (lambda r: (r[0].toArrow(), r[1]))(bfs_dataframe(spark, df, source)))
+        result = dist.rename_columns(["vertex", "distance"])
+        extra["rounds"] = rounds
+    elif method == "state-4-workers":
+        result, t, extra = None, *four_workers(table)
+    else:
+        raise SystemExit(f"unknown method {method!r}")
+    if result is not None:
+        pq.write_table(result, f"{path}.{method}.result.parquet")
+    return {"seconds": t, **extra}
+
+
+def four_workers(table: pa.Table) -> tuple:
+    """Components and PageRank on 4 local threads; each worker's peak state (rows kept),
+    per operator, from the ``graph`` logging stream."""
+    import timely_spark as ts
+    from timely_spark.graph.pagerank import power_iteration
+
+    table = table.combine_chunks()
+
+    def work(worker):
+        peak: dict = {}
+
+        def seen(events):
+            for e in events:
+                if e.get("event") == "state":
+                    peak[e["name"]] = max(peak.get(e["name"], 0), e["count"])
+        worker.log_register().insert("graph", seen)
+        n = table.num_rows
+        lo, hi = n * worker.index // worker.peers, n * (worker.index + 1) // worker.peers
+        mine = table.slice(lo, hi - lo)
+        worker.dataflow(lambda s: ts.graph.snapshot_components(s.to_stream(mine)).probe())
+        worker.dataflow(lambda s: power_iteration(s.to_stream(mine), ITERATIONS).probe())
+        while worker.step():
+            pass
+        worker.log_register().flush()
+        return peak
+
+    peaks, t = _timed(lambda: ts.execute(work, threads=4))
+    return t, {"peaks": peaks}
+
+
+# -- the DataFrame loops -----------------------------------------------------------------
 
 def cc_naive(spark, edges):
     from pyspark.sql import functions as F
@@ -87,7 +344,7 @@ def cc_large_small_star(spark, edges):
     return labels, rounds
 
 
-def pagerank_dataframe(spark, edges, iterations=20, d=0.85):
+def pagerank_dataframe(spark, edges, iterations=ITERATIONS, d=0.85):
     from pyspark.sql import functions as F
 
     vertices = edges.select(F.col("src").alias("v")).union(edges.select(F.col("dst").alias("v"))).distinct()
@@ -121,218 +378,199 @@ def bfs_dataframe(spark, edges, source):
         frontier = new
 
 
-def scipy_graph(src, dst, transpose=False):
-    """``(vertices, matrix)``: the distinct ids and a scipy CSR matrix with ``[u, v]`` for each
-    edge u -> v (``[v, u]`` if ``transpose``)."""
-    import scipy.sparse as sp
+# -- the parent: processes, memory, checks, the table -----------------------------------
 
-    m = len(src)
-    vs, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
-    rows, cols = (inv[m:], inv[:m]) if transpose else (inv[:m], inv[m:])
-    return vs, sp.csr_matrix((np.ones(m), (rows, cols)), shape=(len(vs), len(vs)))
-
-
-def scipy_pagerank(src, dst, iterations, d=0.85):
-    """PageRank of the definition in ts.graph.pagerank with a scipy CSR mat-vec per iteration."""
-    vs, a = scipy_graph(src, dst, transpose=True)                          # a[v, u]: edges u -> v
-    n = len(vs)
-    out = np.asarray(a.sum(axis=0)).ravel()                                 # out-degrees of u
-    dangling = out == 0
-    inv_out = np.divide(1.0, out, out=np.zeros(n), where=~dangling)
-    r = np.full(n, 1.0 / n)
-    for _ in range(iterations):
-        r = (1 - d) / n + d * (a @ (r * inv_out) + r[dangling].sum() / n)
-    return vs, r
-
-
-def to_dict(table, key, value):
-    """A result delivered to the driver as a pyarrow.Table, as a dict (untimed)."""
-    return dict(zip(table.column(key).to_pylist(), table.column(value).to_pylist()))
-
-
-def paths(table) -> dict:
-    """``{(vertex, source): distance}`` of a shortest-paths result."""
-    columns = (table.column(c).to_pylist() for c in ("vertex", "source", "distance"))
-    return {(v, s): d for v, s, d in zip(*columns)}
-
-
-def as_strings(ids):
-    """The string id of each integer id: ``17`` -> ``"user17@example.com"``."""
-    import pyarrow.compute as pc
-
-    return pc.binary_join_element_wise("user", pc.cast(ids, pa.string()), "@example.com", "")
-
-
-def as_ints(strings):
-    """The integer ids back from :func:`as_strings` (untimed checks)."""
-    import pyarrow.compute as pc
-
-    return pc.cast(pc.utf8_slice_codeunits(strings, 4, -12), pa.int64())
-
-
-def check_string_components(rows, ref: dict) -> None:
-    """``rows`` (string ids) has the components of ``ref`` (integer ids), each labelled by
-    the smallest string id in it."""
-    import pyarrow.compute as pc
-
-    vertex = as_ints(rows.column("vertex"))
-    label = as_ints(rows.column("component"))
-    assert sorted(vertex.to_pylist()) == sorted(ref), "string-id components: other vertices"
-    roots = pa.array([ref[v] for v in vertex.to_pylist()])
-    assert pc.all(pc.equal(roots, pa.array([ref[v] for v in label.to_pylist()]))).as_py(), "wrong components"
-    smallest = pa.table({"root": roots, "s": rows.column("vertex")}).group_by("root").aggregate([("s", "min")])
-    want = dict(zip(smallest["root"].to_pylist(), smallest["s_min"].to_pylist()))
-    assert [want[r] for r in roots.to_pylist()] == rows.column("component").to_pylist(), "not the smallest string"
-
-
-def arrow_result(result):
-    """Time a Spark method up to its result on the driver as Arrow (``toArrow``), the
-    same way for every method: ``(DataFrame, rounds)`` or a DataFrame."""
-    if isinstance(result, tuple):
-        return result[0].toArrow(), result[1]
-    return result.toArrow()
-
-
-def bench(spark, m: int, seed: int, slow: bool, report) -> None:
-    src, dst = make_graph(m, seed)
-    table = pa.table({"src": src, "dst": dst})
-    df = spark.createDataFrame(table.to_pandas()).repartition(2).localCheckpoint()
-    df.count()
-    text = pa.table({"src": as_strings(table["src"]), "dst": as_strings(table["dst"])})
-    text_df = spark.createDataFrame(text.to_pandas()).repartition(2).localCheckpoint()
-    text_df.count()
-    print(f"\n== {m:,} edges, {len(ts.graph.sorted_unique(np.concatenate([src, dst]))):,} vertices ==")
-
-    ref, t_uf = timed(lambda: ts.graph.union_find(zip(src.tolist(), dst.tolist())))
-    cc_rows, t_ts = timed(lambda: arrow_result(ts.graph.connected_components(df, workers=2)))
-    assert to_dict(cc_rows, "vertex", "component") == ref, "ts.graph CC disagrees"
-    (v, c), t_np = timed(lambda: ts.graph.forest(src, dst))
-    assert dict(zip(v.tolist(), c.tolist())) == ref
-    local_cc, t_local = timed(lambda: ts.graph.connected_components(table, workers=2))
-    assert to_dict(local_cc, "vertex", "component") == ref, "ts.graph CC (local) disagrees"
-    text_cc, t_ts_text = timed(lambda: arrow_result(ts.graph.connected_components(text_df, workers=2)))
-    check_string_components(text_cc, ref)
-    text_local, t_local_text = timed(lambda: ts.graph.connected_components(text, workers=2))
-    check_string_components(text_local, ref)
-    rows = [("connected components", "ts.graph (Spark, 2 workers)", t_ts),
-            ("connected components", "ts.graph (Spark, 2 workers), string ids", t_ts_text),
-            ("connected components", "ts.graph (pyarrow.Table, 2 threads)", t_local),
-            ("connected components", "ts.graph (pyarrow.Table, 2 threads), string ids", t_local_text),
-            ("connected components", "numpy forest, 1 core", t_np),
-            ("connected components", "Python union-find", t_uf)]
+def tree_rss(pid: int) -> int:
+    """Bytes resident in process ``pid`` and all its descendants."""
     try:
-        from scipy.sparse.csgraph import connected_components as scc
-
-        def scipy_cc():
-            return scc(scipy_graph(src, dst)[1], directed=False)
-        _, t_sc = timed(scipy_cc)
-        rows.append(("connected components", "scipy, 1 core", t_sc))
+        import psutil
     except ImportError:
-        pass
-    if slow:
-        (labels, rounds), t_naive = timed(lambda: arrow_result(cc_naive(spark, df)))
-        assert to_dict(labels, "v", "label") == ref, "naive loop disagrees"
-        rows.append(("connected components", f"DataFrame naive loop ({rounds} rounds)", t_naive))
-        (labels, rounds), t_star = timed(lambda: arrow_result(cc_large_small_star(spark, df)))
-        got = to_dict(labels, "v", "label")
-        assert got == ref, "large/small star disagrees"
-        rows.append(("connected components", f"DataFrame large/small-star ({rounds} rounds)", t_star))
-
-    pr_ref, t_pr_np = timed(lambda: ts.graph.pagerank_reference(src, dst, 20))
-    pr_rows, t_pr_ts = timed(lambda: arrow_result(ts.graph.pagerank(df, iterations=20, workers=2)))
-    got = to_dict(pr_rows, "vertex", "rank")
-    assert got.keys() == pr_ref.keys() and max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9
-    local_pr, t_pr_local = timed(lambda: ts.graph.pagerank(table, iterations=20, workers=2))
-    got = to_dict(local_pr, "vertex", "rank")
-    assert max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9, "ts.graph PageRank (local) disagrees"
-    text_pr, t_pr_text = timed(lambda: arrow_result(ts.graph.pagerank(text_df, iterations=20, workers=2)))
-    got = dict(zip(as_ints(text_pr["vertex"]).to_pylist(), text_pr["rank"].to_pylist()))
-    assert got.keys() == pr_ref.keys() and max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9, "string ids"
-    text_pr_local, t_pr_local_text = timed(lambda: ts.graph.pagerank(text, iterations=20, workers=2))
-    got = dict(zip(as_ints(text_pr_local["vertex"]).to_pylist(), text_pr_local["rank"].to_pylist()))
-    assert max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9, "ts.graph PageRank (local, string ids) disagrees"
-    rows += [("PageRank x20", "ts.graph (Spark, 2 workers)", t_pr_ts),
-             ("PageRank x20", "ts.graph (Spark, 2 workers), string ids", t_pr_text),
-             ("PageRank x20", "ts.graph (pyarrow.Table, 2 threads)", t_pr_local),
-             ("PageRank x20", "ts.graph (pyarrow.Table, 2 threads), string ids", t_pr_local_text),
-             ("PageRank x20", "numpy mat-vec, 1 core", t_pr_np)]
+        return _proc_tree_rss(pid)
     try:
-        (vs, ranks), t_pr_sc = timed(lambda: scipy_pagerank(src, dst, 20))
-        assert max(abs(r - pr_ref[v]) for v, r in zip(vs.tolist(), ranks.tolist())) < 1e-9, "scipy disagrees"
-        rows.append(("PageRank x20", "scipy sparse mat-vec, 1 core", t_pr_sc))
-    except ImportError:
-        pass
-    if slow:
-        ranks, t_pr_df = timed(lambda: arrow_result(pagerank_dataframe(spark, df)))
-        got = to_dict(ranks, "v", "r")
-        assert max(abs(got[k] - pr_ref[k]) for k in pr_ref) < 1e-9, "DataFrame PageRank disagrees"
-        rows.append(("PageRank x20", "DataFrame join/groupBy loop", t_pr_df))
-    source = int(src[0])
-    sp_ref, t_dj = timed(lambda: ts.graph.dijkstra_reference(src.tolist(), dst.tolist(), [source]))
-    sp_rows, t_sp = timed(lambda: arrow_result(ts.graph.shortest_paths(df, [source], workers=2)))
-    assert paths(sp_rows) == sp_ref, "ts.graph shortest paths disagree"
-    local_sp, t_sp_local = timed(lambda: ts.graph.shortest_paths(table, [source], workers=2))
-    assert paths(local_sp) == sp_ref, "ts.graph shortest paths (local) disagree"
-    name = as_strings(pa.array([source])).to_pylist()
-    text_sp, t_sp_text = timed(lambda: arrow_result(ts.graph.shortest_paths(text_df, name, workers=2)))
-    assert paths(text_sp.set_column(0, "vertex", as_ints(text_sp["vertex"])).set_column(
-        1, "source", as_ints(text_sp["source"]))) == sp_ref, "ts.graph shortest paths (string ids) disagree"
-    text_sp_local, t_sp_local_text = timed(lambda: ts.graph.shortest_paths(text, name, workers=2))
-    assert paths(text_sp_local.set_column(0, "vertex", as_ints(text_sp_local["vertex"])).set_column(
-        1, "source", as_ints(text_sp_local["source"]))) == sp_ref, "shortest paths (local, string ids) disagree"
-    rows += [("shortest paths, 1 src", "ts.graph (Spark, 2 workers)", t_sp),
-             ("shortest paths, 1 src", "ts.graph (Spark, 2 workers), string ids", t_sp_text),
-             ("shortest paths, 1 src", "ts.graph (pyarrow.Table, 2 threads)", t_sp_local),
-             ("shortest paths, 1 src", "ts.graph (pyarrow.Table, 2 threads), string ids", t_sp_local_text),
-             ("shortest paths, 1 src", "Python heapq Dijkstra", t_dj)]
-    try:
-        from scipy.sparse.csgraph import dijkstra
+        root = psutil.Process(pid)
+        procs = [root] + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
 
-        def scipy_sp():
-            vs, g = scipy_graph(src, dst)
-            dist = dijkstra(g, directed=True, indices=int(np.searchsorted(vs, source)), unweighted=True)
-            reached = np.isfinite(dist)
-            return vs[reached], dist[reached].astype(np.int64)
-        (vs, dist), t_sp_sc = timed(scipy_sp)
-        assert {(v, source): d for v, d in zip(vs.tolist(), dist.tolist())} == sp_ref, "scipy dijkstra disagrees"
-        rows.append(("shortest paths, 1 src", "scipy dijkstra, 1 core", t_sp_sc))
-    except ImportError:
-        pass
-    if slow:
-        (dist, rounds), t_bfs = timed(lambda: arrow_result(bfs_dataframe(spark, df, source)))
-        assert {(v, source): d for v, d in to_dict(dist, "v", "d").items()} == sp_ref, "relaxation disagrees"
-        rows.append(("shortest paths, 1 src", f"DataFrame relaxation loop ({rounds} rounds)", t_bfs))
-    for algo, method, t in rows:
-        base = next(x for a, mm, x in rows if a == algo and mm.startswith("ts.graph"))
-        line = f"{algo:22} {method:50} {t:9.2f} s   this / ts.graph = {t / base:7.2f}"
-        print(line)
-        report.append((m, line))
-    times = {(a, mm): t for a, mm, t in rows}
-    for algo in dict.fromkeys(a for a, _, _ in rows):
-        ratios = [f"{where} {times[(algo, method + ', string ids')] / times[(algo, method)]:.2f}"
-                  for where, method in (("Spark", "ts.graph (Spark, 2 workers)"),
-                                        ("pyarrow.Table", "ts.graph (pyarrow.Table, 2 threads)"))]
-        line = f"{algo:22} string ids / integer ids: {', '.join(ratios)}"
-        print(line)
-        report.append((m, line))
+
+def _proc_tree_rss(pid: int) -> int:
+    children: dict = {}
+    rss: dict = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(entry))
+            rss[int(entry)] = int(fields[21]) * page
+        except OSError:
+            continue
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo.extend(children.get(p, []))
+    return total
+
+
+def run_child(method: str, path: Path, source: int, warm: bool, timeout: float) -> dict:
+    """Run one method in a process of its own; its outcome with ``peak_bytes``."""
+    cmd = [sys.executable, __file__, "--method", method, "--graph", str(path), "--source", str(source)]
+    if not warm:
+        cmd.append("--no-warm")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    peak = [0]
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            peak[0] = max(peak[0], tree_rss(proc.pid))
+            done.wait(SAMPLE_EVERY)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        return {"error": f"timed out after {timeout:.0f} s", "peak_bytes": peak[0]}
+    finally:
+        done.set()
+        watcher.join()
+    lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode or not lines:
+        lines = err.strip().splitlines()
+        telling = [line for line in lines if "Error" in line or "Exception" in line][-3:] or lines[-5:]
+        return {"error": f"exit {proc.returncode}: " + "\n".join(telling), "peak_bytes": peak[0]}
+    return {**json.loads(lines[-1][7:]), "peak_bytes": peak[0]}
+
+
+def check(method: str, path: Path, refs: dict) -> str:
+    """'ok' if the method's result agrees with the reference, else what differs."""
+    result_file = Path(f"{path}.{method}.result.parquet")
+    if not result_file.exists():
+        return "ok" if method.startswith("state") else "no result"
+    got = pq.read_table(result_file)
+    kind = method.split("-")[0]
+    ref = refs.get(kind)
+    if ref is None:
+        refs[kind] = got
+        return "reference"
+    if kind == "cc":
+        return _same_components(got, ref)
+    key, value = ("vertex", "rank") if kind == "pagerank" else ("vertex", "distance")
+    got, want = got.sort_by(key), ref.sort_by(key)
+    if got[key] != want[key]:
+        return "other vertices"
+    diff = np.abs(got[value].to_numpy().astype(float) - want[value].to_numpy().astype(float)).max(initial=0)
+    return "ok" if diff < 1e-9 else f"differs by {diff:.1e}"
+
+
+def _same_components(got: pa.Table, ref: pa.Table) -> str:
+    """The same partition of the vertices (labels may differ)."""
+    got = got.sort_by("vertex")
+    ref = ref.sort_by("vertex")
+    if got["vertex"] != ref["vertex"]:
+        return "other vertices"
+    a = got.columns[1].to_numpy()
+    b = ref.columns[1].to_numpy()
+    pairs = np.unique(np.stack([a, b]), axis=1)     # a partition equal to ref's: a bijection of labels
+    if len(np.unique(pairs[0])) == pairs.shape[1] == len(np.unique(pairs[1])):
+        return "ok"
+    return "other components"
+
+
+METHODS = [  # (method, slow)
+    ("cc-scipy", False), ("cc-local", False), ("cc-spark", False), ("cc-forest", False),
+    ("cc-local-strings", True), ("cc-spark-strings", True), ("cc-union-find", True),
+    ("cc-dataframe-naive", True), ("cc-dataframe-star", True),
+    ("pagerank-scipy", False), ("pagerank-local", False), ("pagerank-spark", False),
+    ("pagerank-local-strings", True), ("pagerank-spark-strings", True), ("pagerank-dataframe", True),
+    ("paths-scipy", False), ("paths-local", False), ("paths-spark", False),
+    ("paths-python", True), ("paths-dataframe", True),
+    ("state-4-workers", False),
+]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="200000,2000000", help="comma-separated edge counts")
-    parser.add_argument("--skip-slow-above", type=int, default=10**12,
-                        help="skip the DataFrame loops above this many edges")
+    parser.add_argument("--skip-slow-above", type=int, default=SLOW_ABOVE,
+                        help="skip the DataFrame loops, pure Python and string ids above this many edges")
+    parser.add_argument("--warm-up-to", type=int, default=20_000_000,
+                        help="run each Spark method a second (warm) time up to this many edges")
+    parser.add_argument("--only", default="", help="comma-separated methods (default: all)")
+    parser.add_argument("--data", default="/tmp/bench-graph", help="where the graphs' Parquet files go")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds a method may take")
+    parser.add_argument("--method", help=argparse.SUPPRESS)
+    parser.add_argument("--graph", help=argparse.SUPPRESS)
+    parser.add_argument("--source", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--no-warm", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-    spark = ts.spark.get_session("bench graph", master="local[2]", conf_dir=conf_dir)
-    report: list = []
-    warm = spark.createDataFrame([(1, 2)], "src long, dst long")     # start the Python workers, untimed
-    ts.graph.connected_components(warm, workers=2).collect()
+    if args.method:                                  # a child: one method
+        outcome = run_method(args.method, Path(args.graph), args.source, not args.no_warm)
+        print("RESULT " + json.dumps(outcome), flush=True)
+        return
+    data = Path(args.data)
+    data.mkdir(parents=True, exist_ok=True)
+    only = {m for m in args.only.split(",") if m}
+    previous: dict = {}
+    disagree = 0
     for m in (int(s) for s in args.sizes.split(",")):
-        bench(spark, m, args.seed, m <= args.skip_slow_above, report)
-    print(f"\nall methods agree; {len(report)} timings")
-    spark.stop()
+        path = graph_file(data, m, args.seed)
+        source = int(pq.read_table(path, columns=["src"]).slice(0, 1)["src"][0].as_py())
+        arrow_bytes = 16 * m
+        print(f"\n== {m:,} edges ({arrow_bytes / 2**20:,.0f} MB as Arrow), {path} ==", flush=True)
+        refs: dict = {}
+        times: dict = {}
+        for method, slow in METHODS:
+            if (only and method not in only) or (slow and m > args.skip_slow_above):
+                continue
+            outcome = run_child(method, path, source, m <= args.warm_up_to, args.timeout)
+            peak = outcome["peak_bytes"]
+            if "error" in outcome:
+                print(f"{method:24} FAILED ({outcome['error']}); peak {peak / 2**20:,.0f} MB", flush=True)
+                disagree += 1
+                continue
+            t = outcome["seconds"]
+            times[method] = t
+            verdict = check(method, path, refs)
+            disagree += verdict not in ("ok", "reference")
+            scipy = times.get(method.split("-")[0] + "-scipy")
+            grown = previous.get(method)
+            line = (f"{method:24} {t:8.2f} s  peak {peak / 2**20:8,.0f} MB = {peak / arrow_bytes:5.1f}x Arrow"
+                    + (f"  {t / scipy:5.2f}x scipy" if scipy and not method.endswith("scipy") else "")
+                    + (f"  {t / grown[1]:5.1f}x the time of {grown[0]:,} edges" if grown else "")
+                    + f"  [{verdict}]")
+            print(line, flush=True)
+            if "first_seconds" in outcome:
+                print(f"{'':24} first run in a fresh session {outcome['first_seconds']:.2f} s; phases "
+                      + _phase_text(outcome["first_phases"]), flush=True)
+            if "phases" in outcome:
+                print(f"{'':24} warm run phases " + _phase_text(outcome["phases"])
+                      + (f"; warm / local = {t / times[method.replace('spark', 'local')]:.2f}"
+                         if method.replace("spark", "local") in times else ""), flush=True)
+            for worker, peaks in enumerate(outcome.get("peaks", [])):
+                print(f"{'':24} worker {worker}: peak rows kept "
+                      + ", ".join(f"{name} {rows:,}" for name, rows in sorted(peaks.items())), flush=True)
+            if "rounds" in outcome:
+                print(f"{'':24} {outcome['rounds']} rounds", flush=True)
+            previous[method] = (m, t)
+    print("\nall methods agree" if not disagree else f"\n{disagree} method(s) failed or disagree", flush=True)
+
+
+def _phase_text(phases: dict) -> str:
+    return ", ".join(f"{name} {seconds:.2f}" for name, seconds in phases.items())
 
 
 if __name__ == "__main__":

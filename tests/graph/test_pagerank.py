@@ -17,7 +17,8 @@ def check(result: pa.Table, table: pa.Table, iterations: int = 20) -> None:
     assert abs(sum(got.values()) - 1) < 1e-9
 
 
-@pytest.mark.parametrize("layout", [dict(workers=1), dict(workers=2), dict(workers=1, processes=2)])
+@pytest.mark.parametrize("layout", [dict(workers=1), dict(workers=2), dict(workers=1, processes=2), dict(workers=4),
+                                    dict(workers=2, processes=2)])
 def test_pagerank_matches_numpy_definition(layout):
     table = awkward_graph(5)
     check(pagerank(table, timeout=60, **layout), table)

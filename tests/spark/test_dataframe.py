@@ -137,3 +137,40 @@ def test_each_worker_output_stays_in_its_partition(spark):
                              rows=True, workers=2)
     rows = out.select(F.spark_partition_id().alias("p"), "worker").collect()
     assert len(rows) == 40 and all(r["p"] == r["worker"] for r in rows)
+
+
+def test_a_worker_holds_a_few_output_batches_not_its_whole_output(spark):
+    """One input row becomes 60 output batches of 1,000 rows, made over 60 activations
+    (as a loop's rounds or later times would make them): the worker never holds more
+    than OUTPUT_BATCHES_IN_FLIGHT of them (its peak of rows held, from stats=), and
+    stats reports where the task's time went."""
+    import numpy as np
+
+    from timely_spark.runtime import OUTPUT_BATCHES_IN_FLIGHT
+
+    batches, size = 60, 1000
+
+    def build(scope, rows):
+        def emit(cap, info):
+            held, left = [cap], [batches]
+
+            def logic(input, output):
+                for _ in input:
+                    pass
+                if held and left[0]:
+                    left[0] -= 1
+                    output.session(held[0]).give(pa.record_batch({"x": np.full(size, left[0], np.int64)}))
+                    info.activate()
+                elif held:
+                    held.pop().drop()
+            return logic
+        return rows.unary_frontier(None, "Explode", emit)
+
+    stats: dict = {}
+    out = ts.spark.transform(spark.range(1), build, "x long", workers=1, stats=stats)
+    assert out.count() == batches * size
+    [task] = stats["tasks"]
+    assert task["rows_out"] == batches * size
+    assert 0 < task["peak_rows_held"] <= OUTPUT_BATCHES_IN_FLIGHT * size
+    assert set(task) >= {"stage_start", "rendezvous", "input", "compute", "output", "total"}
+    assert task["stage_start"] is not None and task["total"] >= task["rendezvous"]

@@ -10,6 +10,7 @@ def test_run_with_one_and_two_workers_in_order(spark):
     stats = {}
     assert ts.spark.run(spark, lambda w: (w.index, w.peers), workers=2, stats=stats) == [(0, 2), (1, 2)]
     assert len(stats["tasks"]) == 2 and all("connect_seconds" in t for t in stats["tasks"])
+    assert all(t["stage_start"] is not None and t["total"] >= t["compute"] for t in stats["tasks"])
 
 
 def test_a_loop_across_barrier_workers_with_exact_results(spark):

@@ -208,17 +208,19 @@ def _dataflow(batches: "Stream", src: str, dst: str, algorithm: Algorithm, encod
 
 
 def run_graph(edges: Any, algorithm: Algorithm, src: str, dst: str, workers: Optional[int], processes: int,
-              timeout: Optional[float], weight: Optional[str] = None, sources: Any = None) -> Any:
+              timeout: Optional[float], weight: Optional[str] = None, sources: Any = None,
+              stats: Optional[dict] = None) -> Any:
     """Check the parameters and the edges, run ``algorithm`` on Spark barrier workers
     (a lazy DataFrame out) or local ones (the input's kind out, sorted), ids of the
-    caller's type in the result."""
+    caller's type in the result.  ``stats`` (on Spark): as ``ts.spark.transform``'s."""
     kind = _kind(edges)
     if kind == "spark":
         workers = 2 if workers is None else check_count("workers", workers)
         if processes != 1:
             raise ParameterError(f"processes applies to local runs (a pyarrow.Table or pandas DataFrame); on Spark, "
                                  f"workers= is the number of barrier tasks: got processes={processes!r}", "processes")
-        return _on_spark(edges, algorithm, src, dst, workers, check_timeout("timeout", timeout), weight, sources)
+        return _on_spark(edges, algorithm, src, dst, workers, check_timeout("timeout", timeout), weight, sources,
+                         stats)
     workers = 1 if workers is None else check_count("workers", workers)
     processes = check_count("processes", processes)
     timeout = check_timeout("timeout", timeout)
@@ -241,7 +243,7 @@ def run_graph(edges: Any, algorithm: Algorithm, src: str, dst: str, workers: Opt
 
 
 def _on_spark(edges: Any, algorithm: Algorithm, src: str, dst: str, workers: int, timeout: Optional[float],
-              weight: Optional[str], sources: Any) -> Any:
+              weight: Optional[str], sources: Any, stats: Optional[dict] = None) -> Any:
     from pyspark.sql.pandas.types import to_arrow_type
     from pyspark.sql.types import DoubleType, LongType, StructField, StructType
 
@@ -261,4 +263,5 @@ def _on_spark(edges: Any, algorithm: Algorithm, src: str, dst: str, workers: int
         named = batches.map(lambda rb: rb.rename_columns(names))          # the user's names, for errors
         return _dataflow(named, src, dst, algorithm, encode, source_array, True)
 
-    return transform(frame, build, schema, workers=workers, timeout=timeout)
+    frame = frame.repartition(workers, "src")        # by hash: no sort (a round-robin repartition sorts first)
+    return transform(frame, build, schema, workers=workers, timeout=timeout, stats=stats)

@@ -190,7 +190,7 @@ def scope_min(stream: "Stream") -> "Stream":
 
 def shortest_paths(edges: Any, sources: Sequence[Any], weight: Optional[str] = None, src: str = "src",
                    dst: str = "dst", workers: Optional[int] = None, processes: int = 1,
-                   timeout: Optional[float] = None) -> Any:
+                   timeout: Optional[float] = None, stats: Optional[dict] = None) -> Any:
     """``(vertex, source, distance)`` for each source and each vertex it reaches along
     directed edges: hop counts when ``weight`` is None, else minimum sums of the
     non-negative, finite ``weight`` column.  Ids of any type :mod:`.front` takes
@@ -202,7 +202,8 @@ def shortest_paths(edges: Any, sources: Sequence[Any], weight: Optional[str] = N
 
     Spark DataFrame in: ``workers`` barrier workers (default 2), a DataFrame out, lazily
     (calling this runs no Spark job); ``pyarrow.Table`` / pandas in: local threads x
-    ``processes``, the same kind out, sorted by vertex, source.
+    ``processes``, the same kind out, sorted by vertex, source.  On Spark, ``stats`` (a
+    dict) receives where each task's time went, as ``ts.spark.transform``'s.
 
     >>> import pyarrow as pa
     >>> shortest_paths(pa.table({"src": [1, 2, 1], "dst": [2, 3, 3], "w": [1.0, 1.0, 5.0]}), [1], "w").to_pydict()
@@ -215,7 +216,7 @@ def shortest_paths(edges: Any, sources: Sequence[Any], weight: Optional[str] = N
     kind = pa.int64() if weight is None else pa.float64()
     algorithm = Algorithm(lambda batches, a, b, seeds: paths_from_seeds(batches, seeds, weight, a, b),
                           [("vertex", ID), ("source", ID), ("distance", kind)], keys=2)
-    return run_graph(edges, algorithm, src, dst, workers, processes, timeout, weight, sources)
+    return run_graph(edges, algorithm, src, dst, workers, processes, timeout, weight, sources, stats)
 
 
 def dijkstra_reference(src: Sequence[int], dst: Sequence[int], sources: Sequence[int],

@@ -9,6 +9,7 @@ result, which must match ``schema``.
 
 from __future__ import annotations
 
+import time
 import warnings
 from typing import Any, Callable, Iterator, Optional
 
@@ -22,6 +23,7 @@ from .output_stream import OutputStream
 from .preflight import check_session, task_slots
 from .rendezvous import Ticket, session_rendezvous
 from .stage_boundary import after_barrier
+from .task_stats import TaskStats, task_report
 
 __all__ = ["transform", "SchemaMismatch"]
 
@@ -40,6 +42,16 @@ def _to_batches(taken: list, schema: Any, rows: bool, worker: int) -> Iterator[A
                 raise TypeError(f"ts.spark.transform: the output stream must carry pyarrow.RecordBatch records "
                                 f"(or pass rows=True), got {type(rb).__name__}")
             yield conform(rb, schema, worker)
+
+
+def _planned_partitions(df: Any) -> Optional[int]:
+    """The partitions ``df``'s physical plan says it has (None over Spark Connect, or if
+    the plan does not say).  Runs no Spark job."""
+    try:
+        df.sparkSession.sparkContext
+    except Exception:  # Spark Connect
+        return None
+    return int(df._jdf.queryExecution().sparkPlan().outputPartitioning().numPartitions()) or None
 
 
 def _fit_to_slots(df: Any) -> tuple[Any, Optional[int]]:
@@ -76,9 +88,21 @@ def _ticket(df: Any, secret: bytes, config: Config) -> Optional[Ticket]:
     return None if service is None else service.open(secret, config.connect_timeout, idle=TICKET_IDLE_TIMEOUT)
 
 
+def _accumulator(df: Any, stats: Optional[dict]) -> Any:
+    """A Spark accumulator merging the tasks' stats into ``stats`` (None without
+    ``stats``, and over Spark Connect)."""
+    if stats is None:
+        return None
+    try:
+        sc = df.sparkSession.sparkContext
+    except Exception:  # Spark Connect: no accumulators
+        return None
+    return sc.accumulator(stats, TaskStats())
+
+
 def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool = False,
               workers: Optional[int] = None, timeout: Optional[float] = None,
-              peer_timeout: float = DEFAULT_PEER_TIMEOUT) -> Any:
+              peer_timeout: float = DEFAULT_PEER_TIMEOUT, stats: Optional[dict] = None) -> Any:
     """Run ``build(scope, stream) -> stream`` over ``df``, one timely worker per partition.
 
     ``stream`` carries the partition's ``pyarrow.RecordBatch`` es (``rows=True``: one
@@ -93,7 +117,8 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     keeps each worker's rows in its own partition (:mod:`.stage_boundary`).
 
     Lazy, like any DataFrame transformation: calling it runs no Spark job.  With
-    ``workers=N`` the input is repartitioned to N partitions (N workers); by default
+    ``workers=N`` the input is repartitioned to N partitions (N workers) unless its plan
+    has N partitions already (e.g. ``df.repartition(N, key)``: no second shuffle); by default
     the input's partitions are kept when they fit in the task slots, and repartitioned
     to the slots otherwise.  ``timeout`` bounds each worker's run; ``peer_timeout`` is how
     long a worker may stay silent.  Runs as ``mapInArrow(..., barrier=True)``, so it
@@ -114,6 +139,13 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     after a failure runs with :func:`timely_spark.spark.run` (``checkpoint=``,
     ``max_attempts=``) over a followed log instead.
 
+    Each worker's output leaves for Spark as it is made: at most
+    ``OUTPUT_BATCHES_IN_FLIGHT`` of its output batches wait at once, so a worker holds a
+    few batches, not its whole output.  ``stats`` (a dict) receives, when an action runs
+    the result, ``stats["tasks"]``: per task, where its time went (stage start,
+    rendezvous, input, compute, output) and the most output rows it held at once
+    (``peak_rows_held``); see :mod:`.task_stats`.
+
         counts = ts.spark.transform(
             words_df,
             lambda scope, batches: batches.group_by("word").aggregate([([], "count_all")]),
@@ -124,18 +156,22 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     partitions: Optional[int] = workers
     if workers is not None:
         check_session(df.sparkSession, workers)
-        df = df.repartition(workers)
+        if _planned_partitions(df) != workers:     # a DataFrame partitioned already (by key) is kept
+            df = df.repartition(workers)
     else:
         df, partitions = _fit_to_slots(df)
     build_bytes = cloudpickle.dumps(build, protocol=5)
     secret = new_secret()
     ticket = _ticket(df, secret, config)
+    accumulator = _accumulator(df, stats)
 
     def func(batches: Iterator[Any]) -> Iterator[Any]:
         from pyspark import BarrierTaskContext
 
+        started, start = time.time(), time.perf_counter()
         user_build = cloudpickle.loads(build_bytes)
         output = OutputStream()
+        task: dict = {"input": 0.0}
 
         def work(worker: Any) -> None:
             def dataflow(scope: Any) -> Any:
@@ -144,18 +180,26 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
                 return inp
 
             inp = worker.dataflow(dataflow)
+            reading = time.perf_counter()
             for rb in batches:
+                task["input"] += time.perf_counter() - reading
                 if rb.num_rows:
                     inp.send_batch(rb.to_pylist() if rows else [rb])
                     worker.step()
+                reading = time.perf_counter()
+            task["input"] += time.perf_counter() - reading
             inp.close()
 
-        index = BarrierTaskContext.get().partitionId()
+        ctx = BarrierTaskContext.get()
+        index = ctx.partitionId()
         try:
             with reporting_failures(ticket):
-                for taken in output.run(lambda: run_in_barrier_task(work, config, secret, ticket=ticket)):
+                for taken in output.run(lambda: run_in_barrier_task(work, config, secret, stats=task,
+                                                                     ticket=ticket)):
                     yield from _to_batches(taken, out_schema, rows, index)
         finally:
             output.close()      # after any failure was reported: the worker stops at its next output
+        if accumulator is not None:
+            accumulator.add({"tasks": [task_report(task, index, ctx.stageId(), started, start, output)]})
 
     return after_barrier(df.mapInArrow(func, struct, barrier=True), partitions)

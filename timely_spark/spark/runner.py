@@ -17,6 +17,7 @@ from .job_errors import chained, spark_summary, timely_cause
 from .job_errors import install as install_error_translation
 from .preflight import RUN_RDD_NAME, check_free_slots, check_session, free_slots, holding_slots
 from .rendezvous import Ticket, session_rendezvous
+from .task_stats import stage_start_seconds, task_report
 
 __all__ = ["run", "SparkJobError"]
 
@@ -27,14 +28,17 @@ def _partition_fn(fn_bytes: bytes, config: Config, secret: bytes, ticket: Option
     def partition(_: Any) -> Any:
         from pyspark import BarrierTaskContext
 
+        started, start = time.time(), time.perf_counter()
         fn = cloudpickle.loads(fn_bytes)
         stats: dict = {}
-        index = BarrierTaskContext.get().partitionId()
+        ctx = BarrierTaskContext.get()
+        index = ctx.partitionId()
         try:
             index, result = run_in_barrier_task(fn, config, secret, stats=stats, ticket=ticket)
             outcome = ("ok", result)
         except Exception as exc:  # after the mesh is up, every task reports instead of raising
             outcome = ("error", picklable(exc))
+        stats.update(task_report(stats, index, ctx.stageId(), started, start))
         yield cloudpickle.dumps((index, outcome, stats), protocol=5)
 
     return partition
@@ -79,7 +83,8 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     workers.  An error in a worker is raised here as ``WorkerError`` (worker index,
     operator, original traceback).  Spark does not retry a failed barrier stage;
     ``max_attempts`` retries the whole run from here.  ``stats`` (a dict) receives
-    per-task timings under ``"tasks"``.
+    per-task timings under ``"tasks"``: where each task's time went (``stage_start``,
+    ``rendezvous``, ``compute``, ``total``; see :mod:`.task_stats`).
 
     ``timeout`` bounds each attempt: the workers stop and this raises
     :class:`~timely_spark.errors.RunTimeout` naming what was incomplete (the barrier
@@ -151,6 +156,8 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
             if not errors:
                 if stats is not None:
                     stats["tasks"] = [s for _, _, s in decoded]
+                    for task in stats["tasks"]:
+                        task["stage_start"] = stage_start_seconds(sc, task["stage"], task["started"])
                     stats["attempts"] = attempt
                 return [outcome[1] for _, outcome, _ in decoded]
             failure = most_telling(errors)

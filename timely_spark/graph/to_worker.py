@@ -1,0 +1,77 @@
+"""The pact that sends each row of a record batch to the worker its ``to`` column names.
+
+A graph operator that sends the same vertices to the same owners every round
+(PageRank's contributions) works out the owners once -- with the hash that
+:class:`~timely_spark.dataflow.ExchangeBy` uses, :func:`~timely_spark.dataflow.destinations`
+-- and sends each round's rows already split by owner: a batch whose rows all go to
+one worker is passed on whole, with no hash, sort or copy per round.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..dataflow import check_batch, check_columns
+
+__all__ = ["ToWorker", "TO"]
+
+#: The column naming each row's worker.
+TO = "to"
+
+
+class ToWorker:
+    """Route each row to worker ``row[to]`` (an integer column, ``0 <= to < peers``).
+
+    >>> class Pusher:
+    ...     def __init__(self): self.got = []
+    ...     def push(self, message): self.got.append(message[1][0].column("x").to_pylist())
+    >>> to = [Pusher(), Pusher()]
+    >>> push = ToWorker("Op").tee_pusher(to, 0)
+    >>> push(0, [pa.record_batch({"x": [7, 8, 9], "to": [1, 0, 1]})])
+    >>> [p.got for p in to]
+    [[[8]], [[7, 9]]]
+    """
+
+    def __init__(self, operator: str, column: str = TO) -> None:
+        self.operator = operator
+        self.column = column
+
+    def tee_pusher(self, pushers: Sequence[Any], index: int) -> Callable[[Any, list], None]:
+        """One pusher for the producing output: each batch split by its ``to`` column."""
+        peers = len(pushers)
+        pushes = [p.push for p in pushers]
+        column, operator = self.column, self.operator
+
+        def route(time: Any, data: list) -> None:
+            pieces: list[list] = [[] for _ in range(peers)]
+            for record in data:
+                batch = check_batch(record, operator)
+                if not batch.num_rows:
+                    continue
+                check_columns(batch, [column], operator)
+                dest = batch.column(column).to_numpy(zero_copy_only=False)
+                first = int(dest[0])
+                if not 0 <= first < peers or int(dest.min()) < 0 or int(dest.max()) >= peers:
+                    raise ValueError(f"operator {operator!r}: column {column!r} names workers outside "
+                                     f"0..{peers - 1}")
+                if (dest == first).all():                       # the usual case: one batch per owner
+                    pieces[first].append(batch)
+                    continue
+                counts = np.bincount(dest, minlength=peers)
+                ordered = batch.take(pa.array(np.argsort(dest, kind="stable")))
+                start = 0
+                for worker, n in enumerate(counts.tolist()):
+                    if n:
+                        pieces[worker].append(ordered.slice(start, n))
+                        start += n
+            for push, part in zip(pushes, pieces):
+                if part:
+                    push((time, part))
+
+        return route
+
+    def __repr__(self) -> str:
+        return f"ToWorker({self.column!r})"
