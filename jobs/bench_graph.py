@@ -157,13 +157,10 @@ def _phases(stats: dict, seconds: float) -> dict:
 
 
 def components(df, stats):
-    """ts.graph.connected_components on Spark, with ``stats=`` where it takes them."""
+    """ts.graph.connected_components on Spark, its tasks' phases into ``stats``."""
     import timely_spark as ts
 
-    try:
-        return ts.graph.connected_components(df, workers=2, stats=stats)
-    except TypeError:
-        return ts.graph.connected_components(df, workers=2)
+    return ts.graph.connected_components(df, workers=2, stats=stats)
 
 
 def _timed(fn):

@@ -8,8 +8,7 @@ import pyarrow as pa
 import pytest
 
 import timely_spark as ts
-from timely_spark.graph import components, connected_components, snapshot_components, union_find
-from timely_spark.graph.contraction import GRAPH_LOG
+from timely_spark.graph import GRAPH_LOG, components, connected_components, snapshot_components, union_find
 
 from .changelogs import collection, fold, fold_upto, random_changelog, run_epochs, send_share
 

@@ -21,11 +21,11 @@
 
 from .components_columnar import GraphInputError, forest, snapshot_components
 from .connected_components import connected_components, label_propagation
-from .contraction import GRAPH_LOG
 from .incremental_components import components
 from .pagerank import pagerank, pagerank_reference, pagerank_stream
 from .random_graph import random_edges
 from .shortest_paths import dijkstra_reference, shortest_paths, shortest_paths_stream
+from .state_log import GRAPH_LOG
 from .union_find import find_root, union_find
 from .unique import sorted_unique
 

@@ -21,8 +21,9 @@ import pyarrow as pa
 from ..dataflow import KEY_HASH, ExchangeBy, StateHooks, check_columns, hash_columns
 from ..errors import GraphInputError
 from .broadcast import broadcast_keys
-from .contraction import contract, log_state, pointer_table, resolve
+from .contraction import contract, pointer_table, resolve
 from .spanning_forest import forest
+from .state_log import log_state
 
 if TYPE_CHECKING:
     from ..dataflow import Stream

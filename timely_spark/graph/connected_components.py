@@ -100,7 +100,7 @@ def label_propagation(scope: "Scope", edges: "Stream") -> "Stream":
 
 
 def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers: Optional[int] = None,
-                         processes: int = 1, timeout: Optional[float] = None) -> Any:
+                         processes: int = 1, timeout: Optional[float] = None, stats: Optional[dict] = None) -> Any:
     """``(vertex, component)`` for every vertex of an edge list, ``component`` being the
     smallest vertex id in the vertex's component (vectorized: see :mod:`.components_columnar`).
 
@@ -115,6 +115,8 @@ def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers
     :class:`~timely_spark.errors.ParameterError` (on Spark, null ids come from the
     workers as ``WorkerError`` with the GraphInputError as ``cause``); no edges give an
     empty result.  ``timeout`` bounds the run (:class:`~timely_spark.errors.RunTimeout`).
+    ``stats`` (a dict; on Spark) receives where each task's time went, as
+    ``ts.spark.transform``'s.
 
     >>> import pyarrow as pa
     >>> connected_components(pa.table({"src": [1, 3, 5], "dst": [2, 2, 6]})).to_pydict()
@@ -126,4 +128,4 @@ def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers
 
     algorithm = Algorithm(lambda batches, a, b, seeds: snapshot_components(batches, a, b),
                           [("vertex", ID), ("component", ID)])
-    return run_graph(edges, algorithm, src, dst, workers, processes, timeout)
+    return run_graph(edges, algorithm, src, dst, workers, processes, timeout, stats=stats)

@@ -26,7 +26,7 @@ loops, each round vectorized over sorted int64 arrays (no Python per vertex):
 What a worker holds at any round is the pairs routed to it (a hash share of the
 round's pairs) and its share of the pointers.  Each operator reports the rows it
 holds per time to the ``"graph"`` stream of the worker's logging registry
-(:data:`GRAPH_LOG`), if a handler is registered: events ``state`` with ``name`` (the
+(:data:`~.state_log.GRAPH_LOG`), if a handler is registered: events ``state`` with ``name`` (the
 operator), ``count`` (rows) and ``frontier`` (the time, as a 1-tuple).
 """
 
@@ -41,34 +41,12 @@ from ..dataflow import ExchangeBy
 from .broadcast import broadcast_keys
 from .compact import compact_ids, group_min
 from .spanning_forest import forest
+from .state_log import log_state
 
 if TYPE_CHECKING:
-    from ..dataflow import Scope, Stream
+    from ..dataflow import Stream
 
-__all__ = ["GRAPH_LOG", "log_state", "hook", "contract", "pointer_table", "resolve"]
-
-#: The logging-registry stream graph operators report their state sizes to.
-GRAPH_LOG = "graph"
-
-
-def log_state(scope: "Scope", operator: str, time: Any, rows: int) -> None:
-    """Report that ``operator`` holds ``rows`` rows at ``time`` on this worker, to the
-    :data:`GRAPH_LOG` stream of its logging registry (nothing if no handler is registered).
-
-    >>> import timely_spark as ts
-    >>> def work(worker):
-    ...     seen = []
-    ...     worker.log_register().insert(GRAPH_LOG, seen.extend)
-    ...     worker.dataflow(lambda s: log_state(s, "Op", 3, 10))
-    ...     worker.log_register().flush()
-    ...     return [(e["name"], e["count"], e["frontier"]) for e in seen]
-    >>> ts.execute(work)
-    [[('Op', 10, (3,))]]
-    """
-    logger = scope.worker.log_register().get(GRAPH_LOG)
-    if logger is not None:
-        logger.log("state", name=operator, count=int(rows), frontier=(time,))
-
+__all__ = ["hook", "contract", "pointer_table", "resolve"]
 
 def _column(batches: list, name: str) -> np.ndarray:
     parts = [rb.column(name).to_numpy() for rb in batches if rb.num_rows]

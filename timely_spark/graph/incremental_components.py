@@ -63,9 +63,9 @@ import pyarrow as pa
 from ..dataflow import DIFF, KEY_HASH, Exchange, ExchangeBy, StateHooks, check_batch, hash_columns
 from ..errors import GraphInputError
 from .components_columnar import edge_arrays, forest
-from .contraction import log_state
 from .edge_input import edge_changes, withdrawn_error
 from .key_index import KeyIndex
+from .state_log import log_state
 from .unique import sorted_unique
 
 if TYPE_CHECKING:

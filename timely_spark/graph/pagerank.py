@@ -27,6 +27,7 @@ from ..progress import Product, less_equal, sort_key
 from ..runtime import check_count, check_fraction, check_positive
 from .components_columnar import edge_arrays
 from .pagerank_incremental import pagerank_stream
+from .state_log import log_state
 from .to_worker import TO, ToWorker
 from .unique import sorted_unique
 
@@ -36,10 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["pagerank", "pagerank_stream", "pagerank_reference", "power_iteration"]
 
 CONTRIB, EXISTS, COUNT, DANGLING, DELTA = 0, 1, 2, 3, 4
-
-#: The logging-registry stream a worker reports its PageRank state size to (events
-#: ``state`` with ``name``, ``count``: rows kept -- edges plus vertices -- and ``frontier``).
-GRAPH_LOG = "graph"
 
 #: Edges are ordered by blocks of this many (log2) destination vertices, and by source
 #: within a block: a round's gather of ranks by source and its sum by destination then
@@ -173,7 +170,7 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
     Each worker keeps only its share: the edges whose ``src`` it owns (as positions,
     two int64 per edge) and its vertices' ranks; nothing gathers the graph.  Once no
     more edges can come, the raw edges are dropped.  The rows a worker keeps (edges
-    plus vertices) are reported to its logging registry's :data:`GRAPH_LOG` stream.
+    plus vertices) are reported to its logging registry's :data:`~.state_log.GRAPH_LOG` stream.
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> table = pa.table({"src": [1, 2, 3], "dst": [2, 3, 1]})
@@ -251,9 +248,7 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                 edges_here = [_one(src_parts, np.int64), _one(dst_parts, np.int64)]
                 del src_parts, dst_parts
                 st.prepare(edges_here, announced, peers)
-                logger = inner.worker.log_register().get(GRAPH_LOG)
-                if logger is not None:
-                    logger.log("state", name=name, count=len(st.src_pos) + len(st.vertices), frontier=(t,))
+                log_state(inner, name, t, len(st.src_pos) + len(st.vertices))
                 out_msgs.session(cap).give_batch(broadcast(float(len(st.vertices)), COUNT))
                 return
             current = states.get(outer)
