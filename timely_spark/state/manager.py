@@ -18,7 +18,10 @@ first, before any dataflow):
    ``saved``, and writes the files on a background thread while its dataflows go on;
 5. with every ``saved``, worker 0 sends ``release`` (everyone unpins); with every
    ``written`` (files, sizes, checksums), worker 0 commits the manifest (temp file,
-   fsync, rename) and deletes snapshots older than the last ``snapshots_kept``.
+   fsync, rename) and deletes snapshots older than the last ``snapshots_kept``.  The
+   manifest lists the dataflows the workers had built when they saved (a dataflow built
+   later is not in the snapshot; one some workers built before saving and others after
+   makes the snapshot not committed).
 
 No worker waits for another but through progress and these messages, which it
 handles at its steps.  Restore: at the start the newest usable committed manifest is
@@ -123,6 +126,7 @@ class _Part:
         self.released = False
         self.writer: Optional[threading.Thread] = None
         self.result: Any = None         # entries, or the writer's exception
+        self.dataflows = 0              # how many dataflows this worker had built when it saved
         self.written = False            # "written" sent
         self.since = time.monotonic()   # when it began waiting for t to complete
         self.warned = False
@@ -377,6 +381,7 @@ class SnapshotManager:
                                   f"operator holding an earlier time until its inputs pass it)", RuntimeWarning)
                 return
             saves = [save_state(kept, part.t) for kept in self.worker.kept_states()]
+            part.dataflows = len(self.worker.built_dataflows())
             part.saved = True
             self._send(0, ("saved", part.seq, self.index))
             part.writer = threading.Thread(target=self._write, args=(part, saves), daemon=True,
@@ -386,7 +391,7 @@ class SnapshotManager:
             if isinstance(part.result, BaseException):
                 raise part.result
             part.written = True
-            self._send(0, ("written", part.seq, self.index, part.result))
+            self._send(0, ("written", part.seq, self.index, (part.dataflows, part.result)))
         if part.written and part.released:
             self._part = None
             if part.final:
@@ -466,9 +471,15 @@ class SnapshotManager:
             self._due = now + self.every
 
     def _commit(self, r: _Round) -> None:
+        counts = {n for n, _ in r.written.values()}
+        if len(counts) != 1:
+            # a dataflow was built on some workers before they saved and on others after: the
+            # snapshot holds its state from some workers only, so it is not committed (the next is)
+            return
+        [built] = counts
         states: dict[str, dict] = {}
         for worker in sorted(r.written):
-            for e in r.written[worker]:
+            for e in r.written[worker][1]:
                 state = states.setdefault(e["key"], {"dataflow": e["dataflow"], "address": e["address"],
                                                      "name": e["name"], "keyed": e["keyed"], "kind": e["kind"],
                                                      "files": []})
@@ -479,7 +490,7 @@ class SnapshotManager:
                                           f"on worker {worker}; snapshot {r.seq} is not committed")
                 state["files"].append(e["file"])
         dataflows = {str(g.dataflow_index): {"name": g.name, "operators": operators_of(g)}
-                     for g in self.worker.built_dataflows()}
+                     for g in self.worker.built_dataflows()[:built]}      # those built when the workers saved
         body = {"time": r.t, "peers": self.peers, "final": r.final, "dataflows": dataflows, "states": states,
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
         write_manifest(self.directory, r.seq, body)
