@@ -205,3 +205,48 @@ def test_a_dataflow_built_after_a_worker_saved_is_not_in_that_snapshot(tmp_path)
     with pytest.raises(ts.WorkerError, match="stopped after the first snapshot"):
         ts.execute(work, checkpoint=checkpoint, snapshot_every=0.01)
     assert ts.execute(work, checkpoint=checkpoint) == [1]
+
+
+def test_a_dataflow_the_snapshot_does_not_hold_starts_from_the_beginning(tmp_path):
+    """A dataflow built after the snapshot (so not in it) is built afresh by the restored
+    run: its to_stream records are sent (they are in no snapshot) and a follow of a log
+    reads it from the start -- not from the snapshot's time, which is another dataflow's."""
+    from timely_spark.capture import ParquetEventWriter
+
+    checkpoint, log = str(tmp_path / "ckpt"), tmp_path / "log"
+    writer = ParquetEventWriter(log, flush_seconds=0.0)
+    for e in range(3):
+        writer.push(ts.capture.Messages(e, [f"log{e}"]))
+        writer.push(ts.capture.Progress([(e, -1), (e + 1, 1)]))
+    writer.push(ts.capture.Progress([(3, -1)]))
+    writer.close()
+
+    def work(worker):
+        def first(scope):
+            inp, stream = scope.new_input()
+            return inp, stream.probe()
+
+        inp, probe = worker.dataflow(first)
+        start = worker.restored_time or 0
+        for e in range(start, 4):
+            inp.send(e)
+            inp.advance_to(e + 1)
+            worker.step_while(lambda: probe.less_than(inp.time), timeout=30)
+        if worker.restored_time is None:
+            worker.step_while(lambda: not manifests(checkpoint), timeout=30)   # a snapshot holding the first only
+        seen = []
+
+        def later(scope):
+            scope.to_stream(["a", "b"]).inspect(seen.append)
+            ts.capture.follow(log, scope).inspect(seen.append)
+
+        worker.dataflow(later)
+        worker.step_while(lambda: len(seen) < 5, timeout=10)
+        if worker.restored_time is None:
+            raise RuntimeError("stopped after building the later dataflow")
+        return worker.restored_time, sorted(seen)
+
+    with pytest.raises(ts.WorkerError, match="stopped after building"):
+        ts.execute(work, checkpoint=checkpoint, snapshot_every=0.01)
+    [(t, seen)] = ts.execute(work, checkpoint=checkpoint)
+    assert t is not None and t > 0 and seen == ["a", "b", "log0", "log1", "log2"]

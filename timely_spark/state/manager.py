@@ -198,6 +198,11 @@ class SnapshotManager:
         if self.manifest is not None:
             self.worker.restored_time = self.manifest["time"]
 
+    def holds(self, dataflow: int) -> bool:
+        """Whether the restored snapshot has dataflow number ``dataflow`` (False on a fresh
+        start): its sources restart at the snapshot's time, others from the beginning."""
+        return self.manifest is not None and str(dataflow) in self.manifest["dataflows"]
+
     def restored(self, kept: Any) -> Any:
         """What the restored snapshot holds for ``kept`` on this worker (None on a fresh
         start, or for a dataflow the snapshot did not have)."""
