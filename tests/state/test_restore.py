@@ -250,3 +250,50 @@ def test_a_dataflow_the_snapshot_does_not_hold_starts_from_the_beginning(tmp_pat
         ts.execute(work, checkpoint=checkpoint, snapshot_every=0.01)
     [(t, seen)] = ts.execute(work, checkpoint=checkpoint)
     assert t is not None and t > 0 and seen == ["a", "b", "log0", "log1", "log2"]
+
+
+
+def test_no_snapshot_starts_after_the_final_one(tmp_path):
+    """Once every source is closed and the final snapshot is committed, nothing can change
+    and the other workers may finish: a periodic snapshot started after it would wait for
+    them forever (runs hung with 'worker 0: running its dataflows to completion').  Here an
+    operator keeps the dataflow running after the final snapshot, for longer than
+    snapshot_every: no snapshot follows the final one."""
+    import json
+    import time
+
+    checkpoint = str(tmp_path)
+    done, wake = [], []
+
+    def holder(scope):
+        inp, stream = scope.new_input()
+        b = ts.OperatorBuilder(scope, "Holder")
+        port = b.new_input(stream, ts.Pipeline)
+        held = [b.initial_capability().delayed(100)]      # a later time: the final snapshot is not held up
+
+        def logic():
+            port.take()
+            if done and held:
+                held.pop().drop()
+
+        b.build(logic)
+        wake.append(b.info().activate)
+        return inp
+
+    def final_committed():
+        return any(json.load(open(os.path.join(checkpoint, n)))["final"] for n in manifests(checkpoint))
+
+    def work(worker):
+        inp = worker.dataflow(holder)
+        inp.send(1)
+        inp.close()
+        worker.step_while(lambda: not final_committed(), timeout=30)
+        began = time.monotonic()
+        worker.step_while(lambda: time.monotonic() < began + 0.2)     # ten times snapshot_every
+        done.append(True)
+        wake[0]()
+        return worker.index
+
+    assert ts.execute(work, checkpoint=checkpoint, snapshot_every=0.02, timeout=30) == [0]
+    last = manifests(checkpoint)[-1]
+    assert json.load(open(os.path.join(checkpoint, last)))["final"], manifests(checkpoint)

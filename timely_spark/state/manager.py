@@ -447,8 +447,12 @@ class SnapshotManager:
         r = self._round
         now = time.monotonic()
         if r is None:
-            final = len(self._closed) == self.peers and not self._final_done
-            if final or (self._due is not None and now >= self._due):
+            closed = len(self._closed) == self.peers
+            final = closed and not self._final_done
+            # after the final snapshot nothing changes, and the other workers may have finished:
+            # a periodic one then would wait for them forever
+            periodic = not (closed and self._final_done) and self._due is not None and now >= self._due
+            if final or periodic:
                 self._seq += 1
                 self._round = _Round(self._seq, final)
                 self._broadcast(("pin", self._seq))
