@@ -297,3 +297,37 @@ def test_no_snapshot_starts_after_the_final_one(tmp_path):
     assert ts.execute(work, checkpoint=checkpoint, snapshot_every=0.02, timeout=30) == [0]
     last = manifests(checkpoint)[-1]
     assert json.load(open(os.path.join(checkpoint, last)))["final"], manifests(checkpoint)
+
+
+def test_the_restored_snapshot_is_kept_while_the_run_may_still_read_it(tmp_path):
+    """A restored run reads an operator's state when it builds the operator; newer
+    snapshots committed before a later dataflow is built must not delete the snapshot it
+    restores from (before: 'cannot read the state file', with snapshots_kept=1)."""
+    checkpoint = str(tmp_path)
+
+    def keeper(scope, name):
+        inp, stream = scope.new_input()
+        b = ts.OperatorBuilder(scope, name)
+        port = b.new_input(stream, ts.Pipeline)
+        restored = b.keep_state(lambda t: {"name": name})
+        b.build(lambda: port.take())
+        return inp, restored
+
+    def work(worker):
+        first, restored = worker.dataflow(lambda s: keeper(s, "First"))
+        if worker.restored_time is None:
+            second, _ = worker.dataflow(lambda s: keeper(s, "Second"))
+            first.send(1)
+            first.advance_to(1)
+            second.advance_to(1)
+            worker.step_while(lambda: not manifests(checkpoint), timeout=30)        # a snapshot of both
+            raise RuntimeError("stopped")
+        seen = manifests(checkpoint)
+        worker.step_while(lambda: manifests(checkpoint) == seen, timeout=30)       # a newer one is committed
+        _, later = worker.dataflow(lambda s: keeper(s, "Second"))                  # restored from the older
+        return restored, later
+
+    config = ts.Config(checkpoint=checkpoint, snapshot_every=0.01, snapshots_kept=1)
+    with pytest.raises(ts.WorkerError, match="stopped"):
+        ts.execute_config(work, config)
+    assert ts.execute_config(work, config) == [({"name": "First"}, {"name": "Second"})]

@@ -503,7 +503,7 @@ class SnapshotManager:
         body = {"time": r.t, "peers": self.peers, "final": r.final, "dataflows": dataflows, "states": states,
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
         write_manifest(self.directory, r.seq, body)
-        retain(self.directory, self.keep)
+        retain(self.directory, self.keep, protect=self.manifest["seq"] if self.manifest is not None else None)
 
 
 def _identity(x: Any) -> Any:
