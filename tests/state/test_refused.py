@@ -215,3 +215,35 @@ def test_a_dataflow_with_tuple_times_cannot_be_checkpointed(tmp_path):
     ts.execute(keeper(lambda t: 0, time=(0, 0)))
     message = restore_error(str(tmp_path), keeper(lambda t: 0, time=(0, 0)), threads=1)
     assert "tuple times at its top" in message and "integer times" in message
+
+
+def test_read_snapshot_of_state_whose_class_is_gone_names_the_file(tmp_path, monkeypatch):
+    """A debugging reader in another session may not import an operator's state class:
+    the rows still show, each naming its file and why it cannot be unpickled (before: a
+    bare ModuleNotFoundError from pickle, naming no file)."""
+    import sys
+
+    module = tmp_path / "gone_state_mod.py"
+    module.write_text("class Box:\n    def __init__(self, n):\n        self.n = n\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import gone_state_mod
+
+    checkpoint = str(tmp_path / "ckpt")
+
+    def work(worker):
+        def build(scope):
+            inp, stream = scope.new_input()
+            b = ts.OperatorBuilder(scope, "Boxed")
+            port = b.new_input(stream, ts.Pipeline)
+            b.keep_state(lambda t: gone_state_mod.Box(t))
+            b.build(lambda: port.take())
+            return inp
+        worker.dataflow(build).advance_to(2)
+
+    ts.execute(work, checkpoint=checkpoint)
+    monkeypatch.delitem(sys.modules, "gone_state_mod")
+    sys.path.remove(str(tmp_path))
+    [summary] = ts.state.read_snapshot(checkpoint).column("summary").to_pylist()
+    assert "cannot unpickle" in summary and "gone_state_mod" in summary and "0-1.2.pkl" in summary
+    [row] = ts.state.read_snapshot(checkpoint, "Boxed").to_pylist()
+    assert row["type"] == "?" and "cannot unpickle" in row["repr"] and "0-1.2.pkl" in row["repr"]
