@@ -241,9 +241,9 @@ def test_a_dataflow_the_snapshot_does_not_hold_starts_from_the_beginning(tmp_pat
             ts.capture.follow(log, scope).inspect(seen.append)
 
         worker.dataflow(later)
-        worker.step_while(lambda: len(seen) < 5, timeout=10)
-        if worker.restored_time is None:
+        if worker.restored_time is None:        # (no step: no later snapshot holds it)
             raise RuntimeError("stopped after building the later dataflow")
+        worker.step_while(lambda: len(seen) < 5, timeout=10)
         return worker.restored_time, sorted(seen)
 
     with pytest.raises(ts.WorkerError, match="stopped after building"):
@@ -331,3 +331,29 @@ def test_the_restored_snapshot_is_kept_while_the_run_may_still_read_it(tmp_path)
     with pytest.raises(ts.WorkerError, match="stopped"):
         ts.execute_config(work, config)
     assert ts.execute_config(work, config) == [({"name": "First"}, {"name": "Second"})]
+
+
+def test_a_replayed_stream_is_held_by_snapshots_and_not_replayed_again(tmp_path):
+    """replay_into is a source too: a snapshot holds it (nothing it sends at or after t is
+    folded into the saved state) and a restored run replays only from t on.  Before, a
+    finished job submitted again replayed everything into the restored counts."""
+    from .helpers import running_count
+
+    events = list(ts.example(lambda s: s.to_stream(["a", "b", "a"]).delay(lambda x, t: 0 if x == "b" else 3)
+                             .capture()))
+    checkpoint = str(tmp_path)
+
+    def work(worker):
+        out = []
+
+        def build(scope):
+            inp, stream = scope.new_input()
+            running_count(stream.concat(ts.capture.replay_into([list(events)], scope))).inspect_time(
+                lambda t, r: out.append((t, *r)))
+            return inp
+
+        worker.dataflow(build).advance_to(max(2, worker.restored_time or 0))
+        return worker.restored_time, out
+
+    assert ts.execute(work, checkpoint=checkpoint) == [(None, [(0, "b", 1), (3, "a", 2)])]
+    assert ts.execute(work, checkpoint=checkpoint) == [(4, [])]        # held up to its last time, 3
