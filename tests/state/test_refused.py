@@ -203,7 +203,9 @@ def keeper(save, keyed=False, time=0):
     (lambda t: pa.table({"key": ["a"]}), True, r"operator 'Keeper' .* uint64 column '_key_hash'.*no such column"),
     (lambda t: pa.table({ts.KEY_HASH: [1]}), True, r"operator 'Keeper' .* uint64 column '_key_hash'.*found: int64"),
     (lambda t: {"a": 1}, True, r"operator 'Keeper' .* must return a pyarrow.Table .* it returned dict"),
-], ids=["unpicklable", "no-key-hash", "signed-key-hash", "not-a-table"])
+    (lambda t: pa.table({"x": pa.array([pa.MonthDayNano([1, 2, 3])], pa.month_day_nano_interval())}), False,
+     r"operator 'Keeper' \(1.2, dataflow 0\): its state cannot be written to .*0-1.2.parquet.*month_day_nano"),
+], ids=["unpicklable", "no-key-hash", "signed-key-hash", "not-a-table", "not-parquet"])
 def test_state_that_cannot_be_saved_is_an_error_naming_the_operator(tmp_path, save, keyed, expected):
     with pytest.raises(ts.WorkerError) as e:
         ts.execute(keeper(save, keyed), checkpoint=str(tmp_path))
