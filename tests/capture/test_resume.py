@@ -227,3 +227,23 @@ def test_a_snapshot_flushes_the_capture_writer(tmp_path):
 
     [(t, frontier)] = ts.execute(work, checkpoint=str(ckpt), snapshot_every=0.05, timeout=120)
     assert t >= 1 and frontier and frontier[0] >= t
+
+
+@pytest.mark.parametrize("owner", [None, "elsewhere"])
+def test_a_restored_run_refuses_a_log_written_under_another_checkpoint(tmp_path, owner):
+    """A restored run (restored_time set) capturing into a path that holds a log of another
+    run (written without a checkpoint, or under another one) must not cut that log and
+    drop its own output in favour of the foreign rows: the first write is refused."""
+    path, ckpt = tmp_path / "log", str(tmp_path / "ckpt")
+    for i in range(2):
+        w = ParquetEventWriter(path, worker=i, peers=2, flush_seconds=0.0)
+        if owner is not None:
+            w.recover(str(tmp_path / owner), None, 0)
+        run_epochs(w, i, range(6), close=False)
+        w.flush()
+    before = sorted(p.name for p in (path / "worker=0").iterdir())
+    w = ParquetEventWriter(path, worker=0, peers=2, flush_seconds=0.0)
+    w.recover(ckpt, 2, 0)
+    with pytest.raises(EventLogError, match=r"already holds an event log.*written (without a checkpoint|under)"):
+        w.push(Progress([(0, -1), (2, 1)]))
+    assert sorted(p.name for p in (path / "worker=0").iterdir()) == before     # the foreign log untouched

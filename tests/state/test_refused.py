@@ -203,7 +203,9 @@ def keeper(save, keyed=False, time=0):
     (lambda t: pa.table({"key": ["a"]}), True, r"operator 'Keeper' .* uint64 column '_key_hash'.*no such column"),
     (lambda t: pa.table({ts.KEY_HASH: [1]}), True, r"operator 'Keeper' .* uint64 column '_key_hash'.*found: int64"),
     (lambda t: {"a": 1}, True, r"operator 'Keeper' .* must return a pyarrow.Table .* it returned dict"),
-], ids=["unpicklable", "no-key-hash", "signed-key-hash", "not-a-table"])
+    (lambda t: pa.table({"x": pa.array([pa.MonthDayNano([1, 2, 3])], pa.month_day_nano_interval())}), False,
+     r"operator 'Keeper' \(1.2, dataflow 0\): its state cannot be written to .*0-1.2.parquet.*month_day_nano"),
+], ids=["unpicklable", "no-key-hash", "signed-key-hash", "not-a-table", "not-parquet"])
 def test_state_that_cannot_be_saved_is_an_error_naming_the_operator(tmp_path, save, keyed, expected):
     with pytest.raises(ts.WorkerError) as e:
         ts.execute(keeper(save, keyed), checkpoint=str(tmp_path))
@@ -256,3 +258,35 @@ def test_a_final_snapshot_that_cannot_complete_held_is_taken_once_the_inputs_end
     with pytest.warns(RuntimeWarning, match=r"holds a capability at 0.*final snapshot: the closed inputs stop"):
         assert ts.execute(work, checkpoint=str(tmp_path), timeout=20) == [[3]]
     assert len(manifests(str(tmp_path))) == 1
+
+
+def test_read_snapshot_of_state_whose_class_is_gone_names_the_file(tmp_path, monkeypatch):
+    """A debugging reader in another session may not import an operator's state class:
+    the rows still show, each naming its file and why it cannot be unpickled (before: a
+    bare ModuleNotFoundError from pickle, naming no file)."""
+    import sys
+
+    module = tmp_path / "gone_state_mod.py"
+    module.write_text("class Box:\n    def __init__(self, n):\n        self.n = n\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import gone_state_mod
+
+    checkpoint = str(tmp_path / "ckpt")
+
+    def work(worker):
+        def build(scope):
+            inp, stream = scope.new_input()
+            b = ts.OperatorBuilder(scope, "Boxed")
+            port = b.new_input(stream, ts.Pipeline)
+            b.keep_state(lambda t: gone_state_mod.Box(t))
+            b.build(lambda: port.take())
+            return inp
+        worker.dataflow(build).advance_to(2)
+
+    ts.execute(work, checkpoint=checkpoint)
+    monkeypatch.delitem(sys.modules, "gone_state_mod")
+    sys.path.remove(str(tmp_path))
+    [summary] = ts.state.read_snapshot(checkpoint).column("summary").to_pylist()
+    assert "cannot unpickle" in summary and "gone_state_mod" in summary and "0-1.2.pkl" in summary
+    [row] = ts.state.read_snapshot(checkpoint, "Boxed").to_pylist()
+    assert row["type"] == "?" and "cannot unpickle" in row["repr"] and "0-1.2.pkl" in row["repr"]

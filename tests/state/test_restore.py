@@ -170,3 +170,190 @@ def test_the_inputs_are_held_at_the_snapshot_time_until_every_worker_saved(tmp_p
     t = second[0][0]
     assert t == times[0]
     assert outputs(second, t) == [x for x in reference if x[0] >= t]
+
+
+def test_a_dataflow_built_after_a_worker_saved_is_not_in_that_snapshot(tmp_path):
+    """A dataflow built between this worker's save and the commit has no state in the
+    snapshot, so the manifest must not list it: a restore then builds it afresh (before,
+    the manifest listed it and the restore failed: 'the snapshot holds none for it')."""
+    import pyarrow as pa
+
+    checkpoint = str(tmp_path)
+    big = pa.table({"x": pa.array(range(300_000), pa.int64())})       # a write that takes a while
+
+    def keeper(scope, name, saved):
+        inp, stream = scope.new_input()
+        b = ts.OperatorBuilder(scope, name)
+        port = b.new_input(stream, ts.Pipeline)
+        b.keep_state(lambda t: saved.append(t) or big)
+        b.build(lambda: port.take())
+        return inp
+
+    def work(worker):
+        saved = []
+        first = worker.dataflow(lambda s: keeper(s, "First", saved))
+        if worker.restored_time is None:
+            first.send(1)
+            first.advance_to(1)
+            worker.step_while(lambda: not saved, timeout=30)
+            worker.dataflow(lambda s: keeper(s, "Second", []))       # after the save, before the commit
+            worker.step_while(lambda: not manifests(checkpoint), timeout=30)
+            raise RuntimeError("stopped after the first snapshot")
+        worker.dataflow(lambda s: keeper(s, "Second", []))
+        return worker.restored_time
+
+    with pytest.raises(ts.WorkerError, match="stopped after the first snapshot"):
+        ts.execute(work, checkpoint=checkpoint, snapshot_every=0.01)
+    assert ts.execute(work, checkpoint=checkpoint) == [1]
+
+
+def test_a_dataflow_the_snapshot_does_not_hold_starts_from_the_beginning(tmp_path):
+    """A dataflow built after the snapshot (so not in it) is built afresh by the restored
+    run: its to_stream records are sent (they are in no snapshot) and a follow of a log
+    reads it from the start -- not from the snapshot's time, which is another dataflow's."""
+    from timely_spark.capture import ParquetEventWriter
+
+    checkpoint, log = str(tmp_path / "ckpt"), tmp_path / "log"
+    writer = ParquetEventWriter(log, flush_seconds=0.0)
+    for e in range(3):
+        writer.push(ts.capture.Messages(e, [f"log{e}"]))
+        writer.push(ts.capture.Progress([(e, -1), (e + 1, 1)]))
+    writer.push(ts.capture.Progress([(3, -1)]))
+    writer.close()
+
+    def work(worker):
+        def first(scope):
+            inp, stream = scope.new_input()
+            return inp, stream.probe()
+
+        inp, probe = worker.dataflow(first)
+        start = worker.restored_time or 0
+        for e in range(start, 4):
+            inp.send(e)
+            inp.advance_to(e + 1)
+            worker.step_while(lambda: probe.less_than(inp.time), timeout=30)
+        if worker.restored_time is None:
+            worker.step_while(lambda: not manifests(checkpoint), timeout=30)   # a snapshot holding the first only
+        seen = []
+
+        def later(scope):
+            scope.to_stream(["a", "b"]).inspect(seen.append)
+            ts.capture.follow(log, scope).inspect(seen.append)
+
+        worker.dataflow(later)
+        if worker.restored_time is None:        # (no step: no later snapshot holds it)
+            raise RuntimeError("stopped after building the later dataflow")
+        worker.step_while(lambda: len(seen) < 5, timeout=10)
+        return worker.restored_time, sorted(seen)
+
+    with pytest.raises(ts.WorkerError, match="stopped after building"):
+        ts.execute(work, checkpoint=checkpoint, snapshot_every=0.01)
+    [(t, seen)] = ts.execute(work, checkpoint=checkpoint)
+    assert t is not None and t > 0 and seen == ["a", "b", "log0", "log1", "log2"]
+
+
+
+def test_no_snapshot_starts_after_the_final_one(tmp_path):
+    """Once every source is closed and the final snapshot is committed, nothing can change
+    and the other workers may finish: a periodic snapshot started after it would wait for
+    them forever (runs hung with 'worker 0: running its dataflows to completion').  Here an
+    operator keeps the dataflow running after the final snapshot, for longer than
+    snapshot_every: no snapshot follows the final one."""
+    import json
+    import time
+
+    checkpoint = str(tmp_path)
+    done, wake = [], []
+
+    def holder(scope):
+        inp, stream = scope.new_input()
+        b = ts.OperatorBuilder(scope, "Holder")
+        port = b.new_input(stream, ts.Pipeline)
+        held = [b.initial_capability().delayed(100)]      # a later time: the final snapshot is not held up
+
+        def logic():
+            port.take()
+            if done and held:
+                held.pop().drop()
+
+        b.build(logic)
+        wake.append(b.info().activate)
+        return inp
+
+    def final_committed():
+        return any(json.load(open(os.path.join(checkpoint, n)))["final"] for n in manifests(checkpoint))
+
+    def work(worker):
+        inp = worker.dataflow(holder)
+        inp.send(1)
+        inp.close()
+        worker.step_while(lambda: not final_committed(), timeout=30)
+        began = time.monotonic()
+        worker.step_while(lambda: time.monotonic() < began + 0.2)     # ten times snapshot_every
+        done.append(True)
+        wake[0]()
+        return worker.index
+
+    assert ts.execute(work, checkpoint=checkpoint, snapshot_every=0.02, timeout=30) == [0]
+    last = manifests(checkpoint)[-1]
+    assert json.load(open(os.path.join(checkpoint, last)))["final"], manifests(checkpoint)
+
+
+def test_the_restored_snapshot_is_kept_while_the_run_may_still_read_it(tmp_path):
+    """A restored run reads an operator's state when it builds the operator; newer
+    snapshots committed before a later dataflow is built must not delete the snapshot it
+    restores from (before: 'cannot read the state file', with snapshots_kept=1)."""
+    checkpoint = str(tmp_path)
+
+    def keeper(scope, name):
+        inp, stream = scope.new_input()
+        b = ts.OperatorBuilder(scope, name)
+        port = b.new_input(stream, ts.Pipeline)
+        restored = b.keep_state(lambda t: {"name": name})
+        b.build(lambda: port.take())
+        return inp, restored
+
+    def work(worker):
+        first, restored = worker.dataflow(lambda s: keeper(s, "First"))
+        if worker.restored_time is None:
+            second, _ = worker.dataflow(lambda s: keeper(s, "Second"))
+            first.send(1)
+            first.advance_to(1)
+            second.advance_to(1)
+            worker.step_while(lambda: not manifests(checkpoint), timeout=30)        # a snapshot of both
+            raise RuntimeError("stopped")
+        seen = manifests(checkpoint)
+        worker.step_while(lambda: manifests(checkpoint) == seen, timeout=30)       # a newer one is committed
+        _, later = worker.dataflow(lambda s: keeper(s, "Second"))                  # restored from the older
+        return restored, later
+
+    config = ts.Config(checkpoint=checkpoint, snapshot_every=0.01, snapshots_kept=1)
+    with pytest.raises(ts.WorkerError, match="stopped"):
+        ts.execute_config(work, config)
+    assert ts.execute_config(work, config) == [({"name": "First"}, {"name": "Second"})]
+
+
+def test_a_replayed_stream_is_held_by_snapshots_and_not_replayed_again(tmp_path):
+    """replay_into is a source too: a snapshot holds it (nothing it sends at or after t is
+    folded into the saved state) and a restored run replays only from t on.  Before, a
+    finished job submitted again replayed everything into the restored counts."""
+    from .helpers import running_count
+
+    events = list(ts.example(lambda s: s.to_stream(["a", "b", "a"]).delay(lambda x, t: 0 if x == "b" else 3)
+                             .capture()))
+    checkpoint = str(tmp_path)
+
+    def work(worker):
+        out = []
+
+        def build(scope):
+            inp, stream = scope.new_input()
+            running_count(stream.concat(ts.capture.replay_into([list(events)], scope))).inspect_time(
+                lambda t, r: out.append((t, *r)))
+            return inp
+
+        worker.dataflow(build).advance_to(max(2, worker.restored_time or 0))
+        return worker.restored_time, out
+
+    assert ts.execute(work, checkpoint=checkpoint) == [(None, [(0, "b", 1), (3, "a", 2)])]
+    assert ts.execute(work, checkpoint=checkpoint) == [(4, [])]        # held up to its last time, 3

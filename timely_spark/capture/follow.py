@@ -93,7 +93,8 @@ def follow(path: Any, scope: Any, since: Any = None, poll: float = FOLLOW_POLL_I
     if isinstance(poll, bool) or not isinstance(poll, (int, float)) or not 0 < poll < float("inf"):
         raise ParameterError(f"follow: poll must be a positive number of seconds, got {poll!r}")
     worker = scope.worker
-    restored = getattr(worker, "restored_time", None)
+    of = getattr(worker, "restored_time_of", None)
+    restored = of(scope) if of is not None else None
     if since is None and restored is not None:
         since = restored                 # a restored run: the times before it are in the snapshot
     source = LogFollower(path, scope.index, scope.peers, since=since, poll=poll, time=time)

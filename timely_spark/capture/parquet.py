@@ -136,6 +136,7 @@ class ParquetEventWriter:
         self._resumed: Any = None                # a restored run's ResumePoint (see restore)
         self._run: Any = None                    # the restored run's own frontier (a MutableAntichain)
         self._written: dict = {}                 # the counts this restored writer's stream holds
+        self._owner = ""                         # who wrote an existing log that is refused (recover)
 
     @property
     def _layout(self) -> Optional[str]:
@@ -304,10 +305,19 @@ class ParquetEventWriter:
         (``restored_time`` not None) it restores there (:meth:`restore`), and on a fresh start of
         a run whose earlier attempt wrote this log under the same checkpoint (it died
         before its first snapshot) it restores at ``minimum`` (the start): either way
-        every epoch is in the log once.  A log written otherwise is refused, as always."""
+        every epoch is in the log once.  A log written otherwise (without a checkpoint, or
+        under another one) is refused, as always -- on a restored run too: its rows are
+        another run's, and cutting them to the snapshot would drop this run's output."""
         from .resume import written_under
 
         self.checkpoint = os.path.abspath(checkpoint)
+        if not not_started(self.root):
+            owner = written_under(self.root)
+            if owner != self.checkpoint:          # another run's log: refused at the first write
+                self._existing = True
+                self._owner = ("written without a checkpoint" if owner is None else
+                               f"written under the checkpoint {owner}, not {self.checkpoint}")
+                return
         if restored_time is not None:
             self.restore(restored_time)
         elif self._existing and written_under(self.root) == self.checkpoint:
@@ -378,8 +388,10 @@ class ParquetEventWriter:
         return Progress(updates)
 
     def _refuse(self) -> None:
-        raise EventLogError(f"{self.dir}: already holds an event log; write a new one elsewhere (a run restored "
-                            "from a checkpoint goes on with it: see ParquetEventWriter.restore)")
+        owner = f" ({self._owner})" if self._owner else ""
+        raise EventLogError(f"{self.dir}: already holds an event log{owner}; write a new one elsewhere (a run "
+                            "restored from a checkpoint goes on with the log it wrote: see "
+                            "ParquetEventWriter.restore)")
 
     def close(self) -> None:
         """Flush and mark the log complete (idempotent)."""

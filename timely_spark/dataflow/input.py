@@ -301,8 +301,9 @@ def new_input(scope: Any, name: str = "Input") -> tuple[InputHandle, "Stream"]:
     worker.track_input(handle)
     if scope.subgraph.parent is None:          # a dataflow's own input: snapshots pin it
         worker.register_source(handle)
-        if worker.restored_time is not None:   # a restored run: the input starts at the snapshot's time
-            handle.advance_to(worker.restored_time)
+        restored = worker.restored_time_of(scope)
+        if restored is not None:               # a restored dataflow: the input starts at the snapshot's time
+            handle.advance_to(restored)
     return handle, handle.stream
 
 
@@ -339,7 +340,8 @@ def to_stream(scope: Any, iterable: Iterable[Any], name: str = "ToStream") -> "S
     worker = scope.worker
     if scope.subgraph.parent is None:
         worker.register_source(_AtMinimum(scope.minimum))
-        if worker.restored_time is not None and worker.restored_time != scope.minimum:
+        restored = worker.restored_time_of(scope)
+        if restored is not None and restored != scope.minimum:
             it = iter(())                      # restored: its records (at the minimum time) are in the snapshot
 
     def constructor(cap: Any, info: Any) -> Any:

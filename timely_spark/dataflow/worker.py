@@ -203,6 +203,23 @@ class Worker:
             return None
         return self._snapshots.restored(kept)
 
+    def restored_time_of(self, scope: Any) -> Any:
+        """The time the dataflow of ``scope`` (any scope in it) restarts at: the restored
+        snapshot's time (:attr:`restored_time`) if the snapshot holds that dataflow, else
+        None -- a fresh start, or a dataflow the snapshot does not have (built after it):
+        that one starts from the beginning, its sources sending everything again.
+
+        >>> import timely_spark as ts
+        >>> ts.execute(lambda w: w.dataflow(lambda s: w.restored_time_of(s)))
+        [None]
+        """
+        if self.restored_time is None or self._snapshots is None:
+            return self.restored_time          # (set by hand, without snapshots: every dataflow)
+        graph = scope.subgraph
+        while graph.parent is not None:
+            graph = graph.parent
+        return self.restored_time if self._snapshots.holds(graph.dataflow_index) else None
+
     def kept_states(self) -> list:
         """Every operator state registered on this worker (:class:`~.state_hook.KeptState`).
 
@@ -224,7 +241,8 @@ class Worker:
         the run has a checkpoint): ``manager.poll()`` runs at every step, and
         ``manager.busy()`` keeps :meth:`step` reporting work while a snapshot is under
         way; ``manager.built(graph)`` sees each dataflow once it is built;
-        ``manager.restored(kept)`` answers :meth:`register_state`.
+        ``manager.restored(kept)`` answers :meth:`register_state`; ``manager.holds(index)``
+        whether the restored snapshot has dataflow ``index`` (:meth:`restored_time_of`).
 
         >>> import tempfile, timely_spark as ts
         >>> ts.execute(lambda w: type(w._snapshots).__name__, checkpoint=tempfile.mkdtemp())   # attached for us

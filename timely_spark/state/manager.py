@@ -22,7 +22,10 @@ first, before any dataflow):
    no operator sees the end of its input, nor a delay releases records for later
    times, before it saves); with every
    ``written`` (files, sizes, checksums), worker 0 commits the manifest (temp file,
-   fsync, rename) and deletes snapshots older than the last ``snapshots_kept``.
+   fsync, rename) and deletes snapshots older than the last ``snapshots_kept``.  The
+   manifest lists the dataflows the workers had built when they saved (a dataflow built
+   later is not in the snapshot; one some workers built before saving and others after
+   makes the snapshot not committed).
 
 No worker waits for another but through progress and these messages, which it
 handles at its steps.  Restore: at the start the newest usable committed manifest is
@@ -132,6 +135,7 @@ class _Part:
         self.released = False
         self.writer: Optional[threading.Thread] = None
         self.result: Any = None         # entries, or the writer's exception
+        self.dataflows = 0              # how many dataflows this worker had built when it saved
         self.written = False            # "written" sent
         self.since = time.monotonic()   # when it began waiting for t to complete
         self.warned = False
@@ -202,6 +206,11 @@ class SnapshotManager:
         self._seq = max(list_manifests(directory) + list_snapshot_dirs(directory), default=0)
         if self.manifest is not None:
             self.worker.restored_time = self.manifest["time"]
+
+    def holds(self, dataflow: int) -> bool:
+        """Whether the restored snapshot has dataflow number ``dataflow`` (False on a fresh
+        start): its sources restart at the snapshot's time, others from the beginning."""
+        return self.manifest is not None and str(dataflow) in self.manifest["dataflows"]
 
     def restored(self, kept: Any) -> Any:
         """What the restored snapshot holds for ``kept`` on this worker (None on a fresh
@@ -404,6 +413,7 @@ class SnapshotManager:
                         self._release_holds()
                 return
             saves = [save_state(kept, part.t) for kept in self.worker.kept_states()]
+            part.dataflows = len(self.worker.built_dataflows())
             part.saved = True
             self._send(0, ("saved", part.seq, self.index))
             part.writer = threading.Thread(target=self._write, args=(part, saves), daemon=True,
@@ -413,7 +423,7 @@ class SnapshotManager:
             if isinstance(part.result, BaseException):
                 raise part.result
             part.written = True
-            self._send(0, ("written", part.seq, self.index, part.result))
+            self._send(0, ("written", part.seq, self.index, (part.dataflows, part.result)))
         if part.written and part.released:
             self._part = None
             if part.final:
@@ -464,8 +474,12 @@ class SnapshotManager:
         r = self._round
         now = time.monotonic()
         if r is None:
-            final = len(self._closed) == self.peers and not self._final_done
-            if final or (self._due is not None and now >= self._due):
+            closed = len(self._closed) == self.peers
+            final = closed and not self._final_done
+            # after the final snapshot nothing changes, and the other workers may have finished:
+            # a periodic one then would wait for them forever
+            periodic = not (closed and self._final_done) and self._due is not None and now >= self._due
+            if final or periodic:
                 self._seq += 1
                 self._round = _Round(self._seq, final)
                 self._broadcast(("pin", self._seq))
@@ -493,9 +507,15 @@ class SnapshotManager:
             self._due = now + self.every
 
     def _commit(self, r: _Round) -> None:
+        counts = {n for n, _ in r.written.values()}
+        if len(counts) != 1:
+            # a dataflow was built on some workers before they saved and on others after: the
+            # snapshot holds its state from some workers only, so it is not committed (the next is)
+            return
+        [built] = counts
         states: dict[str, dict] = {}
         for worker in sorted(r.written):
-            for e in r.written[worker]:
+            for e in r.written[worker][1]:
                 state = states.setdefault(e["key"], {"dataflow": e["dataflow"], "address": e["address"],
                                                      "name": e["name"], "keyed": e["keyed"], "kind": e["kind"],
                                                      "files": []})
@@ -506,11 +526,11 @@ class SnapshotManager:
                                           f"on worker {worker}; snapshot {r.seq} is not committed")
                 state["files"].append(e["file"])
         dataflows = {str(g.dataflow_index): {"name": g.name, "operators": operators_of(g)}
-                     for g in self.worker.built_dataflows()}
+                     for g in self.worker.built_dataflows()[:built]}      # those built when the workers saved
         body = {"time": r.t, "peers": self.peers, "final": r.final, "dataflows": dataflows, "states": states,
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
         write_manifest(self.directory, r.seq, body)
-        retain(self.directory, self.keep)
+        retain(self.directory, self.keep, protect=self.manifest["seq"] if self.manifest is not None else None)
 
 
 def _identity(x: Any) -> Any:

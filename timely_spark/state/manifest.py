@@ -177,15 +177,19 @@ def candidates(directory: str) -> Iterator[tuple[str, Any]]:
         yield path, manifest
 
 
-def retain(directory: str, keep: int, current: Optional[int] = None) -> None:
+def retain(directory: str, keep: int, current: Optional[int] = None, protect: Optional[int] = None) -> None:
     """Keep the newest ``keep`` manifests (and their snapshot directories); delete older
     manifests first (so they are no longer committed), then their directories, and any
     snapshot directory older than the newest manifest that no manifest commits
     (left by a run that failed while writing it), and temporary manifests left by a
     worker 0 that died before renaming one (only worker 0 writes them, one at a time).  ``current``: a snapshot being
-    written (never deleted)."""
+    written (never deleted); ``protect``: the snapshot a running restored run restores from
+    (its dataflows may not all be built yet, and each reads its state when it is), kept
+    with its manifest however many newer ones there are."""
     seqs = list_manifests(directory)
     kept = set(seqs[-keep:]) if keep > 0 else set()
+    if protect is not None:
+        kept.add(protect)
     for seq in seqs:
         if seq not in kept:
             try:

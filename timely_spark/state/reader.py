@@ -21,6 +21,17 @@ _SUMMARY.maxstring = 80
 _SUMMARY.maxother = 80
 
 
+def _unpickled(file: str) -> tuple[str, str]:
+    """The type name and a short repr of a pickled state file; ``("?", why)`` naming the
+    file when it cannot be unpickled here (its class not importable in this session)."""
+    try:
+        with open(file, "rb") as f:
+            value = pickle.loads(f.read())
+    except Exception as exc:  # noqa: BLE001 -- shown in the table, not raised: a debugging view
+        return "?", f"<cannot unpickle {file}: {type(exc).__name__}: {exc}>"
+    return type(value).__name__, _SUMMARY.repr(value)
+
+
 def _choose(checkpoint: str, seq: Optional[int]) -> tuple[str, dict]:
     if seq is not None:
         path = manifest_path(checkpoint, seq)
@@ -54,7 +65,9 @@ def read_snapshot(checkpoint: str, operator: Optional[str] = None, *, seq: Optio
     ``_key_hash``), or one row per worker with ``type`` and ``repr`` of a pickled one.
     ``pyarrow.Table.to_pandas()`` or ``spark.createDataFrame(table.to_pandas())`` show it.
     Raises CheckpointError when no snapshot is usable (a damaged newest one falls back,
-    with a warning) and KeyError for an operator the snapshot does not hold.
+    with a warning) and KeyError for an operator the snapshot does not hold; a pickled
+    state that cannot be unpickled here (its class not importable) shows as type ``?``
+    with a text naming its file and why.
 
     >>> import tempfile, timely_spark as ts
     >>> def work(worker):
@@ -98,9 +111,7 @@ def read_snapshot(checkpoint: str, operator: Optional[str] = None, *, seq: Optio
                 if state["kind"] == "parquet":
                     summary = str(schema_of(entry["schema"])).replace("\n", "; ")
                 else:
-                    with open(file, "rb") as f:
-                        value = pickle.loads(f.read())
-                    summary = f"{type(value).__name__}: {_SUMMARY.repr(value)}"
+                    summary = ": ".join(_unpickled(file))
                 for name, v in (("seq", manifest["seq"]), ("time", manifest["time"]), ("peers", manifest["peers"]),
                                 ("dataflow", state["dataflow"]), ("address", state["address"]),
                                 ("operator", state["name"]), ("keyed", state["keyed"]), ("kind", state["kind"]),
@@ -125,9 +136,8 @@ def read_snapshot(checkpoint: str, operator: Optional[str] = None, *, seq: Optio
         return pa.concat_tables(tables)
     workers, types_, reprs = [], [], []
     for entry in files:
-        with open(os.path.join(checkpoint, entry["path"]), "rb") as f:
-            value = pickle.loads(f.read())
+        kind, text = _unpickled(os.path.join(checkpoint, entry["path"]))
         workers.append(entry["worker"])
-        types_.append(type(value).__name__)
-        reprs.append(_SUMMARY.repr(value))
+        types_.append(kind)
+        reprs.append(text)
     return pa.table({"worker": pa.array(workers, pa.int64()), "type": types_, "repr": reprs})

@@ -84,18 +84,23 @@ def schema_of(text: str) -> pa.Schema:
 
 def write_saved(saved: Saved, directory: str, relative: str, worker: int) -> dict:
     """Write one saved state to ``directory/relative`` (fsync'd) and return its
-    manifest entry: worker, path, size, sha256, rows, schema (Tables)."""
+    manifest entry: worker, path, size, sha256, rows, schema (Tables); CheckpointError
+    naming the operator and the file if it cannot be written (a Table Parquet cannot hold)."""
     import pyarrow.parquet as pq  # (not imported with the package: only a run with a checkpoint needs it)
 
     path = os.path.join(directory, relative)
-    with open(path, "wb") as f:
-        if saved.kind == "parquet":
-            assert saved.table is not None
-            pq.write_table(saved.table, f)
-        else:
-            f.write(saved.data)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(path, "wb") as f:
+            if saved.kind == "parquet":
+                assert saved.table is not None
+                pq.write_table(saved.table, f)
+            else:
+                f.write(saved.data)
+            f.flush()
+            os.fsync(f.fileno())
+    except Exception as exc:
+        raise CheckpointError(f"{_describe(saved.kept)}: its state cannot be written to {path}: "
+                              f"{type(exc).__name__}: {exc}") from exc
     size, digest = file_digest(path)
     entry = {"worker": worker, "path": relative, "size": size, "sha256": digest,
              "rows": saved.table.num_rows if saved.table is not None else None}

@@ -80,11 +80,11 @@ def capture_into(stream: "Stream", pusher: Any, name: str = "Capture") -> None:
                 armed[0] = True
                 worker.activate_after(fire, delay)
 
-    _recoverable(b, worker, pusher, push_progress, minimum)
+    _recoverable(b, stream.scope, pusher, push_progress, minimum)
     b.build(logic, notify=True, initial_capabilities=False)
 
 
-def _recoverable(b: OperatorBuilder, worker: Any, pusher: Any, push_progress: Any, minimum: Any) -> None:
+def _recoverable(b: OperatorBuilder, scope: Any, pusher: Any, push_progress: Any, minimum: Any) -> None:
     """Snapshots and restores (issue 24): a snapshot at ``t`` flushes the pusher (its
     ``flush()``, if it has one) with every event before ``t`` pushed, so the log holds
     all of the times the snapshot covers; on a run with a checkpoint the pusher learns
@@ -102,10 +102,11 @@ def _recoverable(b: OperatorBuilder, worker: Any, pusher: Any, push_progress: An
         return pa.table({KEY_HASH: pa.array([], pa.uint64())})     # nothing: keyed, so any worker count
 
     keep_state(save, keyed=True)
+    worker = scope.worker
     checkpoint = worker.config.checkpoint
     recover = getattr(pusher, "recover", None)
     if checkpoint is not None and recover is not None:
-        recover(checkpoint, worker.restored_time, minimum)
+        recover(checkpoint, worker.restored_time_of(scope), minimum)
 
 
 def capture(stream: "Stream", name: str = "Capture") -> EventQueue:

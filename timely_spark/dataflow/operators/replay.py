@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ...progress import MutableAntichain, less_equal
 from ..operator import OperatorBuilder
 from .event import Messages, Progress, as_source
 
@@ -50,11 +51,19 @@ def replay_into(sources: Sequence[Any], scope: Any, name: str = "Replay") -> "St
     info = b.info()
     activate = info.activate
     state: dict[str, Any] = {"started": False, "live": list(sources), "delay": POLL_MIN}
+    since = _restored_at(scope)
+    held = _Held(minimum if since is None else since, len(sources), internals, activate, state)
+    if scope.subgraph.parent is None and not all(hasattr(x, "pin") for x in sources):
+        scope.worker.register_source(held)        # a snapshot holds the replay at its time too
 
     def logic() -> None:
         if not state["started"]:
             state["started"] = True
-            internals.update(minimum, len(sources) - 1)
+            if since is None:
+                internals.update(minimum, len(sources) - 1)
+            else:
+                internals.update(minimum, -1)
+                internals.update(since, len(sources))
         got = False
         live = []
         for source in state["live"]:
@@ -65,10 +74,16 @@ def replay_into(sources: Sequence[Any], scope: Any, name: str = "Replay") -> "St
                         live.append(source)
                         break
                     got = True
+                    if since is not None:
+                        event = _advanced(event, since)
+                        if event is None:
+                            continue
                     if type(event) is Progress:
                         internals.extend(event.updates)
+                        held.counts.update_iter(event.updates)
                     elif type(event) is Messages:
                         output.unstable_push(event.time, event.data)
+                        held.sent(event.time)
                     else:
                         raise TypeError(f"replay {name!r}: {type(event).__name__} is not an event")
             except StopIteration:
@@ -84,3 +99,71 @@ def replay_into(sources: Sequence[Any], scope: Any, name: str = "Replay") -> "St
 
     b.build(logic)
     return stream
+
+
+def _restored_at(scope: Any) -> Any:
+    """The time a restored snapshot holds the dataflow at (None: a fresh start, or not a
+    dataflow's top scope): the replay then starts there, as the dataflow's state holds
+    everything before it."""
+    if scope.subgraph.parent is not None:
+        return None
+    of = getattr(scope.worker, "restored_time_of", None)
+    return of(scope) if of is not None else None
+
+
+def _advanced(event: Any, since: Any) -> Any:
+    """``event`` of a stream replayed from ``since`` on (a restored run): records at times
+    before it dropped (None), progress at such times counted at ``since`` instead."""
+    if type(event) is Messages:
+        return event if less_equal(since, event.time) else None
+    if type(event) is Progress:
+        return Progress([(t if less_equal(since, t) else since, d) for t, d in event.updates])
+    return event
+
+
+class _Held:
+    """The replay as a source a snapshot pins (``worker.register_source``): its time is the
+    least time it still holds, ``pin(t)`` keeps a capability at ``t`` (through the
+    operator's capability changes) until ``unpin()``."""
+
+    def __init__(self, start: Any, n: int, internals: Any, activate: Any, state: dict) -> None:
+        self.counts = MutableAntichain([(start, n)])
+        self._last = start                 # the least time held when it last held one
+        self._latest: Any = None           # the latest time it sent records at
+        self._internals, self._activate, self._state = internals, activate, state
+        self._pinned: Any = None
+
+    def sent(self, t: Any) -> None:
+        if self._latest is None or less_equal(self._latest, t):
+            self._latest = t
+
+    @property
+    def time(self) -> Any:
+        elements = self.counts.frontier().elements()
+        if elements:
+            self._last = min(elements)
+        return self._last
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._state["started"]) and not self._state["live"]
+
+    @property
+    def resume_time(self) -> Any:
+        t = self.time
+        if self.closed and isinstance(self._latest, int) and self._latest >= t:
+            return self._latest + 1
+        return t
+
+    def pin(self, t: Any) -> None:
+        self._internals.update(t, 1)
+        if self._pinned is not None:
+            self._internals.update(self._pinned, -1)
+        self._pinned = t
+        self._activate()
+
+    def unpin(self) -> None:
+        if self._pinned is not None:
+            self._internals.update(self._pinned, -1)
+            self._pinned = None
+            self._activate()
