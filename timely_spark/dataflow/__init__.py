@@ -13,7 +13,7 @@ from .input import InputHandle
 from .notificator import Notificator
 from .operator import OperatorBuilder, OperatorInfo
 from .operators.changelog import DIFF, diffs, with_diffs, without_diffs
-from .operators.exchange_by import ExchangeBy, check_batch, check_columns
+from .operators.exchange_by import ExchangeBy, check_batch, check_columns, split_rows
 from .operators.feedback import LoopHandle
 from .operators.generic import source
 
@@ -35,7 +35,7 @@ from .worker import Worker
 __all__ = [
     "BranchOut", "Capability", "CapabilitySet", "Exchange", "ExchangeBy", "InputCapability", "InputHandle", "InputPort",
     "LoopHandle", "Notificator", "OkErrOut", "OperatorBuilder", "OperatorInfo", "OutputHandle", "Pipeline",
-    "ProbeHandle", "Scope", "Stream", "Vertex", "Worker", "check_batch", "check_columns", "destinations",
+    "ProbeHandle", "Scope", "Stream", "Vertex", "Worker", "check_batch", "check_columns", "destinations", "split_rows",
     "source", "stable_hash",
     "DIFF", "diffs", "with_diffs", "without_diffs",
     "StateHooks", "KEY_HASH", "hash_columns",

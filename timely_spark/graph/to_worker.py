@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-import numpy as np
-import pyarrow as pa
-
-from ..dataflow import check_batch, check_columns
+from ..dataflow import check_batch, check_columns, split_rows
 
 __all__ = ["ToWorker", "TO"]
 
@@ -25,6 +22,7 @@ TO = "to"
 class ToWorker:
     """Route each row to worker ``row[to]`` (an integer column, ``0 <= to < peers``).
 
+    >>> import pyarrow as pa
     >>> class Pusher:
     ...     def __init__(self): self.got = []
     ...     def push(self, message): self.got.append(message[1][0].column("x").to_pylist())
@@ -53,20 +51,11 @@ class ToWorker:
                     continue
                 check_columns(batch, [column], operator)
                 dest = batch.column(column).to_numpy(zero_copy_only=False)
-                first = int(dest[0])
-                if not 0 <= first < peers or int(dest.min()) < 0 or int(dest.max()) >= peers:
+                if int(dest.min()) < 0 or int(dest.max()) >= peers:
                     raise ValueError(f"operator {operator!r}: column {column!r} names workers outside "
                                      f"0..{peers - 1}")
-                if (dest == first).all():                       # the usual case: one batch per owner
-                    pieces[first].append(batch)
-                    continue
-                counts = np.bincount(dest, minlength=peers)
-                ordered = batch.take(pa.array(np.argsort(dest, kind="stable")))
-                start = 0
-                for worker, n in enumerate(counts.tolist()):
-                    if n:
-                        pieces[worker].append(ordered.slice(start, n))
-                        start += n
+                for worker, rows in split_rows(batch, dest, peers):   # usually: one batch, one owner
+                    pieces[worker].append(rows)
             for push, part in zip(pushes, pieces):
                 if part:
                     push((time, part))

@@ -20,7 +20,7 @@ from .pipe import pipe
 if TYPE_CHECKING:
     from ..stream import Stream
 
-__all__ = ["ExchangeBy", "exchange_by", "key_list", "check_columns", "check_batch"]
+__all__ = ["ExchangeBy", "exchange_by", "key_list", "check_columns", "check_batch", "split_rows"]
 
 
 def key_list(keys: Union[str, Sequence[str]], operator: str) -> list[str]:
@@ -118,17 +118,8 @@ class ExchangeBy:
                 if peers == 1:
                     pieces[0].append(batch)
                     continue
-                dest = destinations(batch, keys, peers)
-                counts = np.bincount(dest, minlength=peers)
-                if counts.max() == batch.num_rows:                 # all rows go to one worker
-                    pieces[int(dest[0])].append(batch)
-                    continue
-                ordered = batch.take(pa.array(np.argsort(dest, kind="stable")))
-                start = 0
-                for worker, n in enumerate(counts.tolist()):
-                    if n:
-                        pieces[worker].append(ordered.slice(start, n))
-                        start += n
+                for worker, rows in split_rows(batch, destinations(batch, keys, peers), peers):
+                    pieces[worker].append(rows)
             for push, part in zip(pushes, pieces):
                 if part:
                     push((time, part))
@@ -137,6 +128,29 @@ class ExchangeBy:
 
     def __repr__(self) -> str:
         return f"ExchangeBy({self.keys!r})"
+
+
+def split_rows(batch: pa.RecordBatch, dest: np.ndarray, peers: int) -> list[tuple[int, pa.RecordBatch]]:
+    """The rows of ``batch`` by their worker ``dest`` (one int in ``0..peers-1`` per row):
+    ``(worker, rows)`` for each worker that gets any, in worker order, each worker's
+    rows in their order in ``batch``; a batch whose rows all go to one worker is passed
+    on whole (no copy).
+
+    >>> import numpy as np, pyarrow as pa
+    >>> rb = pa.record_batch({"x": [7, 8, 9]})
+    >>> [(w, rows.column("x").to_pylist()) for w, rows in split_rows(rb, np.array([1, 0, 1]), 2)]
+    [(0, [8]), (1, [7, 9])]
+    """
+    counts = np.bincount(dest, minlength=peers)
+    if counts.max() == batch.num_rows:                 # all rows go to one worker
+        return [(int(dest[0]), batch)]
+    ordered = batch.take(pa.array(np.argsort(dest, kind="stable")))
+    parts, start = [], 0
+    for worker, n in enumerate(counts.tolist()):
+        if n:
+            parts.append((worker, ordered.slice(start, n)))
+            start += n
+    return parts
 
 
 def exchange_by(stream: "Stream", keys: Union[str, Sequence[str]], name: str = "ExchangeBy") -> "Stream":
