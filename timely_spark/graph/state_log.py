@@ -1,0 +1,36 @@
+"""Where ``ts.graph``'s operators say how much state they hold: each reports the rows it
+keeps per time to the :data:`GRAPH_LOG` stream of the worker's logging registry, if a
+handler is registered (events ``state`` with ``name``, the operator; ``count``, rows;
+``frontier``, the time as a 1-tuple).  Tests use it to check that work is spread over
+the workers; ``jobs/bench_graph.py`` prints each worker's peak."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..dataflow import Scope
+
+__all__ = ["GRAPH_LOG", "log_state"]
+
+#: The logging-registry stream graph operators report their state sizes to.
+GRAPH_LOG = "graph"
+
+
+def log_state(scope: "Scope", operator: str, time: Any, rows: int) -> None:
+    """Report that ``operator`` holds ``rows`` rows at ``time`` on this worker, to the
+    :data:`GRAPH_LOG` stream of its logging registry (nothing if no handler is registered).
+
+    >>> import timely_spark as ts
+    >>> def work(worker):
+    ...     seen = []
+    ...     worker.log_register().insert(GRAPH_LOG, seen.extend)
+    ...     worker.dataflow(lambda s: log_state(s, "Op", 3, 10))
+    ...     worker.log_register().flush()
+    ...     return [(e["name"], e["count"], e["frontier"]) for e in seen]
+    >>> ts.execute(work)
+    [[('Op', 10, (3,))]]
+    """
+    logger = scope.worker.log_register().get(GRAPH_LOG)
+    if logger is not None:
+        logger.log("state", name=operator, count=int(rows), frontier=(time,))
