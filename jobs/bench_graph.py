@@ -566,7 +566,7 @@ def main() -> None:
     disagree = 0
     for m in (int(s) for s in args.sizes.split(",")):
         path = graph_file(data, m, args.seed)
-        source = int(pq.read_table(path, columns=["src"]).slice(0, 1)["src"][0].as_py())
+        source = int(pq.ParquetFile(path).read_row_group(0, columns=["src"])["src"][0].as_py())   # not the whole column
         arrow_bytes = 16 * m
         print(f"\n== {m:,} edges ({arrow_bytes / 2**20:,.0f} MB as Arrow), {path} ==", flush=True)
         refs: dict = {}
