@@ -4,7 +4,9 @@ its own process, with its peak memory.
 For each size m: a random graph (m edges, m/2 vertices, skewed in-degrees) written
 once as Parquet (int64 ``src``, ``dst``) under ``--data``; then every method runs in a
 process of its own (``--method``), which reads the Parquet file (untimed), runs, and
-writes its result as Parquet.  The parent samples the RSS of that process and every
+writes its result as Parquet (a Spark method collects it with ``toArrow`` up to
+``--collect-up-to`` edges; above that Spark's executors write it, the timed action).
+The parent samples the RSS of that process and every
 process it started (Spark's JVM and its Python workers included) in a watcher thread
 (psutil if installed, else /proc) and prints, per method: time, peak memory, peak
 memory / the edge list's Arrow size (16 bytes an edge), the ratio to scipy, and the
