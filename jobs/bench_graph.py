@@ -4,7 +4,9 @@ its own process, with its peak memory.
 For each size m: a random graph (m edges, m/2 vertices, skewed in-degrees) written
 once as Parquet (int64 ``src``, ``dst``) under ``--data``; then every method runs in a
 process of its own (``--method``), which reads the Parquet file (untimed), runs, and
-writes its result as Parquet.  The parent samples the RSS of that process and every
+writes its result as Parquet (a Spark method collects it with ``toArrow`` up to
+``--collect-up-to`` edges; above that Spark's executors write it, the timed action).
+The parent samples the RSS of that process and every
 process it started (Spark's JVM and its Python workers included) in a watcher thread
 (psutil if installed, else /proc) and prints, per method: time, peak memory, peak
 memory / the edge list's Arrow size (16 bytes an edge), the ratio to scipy, and the
@@ -169,9 +171,19 @@ def _timed(fn):
     return out, time.perf_counter() - start
 
 
-def run_method(method: str, path: Path, source: int, warm: bool) -> dict:
-    """Run ``method`` on the graph at ``path``; its result (Parquet) beside it."""
+def run_method(method: str, path: Path, source: int, warm: bool, collect: bool = True) -> dict:
+    """Run ``method`` on the graph at ``path``; its result (Parquet) beside it.  A Spark
+    method's result is collected with ``toArrow`` if ``collect``, else written as Parquet
+    by Spark's executors (the timed action): tens of millions of rows never pass through
+    the driver (see :func:`_spark_result`)."""
     import timely_spark as ts
+
+    out = f"{path}.{method}.result.parquet"
+    _clear(out)
+    collect = collect or method.endswith("strings")
+
+    def finish(df):
+        return _spark_result(df, None if collect else out)
 
     table = None if method.endswith("spark") or "dataframe" in method else pq.read_table(path)
     extra: dict = {}
@@ -188,7 +200,7 @@ def run_method(method: str, path: Path, source: int, warm: bool) -> dict:
     elif method in ("cc-spark", "cc-spark-strings"):
         spark = _spark()
         df = _spark_edges(spark, path, method.endswith("strings"))
-        result, t, extra = _spark_runs(lambda stats: components(df, stats).toArrow(), warm)
+        result, t, extra = _spark_runs(lambda stats: finish(components(df, stats)), warm)
         if method.endswith("strings"):
             result = pa.table({"vertex": as_ints(result["vertex"]), "component": as_ints(result["component"])})
     elif method == "cc-scipy":
@@ -221,7 +233,7 @@ def run_method(method: str, path: Path, source: int, warm: bool) -> dict:
         spark = _spark()
         df = _spark_edges(spark, path, method.endswith("strings"))
         result, t, extra = _spark_runs(
-            lambda stats: ts.graph.pagerank(df, iterations=ITERATIONS, workers=2, stats=stats).toArrow(), warm)
+            lambda stats: finish(ts.graph.pagerank(df, iterations=ITERATIONS, workers=2, stats=stats)), warm)
         if method.endswith("strings"):
             result = pa.table({"vertex": as_ints(result["vertex"]), "rank": result["rank"]})
     elif method == "pagerank-scipy":
@@ -237,7 +249,7 @@ def run_method(method: str, path: Path, source: int, warm: bool) -> dict:
         spark = _spark()
         df = _spark_edges(spark, path)
         result, t, extra = _spark_runs(
-            lambda stats: ts.graph.shortest_paths(df, [source], workers=2, stats=stats).toArrow(), warm)
+            lambda stats: finish(ts.graph.shortest_paths(df, [source], workers=2, stats=stats)), warm)
     elif method == "paths-scipy":
         from scipy.sparse.csgraph import dijkstra
 
@@ -262,8 +274,33 @@ def run_method(method: str, path: Path, source: int, warm: bool) -> dict:
     else:
         raise SystemExit(f"unknown method {method!r}")
     if result is not None:
-        pq.write_table(result, f"{path}.{method}.result.parquet")
+        pq.write_table(result, out)
+    if method.endswith("spark"):
+        extra["result_via"] = "toArrow" if collect else "Spark's Parquet writer"
     return {"seconds": t, **extra}
+
+
+def _spark_result(df, out):
+    """``df.toArrow()`` (``out`` None), or ``df`` written as Parquet to ``out`` by Spark
+    (None back).  ``toArrow`` brings every row to the driver JVM as task results and then
+    to Python: at 100 M edges (~50 M result rows, ~800 MB as Arrow) that overran a 4 GB
+    driver, and an OutOfMemoryError in Spark's task-result-getter thread leaves the job
+    waiting forever with no task running -- a user with a result that size writes it."""
+    if out is None:
+        return df.toArrow()
+    df.write.mode("overwrite").parquet(out)
+    return None
+
+
+def _clear(out: str) -> None:
+    """Remove an earlier result at ``out`` (a file from pyarrow or a directory from Spark)."""
+    import shutil
+
+    target = Path(out)
+    if target.is_dir():
+        shutil.rmtree(target)
+    elif target.exists():
+        target.unlink()
 
 
 def four_workers(table: pa.Table) -> tuple:
@@ -419,11 +456,13 @@ def _proc_tree_rss(pid: int) -> int:
     return total
 
 
-def run_child(method: str, path: Path, source: int, warm: bool, timeout: float) -> dict:
+def run_child(method: str, path: Path, source: int, warm: bool, timeout: float, collect: bool = True) -> dict:
     """Run one method in a process of its own; its outcome with ``peak_bytes``."""
     cmd = [sys.executable, __file__, "--method", method, "--graph", str(path), "--source", str(source)]
     if not warm:
         cmd.append("--no-warm")
+    if not collect:
+        cmd.append("--write-result")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     peak = [0]
     done = threading.Event()
@@ -505,6 +544,9 @@ def main() -> None:
                         help="skip the DataFrame loops, pure Python and string ids above this many edges")
     parser.add_argument("--warm-up-to", type=int, default=20_000_000,
                         help="run each Spark method a second (warm) time up to this many edges")
+    parser.add_argument("--collect-up-to", type=int, default=20_000_000,
+                        help="Spark methods collect their result with toArrow up to this many edges; "
+                             "above it Spark writes the result as Parquet (the timed action)")
     parser.add_argument("--only", default="", help="comma-separated methods (default: all)")
     parser.add_argument("--data", default="/tmp/bench-graph", help="where the graphs' Parquet files go")
     parser.add_argument("--seed", type=int, default=1)
@@ -513,9 +555,10 @@ def main() -> None:
     parser.add_argument("--graph", help=argparse.SUPPRESS)
     parser.add_argument("--source", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--no-warm", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--write-result", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.method:                                  # a child: one method
-        outcome = run_method(args.method, Path(args.graph), args.source, not args.no_warm)
+        outcome = run_method(args.method, Path(args.graph), args.source, not args.no_warm, not args.write_result)
         print("RESULT " + json.dumps(outcome), flush=True)
         return
     data = Path(args.data)
@@ -525,7 +568,7 @@ def main() -> None:
     disagree = 0
     for m in (int(s) for s in args.sizes.split(",")):
         path = graph_file(data, m, args.seed)
-        source = int(pq.read_table(path, columns=["src"]).slice(0, 1)["src"][0].as_py())
+        source = int(pq.ParquetFile(path).read_row_group(0, columns=["src"])["src"][0].as_py())   # not the whole column
         arrow_bytes = 16 * m
         print(f"\n== {m:,} edges ({arrow_bytes / 2**20:,.0f} MB as Arrow), {path} ==", flush=True)
         refs: dict = {}
@@ -533,7 +576,7 @@ def main() -> None:
         for method, slow in METHODS:
             if (only and method not in only) or (slow and m > args.skip_slow_above):
                 continue
-            outcome = run_child(method, path, source, m <= args.warm_up_to, args.timeout)
+            outcome = run_child(method, path, source, m <= args.warm_up_to, args.timeout, m <= args.collect_up_to)
             peak = outcome["peak_bytes"]
             if "error" in outcome:
                 print(f"{method:24} FAILED ({outcome['error']}); peak {peak / 2**20:,.0f} MB", flush=True)
@@ -551,7 +594,8 @@ def main() -> None:
                     + f"  [{verdict}]")
             print(line, flush=True)
             if "first_seconds" in outcome:
-                print(f"{'':24} first run in a fresh session {outcome['first_seconds']:.2f} s; phases "
+                print(f"{'':24} first run in a fresh session {outcome['first_seconds']:.2f} s"
+                      + (f" (result via {outcome['result_via']})" if "result_via" in outcome else "") + "; phases "
                       + _phase_text(outcome["first_phases"]), flush=True)
             if "phases" in outcome:
                 print(f"{'':24} warm run phases " + _phase_text(outcome["phases"])

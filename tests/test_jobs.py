@@ -98,6 +98,18 @@ def test_bench_graph_runs_small_and_every_method_agrees(tmp_path):
         assert method in out
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(200)
+def test_bench_graph_spark_writes_large_results_as_parquet(tmp_path):
+    # above --collect-up-to edges a Spark method's result is written by Spark's executors
+    # (not collected on the driver with toArrow), and still checked against scipy's
+    out = run_job("bench_graph.py", "--sizes", "3000", "--collect-up-to", "0", "--warm-up-to", "0",
+                  "--only", "cc-scipy,cc-spark,paths-scipy,paths-spark", "--data", str(tmp_path), timeout=180)
+    assert "all methods agree" in out
+    assert out.count("result via Spark's Parquet writer") == 2
+    assert (tmp_path / "edges-3000-1.parquet.cc-spark.result.parquet").is_dir()
+
+
 def test_streaming_jobs_have_help():
     for job in ["streaming_components.py", "bench_streaming.py"]:
         assert "usage" in run_job(job, "--help")
