@@ -165,6 +165,20 @@ def pipeline(input_log: str, out: str, kill: Optional[tuple] = None, poll: float
     return work
 
 
+def _newest_manifest(checkpoint: Path) -> str:
+    return max((p.name for p in Path(checkpoint).glob("manifest-*.json")), default="")
+
+
+def _allow_after_a_snapshot(feeder: InputFeeder, checkpoint: Path, epochs: int, done: threading.Event) -> None:
+    """Let ``feeder`` write ``epochs`` epochs once a snapshot newer than the newest now is
+    committed in ``checkpoint`` (or stop when ``done`` is set)."""
+    before = _newest_manifest(checkpoint)
+    while not done.wait(0.02):
+        if _newest_manifest(checkpoint) > before:
+            feeder.allow(epochs)
+            return
+
+
 def run_until_done(input_log: Path, out: Path, checkpoint: Path, kills: list, snapshot_every: float,
                    timeout: float, processes: int = 2, feeder: Optional[InputFeeder] = None,
                    per_attempt: int = 0) -> dict:
@@ -176,14 +190,22 @@ def run_until_done(input_log: Path, out: Path, checkpoint: Path, kills: list, sn
     plan = list(kills) + [None] * 3
     for kill in plan:
         attempts += 1
+        done = threading.Event()
         if feeder is not None:          # more input for every attempt (all of it for the last ones)
-            feeder.allow(attempts * per_attempt if kill is not None else feeder.epochs)
+            allowed = attempts * per_attempt if kill is not None else feeder.epochs
+            feeder.allow(allowed)
+            # a kill "n batches after a committed snapshot" needs input after one: once this
+            # attempt commits a snapshot, the feeder may write per_attempt epochs more
+            threading.Thread(target=_allow_after_a_snapshot, daemon=True,
+                             args=(feeder, checkpoint, allowed + per_attempt, done)).start()
         try:
             restored = ts.execute(pipeline(str(input_log), str(out), kill), processes=processes, timeout=timeout,
                                   checkpoint=str(checkpoint), snapshot_every=snapshot_every)
         except WorkerFailure:           # the kill: a worker process died
             failures += 1
             continue
+        finally:
+            done.set()
         return {"attempts": attempts, "failures": failures, "restored": restored[0]}
     raise AssertionError(f"the pipeline did not complete in {attempts} attempts")
 

@@ -74,6 +74,7 @@ def recover(spark, tmp_path, kills, epochs, interval, hold=None, per_attempt=0, 
         counts = run_until_done(root / "input", root / "out", root / "checkpoint", kills, snapshot_every=snapshot_every,
                                 timeout=ATTEMPT_TIMEOUT, feeder=feeder, per_attempt=per_attempt)
     finally:
+        feeder.allow(epochs)            # a run that failed otherwise leaves it waiting for leave to write
         feeder.join()
     assert feeder.error is None
     return counts, read_outputs(spark, root / "out"), streamed.finish() if streamed else None
