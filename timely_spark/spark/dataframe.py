@@ -45,13 +45,16 @@ def _to_batches(taken: list, schema: Any, rows: bool, worker: int) -> Iterator[A
 
 
 def _planned_partitions(df: Any) -> Optional[int]:
-    """The partitions ``df``'s physical plan says it has (None over Spark Connect, or if
-    the plan does not say).  Runs no Spark job."""
+    """The partitions ``df``'s physical plan says it has when it ends in a shuffle by key
+    (None otherwise, and over Spark Connect).  Runs no Spark job."""
     try:
         df.sparkSession.sparkContext
     except Exception:  # Spark Connect
         return None
-    return int(df._jdf.queryExecution().sparkPlan().outputPartitioning().numPartitions()) or None
+    partitioning = df._jdf.queryExecution().sparkPlan().outputPartitioning()
+    if partitioning.getClass().getSimpleName() != "HashPartitioning":
+        return None     # only a shuffle by key ends a stage; a coalesce would share the barrier stage
+    return int(partitioning.numPartitions()) or None
 
 
 def _fit_to_slots(df: Any) -> tuple[Any, Optional[int]]:
