@@ -2,7 +2,9 @@
 restored from its checkpoint: the same output as a run without a stop, on threads and
 on processes, and into another worker count."""
 
+import json
 import os
+import time
 
 import pytest
 
@@ -357,3 +359,33 @@ def test_a_replayed_stream_is_held_by_snapshots_and_not_replayed_again(tmp_path)
 
     assert ts.execute(work, checkpoint=checkpoint) == [(None, [(0, "b", 1), (3, "a", 2)])]
     assert ts.execute(work, checkpoint=checkpoint) == [(4, [])]        # held up to its last time, 3
+
+
+def test_an_idle_run_writes_no_copies_of_one_snapshot(tmp_path):
+    """While no time completes, a due snapshot would be the last one again: it is skipped
+    (before: an idle run with snapshot_every=0.01 committed one identical snapshot each
+    period); the final one, when the inputs close, is still taken."""
+    checkpoint = str(tmp_path)
+
+    from .helpers import running_count
+
+    def build(scope):
+        inp, stream = scope.new_input()
+        running_count(stream)
+        return inp
+
+    def work(worker):
+        inp = worker.dataflow(build)
+        inp.send("a")
+        inp.advance_to(3)
+        worker.step_while(lambda: not manifests(checkpoint), timeout=30)
+        deadline = time.monotonic() + 1.0                   # ~100 periods, idle at time 3
+        worker.step_while(lambda: time.monotonic() < deadline, timeout=30)
+        inp.close()
+        return 0
+
+    config = ts.Config(checkpoint=checkpoint, snapshot_every=0.01, snapshots_kept=1000, threads=2)
+    ts.execute_config(work, config)
+    bodies = [json.load(open(os.path.join(checkpoint, m))) for m in manifests(checkpoint)]
+    assert [b["time"] for b in bodies if not b["final"]] == [3], [(b["time"], b["final"]) for b in bodies]
+    assert bodies[-1]["final"]

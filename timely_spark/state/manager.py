@@ -11,7 +11,9 @@ first, before any dataflow):
 3. worker 0 takes ``t`` = the largest of all answers and sends ``snap t``; each worker
    moves its pins to ``t``.  Every source location is now held at ``t`` or earlier by
    a pin or by the source itself, and nothing at a time before ``t`` is still to come
-   from a closed one;
+   from a closed one.  (When ``t`` and the dataflows built are those of the last
+   snapshot this run committed, no time has completed since: the round is cancelled,
+   as ``snap`` with no time, and an idle run writes no copies of one snapshot.);
 4. each worker, once every time held anywhere in its dataflows (capabilities and
    messages in flight, nested scopes included) is ``>= t``, calls every
    ``save(t)`` (between operator runs, on the worker's thread), tells worker 0
@@ -182,6 +184,7 @@ class SnapshotManager:
         self._closed: set[int] = set()
         self._final_done = False
         self._seq = 0
+        self._committed: Optional[tuple[Any, int]] = None   # (t, dataflows) of this run's last commit
         self._due = time.monotonic() + self.every if self.every is not None else None
 
     # ---- restore ---------------------------------------------------------------------------
@@ -487,6 +490,8 @@ class SnapshotManager:
         if not r.snapped and len(r.pinned) == self.peers:
             times = [x for pair in r.pinned.values() for x in pair if x is not None]
             r.t = max(times) if times else None
+            if not r.final and self._committed == (r.t, len(self.worker.built_dataflows())):
+                r.t = None                 # nothing completed since the last snapshot: it would be the same one
             r.snapped = True
             self._broadcast(("snap", r.seq, r.t, r.final))
             if r.t is None:
@@ -530,6 +535,7 @@ class SnapshotManager:
         body = {"time": r.t, "peers": self.peers, "final": r.final, "dataflows": dataflows, "states": states,
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
         write_manifest(self.directory, r.seq, body)
+        self._committed = (r.t, built)
         retain(self.directory, self.keep, protect=self.manifest["seq"] if self.manifest is not None else None)
 
 
