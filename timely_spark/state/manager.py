@@ -13,7 +13,7 @@ first, before any dataflow):
    a pin or by the source itself, and nothing at a time before ``t`` is still to come
    from a closed one.  (When ``t`` and the dataflows built are those of the last
    snapshot this run committed, no time has completed since: the round is cancelled,
-   as ``snap`` with no time, and an idle run writes no copies of one snapshot.);
+   as ``snap`` with no time, and an idle run writes no copies of one snapshot);
 4. each worker, once every time held anywhere in its dataflows (capabilities and
    messages in flight, nested scopes included) is ``>= t``, calls every
    ``save(t)`` (between operator runs, on the worker's thread), tells worker 0
