@@ -43,27 +43,14 @@ def delay(stream: "Stream", f: Callable[[Any, Any], Any], name: str = "Delay") -
 
     def logic(input: Any, output: Any, notificator: Any) -> None:
         for cap, data in input:
-            t = cap.time
-            arrived: dict[Any, list] = {}
-            for x in data:
-                nt = f(x, t)
-                bucket = arrived.get(nt)
-                if bucket is None:
-                    bucket = arrived[nt] = []
-                    if nt not in elements:
-                        notificator.notify_at(cap.delayed(nt))
-                        elements[nt] = []
-                bucket.append(x)
-            for nt, xs in arrived.items():
-                elements[nt].append((t, xs))
+            _arrive(data, cap.time, f, elements, lambda nt: notificator.notify_at(cap.delayed(nt)))
         for cap in notificator:
             output.session(cap).give_batch([x for _, xs in elements.pop(cap.time, ()) for x in xs])
 
     index, peers = stream.scope.index, stream.scope.peers
 
     def save(t: Any) -> Any:
-        held = [(nt, at, xs) for nt, groups in elements.items() for at, xs in groups if before(at, t)]
-        return keyed_entries([index] * len(held), held, peers)
+        return _saved(elements, t, index, peers)
 
     def restore(table: Any) -> list:
         for nt, at, xs in entries_of(table, name, peers):
@@ -92,35 +79,23 @@ def delay_total(stream: "Stream", f: Callable[[Any, Any], Any], name: str = "Del
     def hold(nt: Any, cap: Any) -> None:
         seq[0] += 1
         heapq.heappush(heap, (sort_key(nt), seq[0], cap.delayed(nt)))
-        buckets[nt] = []
 
     index, peers = stream.scope.index, stream.scope.peers
 
     def save(t: Any) -> Any:
-        held = [(nt, at, xs) for nt, groups in buckets.items() for at, xs in groups if before(at, t)]
-        return keyed_entries([index] * len(held), held, peers)
+        return _saved(buckets, t, index, peers)
 
     initial = b.initial_capability()
     for nt, at, xs in entries_of(b.keep_state(save, keyed=True), name, peers):
         if nt not in buckets:
             hold(nt, initial)
+            buckets[nt] = []
         buckets[nt].append((at, xs))
     initial.drop()
 
     def logic() -> None:
         for icap, data in inp:
-            t = icap.time
-            arrived: dict[Any, list] = {}
-            for x in data:
-                nt = f(x, t)
-                bucket = arrived.get(nt)
-                if bucket is None:
-                    bucket = arrived[nt] = []
-                    if nt not in buckets:
-                        hold(nt, icap)
-                bucket.append(x)
-            for nt, xs in arrived.items():
-                buckets[nt].append((t, xs))
+            _arrive(data, icap.time, f, buckets, lambda nt: hold(nt, icap))
         frontier = inp.frontier
         while heap and not frontier.less_equal(heap[0][2].time):
             _, _, c = heapq.heappop(heap)
@@ -129,6 +104,30 @@ def delay_total(stream: "Stream", f: Callable[[Any, Any], Any], name: str = "Del
 
     b.build(logic, notify=True)
     return result
+
+
+def _arrive(data: Any, t: Any, f: Callable[[Any, Any], Any], buckets: dict, hold: Callable[[Any], None]) -> None:
+    """File one batch of records that came at ``t`` under their new times ``f(x, t)``:
+    ``buckets[nt]`` gets ``(t, records)``; ``hold(nt)`` is called once for each new time
+    not held yet (the caller keeps a capability or a notification for it)."""
+    arrived: dict[Any, list] = {}
+    for x in data:
+        nt = f(x, t)
+        bucket = arrived.get(nt)
+        if bucket is None:
+            bucket = arrived[nt] = []
+            if nt not in buckets:
+                hold(nt)
+                buckets[nt] = []
+        bucket.append(x)
+    for nt, xs in arrived.items():
+        buckets[nt].append((t, xs))
+
+
+def _saved(buckets: dict, t: Any, index: int, peers: int) -> Any:
+    """The held records that came before ``t``, keyed by this worker's index."""
+    held = [(nt, at, xs) for nt, groups in buckets.items() for at, xs in groups if before(at, t)]
+    return keyed_entries([index] * len(held), held, peers)
 
 
 def reclock(stream: "Stream", clock: "Stream", name: str = "Reclock") -> "Stream":
