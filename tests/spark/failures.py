@@ -169,14 +169,18 @@ def _newest_manifest(checkpoint: Path) -> str:
     return max((p.name for p in Path(checkpoint).glob("manifest-*.json")), default="")
 
 
-def _allow_after_a_snapshot(feeder: InputFeeder, checkpoint: Path, epochs: int, done: threading.Event) -> None:
+def _allow_after_snapshots(feeder: InputFeeder, checkpoint: Path, epochs: int, step: int,
+                           done: threading.Event) -> None:
     """Let ``feeder`` write ``epochs`` epochs once a snapshot newer than the newest now is
-    committed in ``checkpoint`` (or stop when ``done`` is set)."""
+    committed in ``checkpoint``, and ``step`` more after each newer one (an idle run
+    commits no snapshot: more input must complete a time for a kill at a later save);
+    stop when ``done`` is set."""
     before = _newest_manifest(checkpoint)
     while not done.wait(0.02):
-        if _newest_manifest(checkpoint) > before:
+        newest = _newest_manifest(checkpoint)
+        if newest > before:
             feeder.allow(epochs)
-            return
+            before, epochs = newest, epochs + step
 
 
 def run_until_done(input_log: Path, out: Path, checkpoint: Path, kills: list, snapshot_every: float,
@@ -194,10 +198,10 @@ def run_until_done(input_log: Path, out: Path, checkpoint: Path, kills: list, sn
         if feeder is not None:          # more input for every attempt (all of it for the last ones)
             allowed = attempts * per_attempt if kill is not None else feeder.epochs
             feeder.allow(allowed)
-            # a kill "n batches after a committed snapshot" needs input after one: once this
-            # attempt commits a snapshot, the feeder may write per_attempt epochs more
-            threading.Thread(target=_allow_after_a_snapshot, daemon=True,
-                             args=(feeder, checkpoint, allowed + per_attempt, done)).start()
+            # a kill "n batches after a committed snapshot" (or at the n-th save) needs input after
+            # one: each time this attempt commits a snapshot, the feeder may write per_attempt epochs more
+            threading.Thread(target=_allow_after_snapshots, daemon=True,
+                             args=(feeder, checkpoint, allowed + per_attempt, per_attempt, done)).start()
         try:
             restored = ts.execute(pipeline(str(input_log), str(out), kill), processes=processes, timeout=timeout,
                                   checkpoint=str(checkpoint), snapshot_every=snapshot_every)
