@@ -43,6 +43,9 @@ CONTRIB, EXISTS, COUNT, DANGLING, DELTA = 0, 1, 2, 3, 4
 #: each stay within a cache-sized range (3x faster than random order at 10 M edges).
 BLOCK_BITS = 17
 
+#: The bits of the int64 keys :meth:`_State.prepare` sorts (non-negative, so signed order is theirs).
+KEY_BITS = 63
+
 
 def _msgs(vertex: Any, value: Any, kind: Any, to: Any) -> pa.RecordBatch:
     return pa.record_batch([vertex, value, kind, to], names=["vertex", "value", "kind", TO])
@@ -71,12 +74,27 @@ def _inner(t: Any) -> int:
     return t.inner if isinstance(t, Product) else t[1]
 
 
+def _small(values: np.ndarray, force: bool = False) -> tuple:
+    """``(ids, back, bits)``: ``values`` as non-negative int64 ``ids`` (a fresh array) of
+    at most ``bits`` bits, and ``back`` mapping ids to values -- ``values - min`` if that
+    fits in :data:`KEY_BITS` bits (and not ``force``), else ranks among the distinct values."""
+    if not len(values):
+        return np.zeros(0, np.int64), (lambda v: v), 0
+    lo, hi = int(values.min()), int(values.max())
+    if not force and (hi - lo).bit_length() <= KEY_BITS:
+        return np.subtract(values, lo, dtype=np.int64), (lambda v: v + lo), (hi - lo).bit_length()
+    distinct, codes = np.unique(values, return_inverse=True)
+    return codes.ravel().astype(np.int64), (lambda v: distinct[v]), (len(distinct) - 1).bit_length()
+
+
 class _State:
     """A worker's PageRank state at one outer time: its vertices and their ranks, and its
     edges as positions -- the source's among the vertices, the destination's among
-    ``udst`` (the distinct destinations, grouped by the worker owning them)."""
+    ``udst`` (the distinct destinations, grouped by the worker owning them).  A round
+    works in buffers allocated once (a fresh large array costs its page faults)."""
 
-    def __init__(self) -> None:
+    def __init__(self, damping: float) -> None:
+        self.damping = damping
         self.vertices = np.zeros(0, np.int64)       # owned, sorted
         self.rank: np.ndarray = np.zeros(0)
         self.iteration = 0
@@ -88,59 +106,130 @@ class _State:
         """Index this worker's edges ``[src, dst]`` (all sources owned here; ``announced``:
         the destinations other workers' edges have that this worker owns).  The arrays
         are taken out of ``edges``, so that (in a batch run, where nothing else holds them)
-        each is freed as soon as it is used: the peak is about 40 bytes an edge."""
+        each is freed as soon as it is used.
+
+        Three in-place sorts of one int64 key per edge and no permutation of the edges
+        (an argsort, or a gather in random order, costs several times a sort): by
+        ``(src, dst)`` for the sources and their out-degrees, by ``(dst, source
+        position)`` for the destinations, and by ``(destination block, source position,
+        destination position)`` for the order a round reads them in."""
         dst = edges.pop()
-        udst, dst_inv = np.unique(dst, return_inverse=True)
-        del dst
-        owner = destinations(pa.record_batch({"vertex": udst}), ["vertex"], peers)
-        by_owner = np.argsort(owner, kind="stable")
-        self.udst = udst[by_owner]
-        rename = np.empty(len(udst), np.int64)
-        rename[by_owner] = np.arange(len(udst))
-        del udst, by_owner
-        dst_inv = rename[dst_inv.ravel()]
-        del rename
         src = edges.pop()
-        perm = np.argsort(src)
-        ordered = src[perm]
-        del src
-        first = _first_of_runs(ordered)
-        usrc = ordered[first]
-        del ordered
-        runs = np.diff(np.append(np.flatnonzero(first), len(first)))
+        m = len(src)
+        vertex_bits = (m + len(announced)).bit_length()
+        s_ids, s_back, sb = _small(src)
+        d_ids, d_back, db = _small(dst)
+        if sb + db > KEY_BITS or db + vertex_bits > KEY_BITS:     # ids too far apart to share a key
+            s_ids, s_back, sb = _small(src, force=True)
+            d_ids, d_back, db = _small(dst, force=True)
+        del src, dst
+        key = s_ids                                    # fresh: sorted in place
+        key <<= db
+        key |= d_ids
+        del s_ids, d_ids
+        key.sort()                                     # by (src, dst)
+        sources = key >> db
+        first = _first_of_runs(sources)
+        usrc = s_back(sources[first])
+        del sources
+        runs = np.diff(np.append(np.flatnonzero(first), m))
         del first
         self.vertices = sorted_unique(np.concatenate([usrc, announced]))
         at = np.searchsorted(self.vertices, usrc)
+        del usrc
         out = np.zeros(len(self.vertices))
         out[at] = runs
-        self.dangling = out == 0
-        self.inv_out = np.divide(1.0, out, out=np.zeros_like(out), where=~self.dangling)
-        src_pos = np.repeat(at, runs)                   # in `perm` order
-        del at, runs, out
-        dst_pos = dst_inv[perm]
-        del dst_inv, perm
-        block = (dst_pos >> BLOCK_BITS).astype(np.uint16 if len(self.udst) >> BLOCK_BITS < 1 << 16 else np.int64)
-        order = np.argsort(block, kind="stable")       # by destination block, sources ascending in each
+        self.dangling = np.flatnonzero(out == 0)
+        self.scale = np.divide(self.damping, out, out=np.zeros_like(out), where=out != 0)   # d / out(u)
+        del out
+        vb = max(len(self.vertices) - 1, 0).bit_length()
+        key &= (1 << db) - 1                           # destination ids, in (src, dst) order
+        key <<= vb
+        key |= np.repeat(at, runs)                     # and each edge's source position
+        del at, runs
+        key.sort()                                     # by (dst, source position)
+        targets = key >> vb
+        first = _first_of_runs(targets)
+        udst = d_back(targets[first])
+        del targets
+        group = np.cumsum(first)                       # each edge's destination among udst, + 1
+        group -= 1
+        del first
+        owner = destinations(pa.record_batch({"vertex": udst}), ["vertex"], peers)
+        by_owner = np.argsort(owner, kind="stable")
+        self.udst = udst[by_owner]
+        del udst
+        rename = np.empty(len(by_owner), np.int64)
+        rename[by_owner] = np.arange(len(by_owner))
+        del by_owner
+        dst_pos = rename[group]                        # group ascends: rename is read in order
+        del rename, group
+        low = (1 << BLOCK_BITS) - 1
+        key &= (1 << vb) - 1                           # source positions, in (dst, source) order
+        key <<= BLOCK_BITS
+        block = dst_pos >> BLOCK_BITS
+        block <<= vb + BLOCK_BITS
+        key |= block
         del block
-        self.src_pos = src_pos[order]
-        del src_pos
-        self.dst_pos = dst_pos[order]
-        del dst_pos, order
+        dst_pos &= low
+        key |= dst_pos
+        del dst_pos
+        key.sort()                                     # by (destination block, source position, destination)
+        self.dst_pos = key >> (vb + BLOCK_BITS)
+        self.dst_pos <<= BLOCK_BITS
+        self.dst_pos |= key & low
+        key >>= BLOCK_BITS
+        key &= (1 << vb) - 1
+        self.src_pos = key
         bounds = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=peers))]).tolist()
         self.owners = [(w, lo, hi) for w, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])) if hi > lo]
         self.columns = {w: (pa.array(self.udst[lo:hi]), _column(np.full(hi - lo, CONTRIB), np.int8),
                             _column(np.full(hi - lo, w), np.uint16)) for w, lo, hi in self.owners}
 
+    def start(self, n: float) -> None:
+        """Ranks ``1/n`` (``n``: the vertex count of all workers), and the round's buffers."""
+        self.n = n
+        self.rank = np.full(len(self.vertices), 1.0 / n)
+        self.next = np.empty(len(self.vertices))
+        self.x = np.empty(len(self.vertices))
+        self.w = np.empty(len(self.src_pos))
+
     def contributions(self) -> list:
-        """One batch per owner: the summed ``r(u)/out(u)`` of the edges into its vertices."""
-        w = (self.rank * self.inv_out)[self.src_pos]
-        sums = np.bincount(self.dst_pos, weights=w, minlength=len(self.udst))
-        del w
+        """One batch per owner: the summed ``d * r(u)/out(u)`` of the edges into its vertices."""
+        np.multiply(self.rank, self.scale, out=self.x)
+        np.take(self.x, self.src_pos, out=self.w, mode="clip")   # "raise" would buffer
+        sums = np.bincount(self.dst_pos, weights=self.w, minlength=len(self.udst))
         out = []
         for worker, lo, hi in self.owners:
             vertex, kind, to = self.columns[worker]
             out.append(_msgs(vertex, pa.array(sums[lo:hi]), kind, to))
         return out
+
+    def dangling_mass(self) -> float:
+        """The rank of this worker's vertices that have no out-edge."""
+        return float(self.rank.take(self.dangling).sum())
+
+    def advance(self, parts: list, dangling: float, change: bool) -> float:
+        """The next ranks from the contributions ``parts`` (``(vertex, value)`` arrays) and
+        all workers' dangling mass; the L1 change if ``change`` (else 0)."""
+        d, new = self.damping, self.next
+        new.fill((1 - d) / self.n + d * dangling / self.n)
+        for vertex, value in parts:
+            np.add.at(new, self.positions(vertex), value)
+        delta = 0.0
+        if change:
+            np.subtract(new, self.rank, out=self.x)
+            np.abs(self.x, out=self.x)
+            delta = float(self.x.sum())
+        self.rank, self.next = new, self.rank
+        self.iteration += 1
+        return delta
+
+    def finish(self) -> None:
+        """Drop everything but the vertices and their ranks."""
+        self.done = True
+        self.src_pos = self.dst_pos = self.w = self.x = self.next = np.zeros(0, np.int64)
+        self.seen.clear()
 
     def positions(self, vertex: np.ndarray) -> np.ndarray:
         """Where each vertex of an incoming batch sits among this worker's vertices.  The
@@ -209,7 +298,7 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                           _column(np.full(peers, kind), np.int8), everyone)]
 
         def contributions(st: _State) -> list:
-            return st.contributions() + broadcast(float(st.rank[st.dangling].sum()), DANGLING)
+            return st.contributions() + broadcast(st.dangling_mass(), DANGLING)
 
         def no_more_edges() -> bool:
             """No edges and no new outer time can reach this worker any more."""
@@ -237,7 +326,7 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
             value = table["value"].to_numpy() if table is not None else np.zeros(0)
             if k == 1:                       # every (outer', 1) with outer' <= outer is processed by now
                 vertex_pieces.append((outer, sorted_unique(vertex[kind == EXISTS])))
-                st = states[outer] = _State()
+                st = states[outer] = _State(damping)
                 mine = [p for p in edge_pieces if less_equal(p[0], outer)]
                 src_parts, dst_parts = [p[1] for p in mine], [p[2] for p in mine]
                 announced = _one([p[1] for p in vertex_pieces if less_equal(p[0], outer)], np.int64)
@@ -256,33 +345,24 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                 return
             st = current
             if k == 2:
-                st.n = float(value[kind == COUNT].sum())
-                st.rank = np.full(len(st.vertices), 1.0 / st.n)
+                st.start(float(value[kind == COUNT].sum()))
                 out_msgs.session(cap).give_batch(contributions(st))
                 return
             if tolerance is not None and k >= 4 and float(value[kind == DELTA].sum()) < tolerance:
                 finish(st, cap)
                 return
-            incoming = np.zeros(len(st.vertices))
-            for rb in msg_parts:
-                if rb.num_rows and rb["kind"][0].as_py() == CONTRIB:
-                    part = rb["vertex"].to_numpy()
-                    incoming[st.positions(part)] += rb["value"].to_numpy()   # a batch's vertices are distinct
-            dangling = float(value[kind == DANGLING].sum())
-            new_rank = (1 - damping) / st.n + damping * (incoming + dangling / st.n)
-            del incoming
-            delta = float(np.abs(new_rank - st.rank).sum())
-            st.rank = new_rank
-            st.iteration += 1
+            parts = [(rb["vertex"].to_numpy(), rb["value"].to_numpy()) for rb in msg_parts
+                     if rb.num_rows and rb["kind"][0].as_py() == CONTRIB]
+            delta = st.advance(parts, float(value[kind == DANGLING].sum()), tolerance is not None)
+            del parts
             if st.iteration >= iterations:
                 finish(st, cap)
                 return
-            out_msgs.session(cap).give_batch(contributions(st) + broadcast(delta, DELTA))
+            changed = broadcast(delta, DELTA) if tolerance is not None else []
+            out_msgs.session(cap).give_batch(contributions(st) + changed)
 
         def finish(st: _State, cap: Any) -> None:
-            st.done = True
-            st.src_pos = st.dst_pos = np.zeros(0, np.int64)
-            st.seen.clear()
+            st.finish()
             if len(st.vertices):
                 out_ranks.session(cap).give_batch([pa.record_batch({"vertex": st.vertices, "rank": st.rank})])
 
