@@ -41,7 +41,10 @@ CONTRIB, EXISTS, COUNT, DANGLING, DELTA = 0, 1, 2, 3, 4
 #: Edges are ordered by blocks of this many (log2) destination vertices, and by source
 #: within a block: a round's gather of ranks by source and its sum by destination then
 #: each stay within a cache-sized range (3x faster than random order at 10 M edges).
-BLOCK_BITS = 17
+BLOCK_BITS = 16
+
+#: A round reads a worker's edges in chunks of at most this many (of one destination block).
+CHUNK = 1 << 16
 
 #: The bits of the int64 keys :meth:`_State.prepare` sorts (non-negative, so signed order is theirs).
 KEY_BITS = 63
@@ -175,12 +178,17 @@ class _State:
         key |= dst_pos
         del dst_pos
         key.sort()                                     # by (destination block, source position, destination)
-        self.dst_pos = key >> (vb + BLOCK_BITS)
-        self.dst_pos <<= BLOCK_BITS
-        self.dst_pos |= key & low
+        blocks = np.bincount(key >> (vb + BLOCK_BITS), minlength=-(-len(self.udst) >> BLOCK_BITS))
+        self.low = (key & low).astype(np.uint16 if BLOCK_BITS <= 16 else np.uint32)
         key >>= BLOCK_BITS
         key &= (1 << vb) - 1
-        self.src_pos = key
+        self.src_pos = key.astype(np.int32) if vb < 32 else key
+        del key
+        self.chunks = []                               # (first edge, end, first destination, destinations)
+        for b, (lo, hi) in enumerate(zip([0] + np.cumsum(blocks)[:-1].tolist(), np.cumsum(blocks).tolist())):
+            base = b << BLOCK_BITS
+            size = min(1 << BLOCK_BITS, len(self.udst) - base)
+            self.chunks.extend((c, min(c + CHUNK, hi), base, size) for c in range(lo, hi, CHUNK))
         bounds = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=peers))]).tolist()
         self.owners = [(w, lo, hi) for w, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])) if hi > lo]
         self.columns = {w: (pa.array(self.udst[lo:hi]), _column(np.full(hi - lo, CONTRIB), np.int8),
@@ -192,13 +200,28 @@ class _State:
         self.rank = np.full(len(self.vertices), 1.0 / n)
         self.next = np.empty(len(self.vertices))
         self.x = np.empty(len(self.vertices))
-        self.w = np.empty(len(self.src_pos))
+        self.w = np.empty(CHUNK)
+        self.sums = (np.empty(len(self.udst)), np.empty(len(self.udst)))
 
     def contributions(self) -> list:
-        """One batch per owner: the summed ``d * r(u)/out(u)`` of the edges into its vertices."""
+        """One batch per owner: the summed ``d * r(u)/out(u)`` of the edges into its vertices.
+
+        A chunk of at most :data:`CHUNK` edges of one destination block at a time: the
+        gathered contributions stay in the cache, and the block's sums too.  The sums
+        alternate between two buffers: a batch sent at round ``k`` (no copy, between
+        threads) is read by its receiver before this worker can start round ``k + 2``."""
         np.multiply(self.rank, self.scale, out=self.x)
-        np.take(self.x, self.src_pos, out=self.w, mode="clip")   # "raise" would buffer
-        sums = np.bincount(self.dst_pos, weights=self.w, minlength=len(self.udst))
+        sums, x, w, src_pos, low = self.sums[self.iteration % 2], self.x, self.w, self.src_pos, self.low
+        filled = -1
+        for lo, hi, base, size in self.chunks:
+            part = w[:hi - lo]
+            np.take(x, src_pos[lo:hi], out=part, mode="clip")          # "raise" would buffer
+            block = np.bincount(low[lo:hi], weights=part, minlength=size)
+            if base != filled:
+                sums[base:base + size] = block
+                filled = base
+            else:
+                sums[base:base + size] += block
         out = []
         for worker, lo, hi in self.owners:
             vertex, kind, to = self.columns[worker]
@@ -228,7 +251,9 @@ class _State:
     def finish(self) -> None:
         """Drop everything but the vertices and their ranks."""
         self.done = True
-        self.src_pos = self.dst_pos = self.w = self.x = self.next = np.zeros(0, np.int64)
+        self.src_pos = self.low = self.w = self.x = self.next = np.zeros(0, np.int64)
+        self.sums = ()
+        self.chunks = []
         self.seen.clear()
 
     def positions(self, vertex: np.ndarray) -> np.ndarray:
