@@ -38,6 +38,9 @@ __all__ = ["pagerank", "pagerank_stream", "pagerank_reference", "power_iteration
 
 CONTRIB, EXISTS, COUNT, DANGLING, DELTA = 0, 1, 2, 3, 4
 
+#: The message column naming the worker that sent a row.
+FROM = "from"
+
 #: Edges are ordered by blocks of this many (log2) destination vertices, and by source
 #: within a block: a round's gather of ranks by source and its sum by destination then
 #: each stay within a cache-sized range (3x faster than random order at 10 M edges).
@@ -50,8 +53,8 @@ CHUNK = 1 << 16
 KEY_BITS = 63
 
 
-def _msgs(vertex: Any, value: Any, kind: Any, to: Any) -> pa.RecordBatch:
-    return pa.record_batch([vertex, value, kind, to], names=["vertex", "value", "kind", TO])
+def _msgs(vertex: Any, value: Any, kind: Any, to: Any, sender: Any) -> pa.RecordBatch:
+    return pa.record_batch([vertex, value, kind, to, sender], names=["vertex", "value", "kind", TO, FROM])
 
 
 def _column(values: np.ndarray, dtype: Any) -> pa.Array:
@@ -96,14 +99,15 @@ class _State:
     ``udst`` (the distinct destinations, grouped by the worker owning them).  A round
     works in buffers allocated once (a fresh large array costs its page faults)."""
 
-    def __init__(self, damping: float) -> None:
+    def __init__(self, damping: float, me: int) -> None:
         self.damping = damping
+        self.me = me
         self.vertices = np.zeros(0, np.int64)       # owned, sorted
         self.rank: np.ndarray = np.zeros(0)
         self.iteration = 0
         self.done = False
         self.n = 0.0
-        self.seen: dict = {}                       # an incoming batch's (first, last, size) -> (vertex, positions)
+        self.at: dict = {}                         # sender -> positions of the vertices it sends sums for
 
     def prepare(self, edges: list, announced: np.ndarray, peers: int) -> None:
         """Index this worker's edges ``[src, dst]`` (all sources owned here; ``announced``:
@@ -191,20 +195,24 @@ class _State:
             self.chunks.extend((c, min(c + CHUNK, hi), base, size) for c in range(lo, hi, CHUNK))
         bounds = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=peers))]).tolist()
         self.owners = [(w, lo, hi) for w, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])) if hi > lo]
-        self.columns = {w: (pa.array(self.udst[lo:hi]), _column(np.full(hi - lo, CONTRIB), np.int8),
-                            _column(np.full(hi - lo, w), np.uint16)) for w, lo, hi in self.owners}
+        me = self.me
+        self.columns = {w: (_column(np.full(hi - lo, CONTRIB), np.int8), _column(np.full(hi - lo, w), np.uint16),
+                            _column(np.full(hi - lo, me), np.uint16)) for w, lo, hi in self.owners}
 
-    def start(self, n: float) -> None:
-        """Ranks ``1/n`` (``n``: the vertex count of all workers), and the round's buffers."""
+    def start(self, n: float, keep: bool) -> None:
+        """Ranks ``1/n`` (``n``: the vertex count of all workers), and the round's buffers;
+        ``keep``: the ranks must outlive a round's contributions (to measure their change)."""
         self.n = n
         self.rank = np.full(len(self.vertices), 1.0 / n)
-        self.next = np.empty(len(self.vertices))
-        self.x = np.empty(len(self.vertices))
+        self.x = np.empty(len(self.vertices)) if keep else self.rank
         self.w = np.empty(CHUNK)
         self.sums = (np.empty(len(self.udst)), np.empty(len(self.udst)))
 
     def contributions(self) -> list:
         """One batch per owner: the summed ``d * r(u)/out(u)`` of the edges into its vertices.
+        The first round's batches name the vertices; later rounds' send only the sums, in
+        the same order (their ``vertex`` column is of the null type: no bytes).  Unless
+        ``keep``, the ranks are overwritten (:meth:`advance` makes the next ones).
 
         A chunk of at most :data:`CHUNK` edges of one destination block at a time: the
         gathered contributions stay in the cache, and the block's sums too.  The sums
@@ -224,8 +232,11 @@ class _State:
                 sums[base:base + size] += block
         out = []
         for worker, lo, hi in self.owners:
-            vertex, kind, to = self.columns[worker]
-            out.append(_msgs(vertex, pa.array(sums[lo:hi]), kind, to))
+            kind, to, sender = self.columns[worker]
+            vertex = pa.array(self.udst[lo:hi]) if self.iteration == 0 else pa.nulls(hi - lo)
+            out.append(_msgs(vertex, pa.array(sums[lo:hi]), kind, to, sender))
+        if self.iteration == 0:
+            self.udst = self.udst[:0]                  # the receivers keep where each sum goes
         return out
 
     def dangling_mass(self) -> float:
@@ -233,40 +244,32 @@ class _State:
         return float(self.rank.take(self.dangling).sum())
 
     def advance(self, parts: list, dangling: float, change: bool) -> float:
-        """The next ranks from the contributions ``parts`` (``(vertex, value)`` arrays) and
-        all workers' dangling mass; the L1 change if ``change`` (else 0)."""
-        d, new = self.damping, self.next
-        new.fill((1 - d) / self.n + d * dangling / self.n)
-        for vertex, value in parts:
-            np.add.at(new, self.positions(vertex), value)
+        """The next ranks from the contributions ``parts`` (``(sender, vertex, value)``,
+        ``vertex`` None after a sender's first round) and all workers' dangling mass;
+        the L1 change if ``change`` (else 0; then the ranks need not have been kept)."""
+        d, rank = self.damping, self.rank
+        if change:
+            np.copyto(self.x, rank)
+        rank.fill((1 - d) / self.n + d * dangling / self.n)
+        for sender, vertex, value in parts:
+            if vertex is not None:
+                self.at[sender] = np.searchsorted(self.vertices, vertex)
+            np.add.at(rank, self.at[sender], value)        # a batch's vertices are distinct
         delta = 0.0
         if change:
-            np.subtract(new, self.rank, out=self.x)
+            np.subtract(rank, self.x, out=self.x)
             np.abs(self.x, out=self.x)
             delta = float(self.x.sum())
-        self.rank, self.next = new, self.rank
         self.iteration += 1
         return delta
 
     def finish(self) -> None:
         """Drop everything but the vertices and their ranks."""
         self.done = True
-        self.src_pos = self.low = self.w = self.x = self.next = np.zeros(0, np.int64)
+        self.src_pos = self.low = self.w = self.x = np.zeros(0, np.int64)
         self.sums = ()
         self.chunks = []
-        self.seen.clear()
-
-    def positions(self, vertex: np.ndarray) -> np.ndarray:
-        """Where each vertex of an incoming batch sits among this worker's vertices.  The
-        same senders send the same vertices every round: a batch seen before (checked
-        equal, O(n)) reuses its answer instead of a search."""
-        key = (len(vertex), int(vertex[0]), int(vertex[-1]))
-        last = self.seen.get(key)
-        if last is not None and np.array_equal(last[0], vertex):
-            return last[1]
-        pos = np.searchsorted(self.vertices, vertex)
-        self.seen[key] = (vertex, pos)
-        return pos
+        self.at.clear()
 
 
 def _check_parameters(iterations: Any, damping: Any, tolerance: Any) -> None:
@@ -306,7 +309,9 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
         b.initial_capability().drop()
         peers = inner.peers
         everyone = _column(np.arange(peers), np.uint16)
+        me = inner.index
         no_vertex = _column(np.zeros(peers), np.int64)
+        sender = _column(np.full(peers, me), np.uint16)
         pending: dict = {}
         states: dict = {}
         edge_pieces: list = []               # (outer time, src, dst) of the edges routed here
@@ -318,12 +323,17 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                 entry = pending[cap.time] = [cap.retain(), [], []]
             return entry
 
-        def broadcast(value: float, kind: int) -> list:
-            return [_msgs(no_vertex, _column(np.full(peers, value), np.float64),
-                          _column(np.full(peers, kind), np.int8), everyone)]
+        def broadcast(value: float, kind: int, ids: bool = True) -> list:
+            """One row to every worker (a ``vertex`` column of the null type unless ``ids``,
+            like the contributions sent with it: one schema a round)."""
+            return [_msgs(no_vertex if ids else pa.nulls(peers), _column(np.full(peers, value), np.float64),
+                          _column(np.full(peers, kind), np.int8), everyone, sender)]
 
-        def contributions(st: _State) -> list:
-            return st.contributions() + broadcast(st.dangling_mass(), DANGLING)
+        def contributions(st: _State, delta: Optional[float] = None) -> list:
+            ids = st.iteration == 0
+            dangling = broadcast(st.dangling_mass(), DANGLING, ids)       # before the ranks are overwritten
+            changed = broadcast(delta, DELTA, ids) if delta is not None else []
+            return st.contributions() + dangling + changed
 
         def no_more_edges() -> bool:
             """No edges and no new outer time can reach this worker any more."""
@@ -337,21 +347,26 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                     a = _one([a for a, _ in edge_parts], np.int64)
                     c = _one([c for _, c in edge_parts], np.int64)
                     edge_pieces.append((outer, a, c))
+                    if len(edge_parts) > 1:      # copied: the exchanged batches go back to the system now
+                        edge_parts.clear()
+                        pa.default_memory_pool().release_unused()
                     new = sorted_unique(c)
                     owner = destinations(pa.record_batch({"vertex": new}), ["vertex"], peers)
                     out_msgs.session(cap).give_batch(
                         [_msgs(pa.array(new), _column(np.zeros(len(new)), np.float64),
-                               _column(np.full(len(new), EXISTS), np.int8), _column(owner, np.uint16))]
+                               _column(np.full(len(new), EXISTS), np.int8), _column(owner, np.uint16),
+                               _column(np.full(len(new), me), np.uint16))]
                         + broadcast(0.0, COUNT))
                 return
             small = [rb for rb in msg_parts if rb.num_rows and rb["kind"][0].as_py() != CONTRIB]
             table = pa.Table.from_batches(small) if small else None
             kind = table["kind"].to_numpy() if table is not None else np.zeros(0, np.int8)
-            vertex = table["vertex"].to_numpy() if table is not None else np.zeros(0, np.int64)
             value = table["value"].to_numpy() if table is not None else np.zeros(0)
             if k == 1:                       # every (outer', 1) with outer' <= outer is processed by now
+                vertex = table["vertex"].to_numpy() if table is not None else np.zeros(0, np.int64)
                 vertex_pieces.append((outer, sorted_unique(vertex[kind == EXISTS])))
-                st = states[outer] = _State(damping)
+                del vertex
+                st = states[outer] = _State(damping, me)
                 mine = [p for p in edge_pieces if less_equal(p[0], outer)]
                 src_parts, dst_parts = [p[1] for p in mine], [p[2] for p in mine]
                 announced = _one([p[1] for p in vertex_pieces if less_equal(p[0], outer)], np.int64)
@@ -370,21 +385,20 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                 return
             st = current
             if k == 2:
-                st.start(float(value[kind == COUNT].sum()))
+                st.start(float(value[kind == COUNT].sum()), tolerance is not None)
                 out_msgs.session(cap).give_batch(contributions(st))
                 return
             if tolerance is not None and k >= 4 and float(value[kind == DELTA].sum()) < tolerance:
                 finish(st, cap)
                 return
-            parts = [(rb["vertex"].to_numpy(), rb["value"].to_numpy()) for rb in msg_parts
-                     if rb.num_rows and rb["kind"][0].as_py() == CONTRIB]
+            parts = [(rb[FROM][0].as_py(), None if rb["vertex"].null_count else rb["vertex"].to_numpy(),
+                      rb["value"].to_numpy()) for rb in msg_parts if rb.num_rows and rb["kind"][0].as_py() == CONTRIB]
             delta = st.advance(parts, float(value[kind == DANGLING].sum()), tolerance is not None)
             del parts
             if st.iteration >= iterations:
                 finish(st, cap)
                 return
-            changed = broadcast(delta, DELTA) if tolerance is not None else []
-            out_msgs.session(cap).give_batch(contributions(st) + changed)
+            out_msgs.session(cap).give_batch(contributions(st, delta if tolerance is not None else None))
 
         def finish(st: _State, cap: Any) -> None:
             st.finish()
