@@ -3,10 +3,13 @@
 Edges live on the worker their ``src`` hashes to, each vertex's rank on the worker
 its id hashes to (the same hash, so a vertex's out-edges and rank are together).
 Each round a worker sends, per destination vertex, the summed contributions
-``r(u)/out(u)`` of its edges (one row per distinct destination, to the owner, in one
-batch per owner worked out once: :class:`.to_worker.ToWorker`) and broadcasts the few
+``d * r(u)/out(u)`` of its edges (one row per distinct destination, to the owner, in
+one batch per owner worked out once: :class:`.to_worker.ToWorker`; the vertex ids only
+in the first round, then the sums alone, in the same order) and broadcasts the few
 scalars everyone needs (vertex count, dangling mass, change).  A worker holds its
-edges as two int64 positions each, ordered for the cache (:data:`BLOCK_BITS`).
+edges as 6 bytes each (an int32 source position, a uint16 offset in a block of
+destinations), ordered for the cache (:data:`BLOCK_BITS`), and per vertex its id,
+rank and ``d/out``.
 Definition (directed ``src -> dst``; N distinct vertices; r0 = 1/N)::
 
     r'(v) = (1 - d)/N + d * (sum_{u->v} r(u)/out(u) + D/N),  D = rank of vertices with no out-edge
@@ -188,7 +191,7 @@ class _State:
         key &= (1 << vb) - 1
         self.src_pos = key.astype(np.int32) if vb < 32 else key
         del key
-        self.chunks = []                               # (first edge, end, first destination, destinations)
+        self.chunks: list = []                         # (first edge, end, first destination, destinations)
         for b, (lo, hi) in enumerate(zip([0] + np.cumsum(blocks)[:-1].tolist(), np.cumsum(blocks).tolist())):
             base = b << BLOCK_BITS
             size = min(1 << BLOCK_BITS, len(self.udst) - base)
@@ -267,7 +270,7 @@ class _State:
         """Drop everything but the vertices and their ranks."""
         self.done = True
         self.src_pos = self.low = self.w = self.x = np.zeros(0, np.int64)
-        self.sums = ()
+        self.sums = (np.zeros(0), np.zeros(0))
         self.chunks = []
         self.at.clear()
 
@@ -285,7 +288,7 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
     batch form's engine; :func:`pagerank_stream` is the incremental form).
 
     Each worker keeps only its share: the edges whose ``src`` it owns (as positions,
-    two int64 per edge) and its vertices' ranks; nothing gathers the graph.  Once no
+    6 bytes an edge) and its vertices' ranks; nothing gathers the graph.  Once no
     more edges can come, the raw edges are dropped.  The rows a worker keeps (edges
     plus vertices) are reported to its logging registry's :data:`~.state_log.GRAPH_LOG` stream.
 
