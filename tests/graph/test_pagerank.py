@@ -91,6 +91,15 @@ def test_ids_far_apart_take_the_ranked_key_path(workers):
     check(pagerank(wide, workers=workers, timeout=60), wide)
 
 
+def test_ids_next_to_the_int64_limits():
+    """Ids close together but near 2**63 - 1 (and -2**63): the packed keys are offsets,
+    and building them wraps around int64 on the way without changing the result."""
+    table = awkward_graph(10)
+    for shift in (2**63 - 1 - 40_000, -(2**63)):
+        near = pa.table({name: pa.array(table[name].to_numpy() + shift) for name in ("src", "dst")})
+        check(pagerank(near, workers=2, timeout=60), near)
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_edges_in_many_destination_blocks(workers, monkeypatch):
     """Blocks of 4 destinations (not 2**17): the round's order by block, source,

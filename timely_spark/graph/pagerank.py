@@ -84,16 +84,17 @@ def _inner(t: Any) -> int:
 
 
 def _small(values: np.ndarray, force: bool = False) -> tuple:
-    """``(ids, back, bits)``: ``values`` as non-negative int64 ``ids`` (a fresh array) of
-    at most ``bits`` bits, and ``back`` mapping ids to values -- ``values - min`` if that
-    fits in :data:`KEY_BITS` bits (and not ``force``), else ranks among the distinct values."""
+    """``(base, lo, back, bits)``: ``base - lo`` are ``values`` as non-negative ids of at
+    most ``bits`` bits, ``back`` maps ids to values -- ``base`` is ``values`` (not copied)
+    if their range fits in :data:`KEY_BITS` bits (and not ``force``), else their ranks
+    among the distinct values (``lo`` 0)."""
     if not len(values):
-        return np.zeros(0, np.int64), (lambda v: v), 0
+        return values, 0, (lambda v: v), 0
     lo, hi = int(values.min()), int(values.max())
     if not force and (hi - lo).bit_length() <= KEY_BITS:
-        return np.subtract(values, lo, dtype=np.int64), (lambda v: v + lo), (hi - lo).bit_length()
+        return values, lo, (lambda v: v + lo), (hi - lo).bit_length()
     distinct, codes = np.unique(values, return_inverse=True)
-    return codes.ravel().astype(np.int64), (lambda v: distinct[v]), (len(distinct) - 1).bit_length()
+    return codes.ravel().astype(np.int64), 0, (lambda v: distinct[v]), (len(distinct) - 1).bit_length()
 
 
 class _State:
@@ -127,16 +128,18 @@ class _State:
         src = edges.pop()
         m = len(src)
         vertex_bits = (m + len(announced)).bit_length()
-        s_ids, s_back, sb = _small(src)
-        d_ids, d_back, db = _small(dst)
+        s_base, s_lo, s_back, sb = _small(src)
+        d_base, d_lo, d_back, db = _small(dst)
         if sb + db > KEY_BITS or db + vertex_bits > KEY_BITS:     # ids too far apart to share a key
-            s_ids, s_back, sb = _small(src, force=True)
-            d_ids, d_back, db = _small(dst, force=True)
+            s_base, s_lo, s_back, sb = _small(src, force=True)
+            d_base, d_lo, d_back, db = _small(dst, force=True)
         del src, dst
-        key = s_ids                                    # fresh: sorted in place
+        key = np.subtract(s_base, s_lo, dtype=np.int64)            # fresh: sorted in place
+        del s_base
         key <<= db
-        key |= d_ids
-        del s_ids, d_ids
+        key += d_base                                  # (src - lo) << db | (dst - lo), with no temporary
+        key -= d_lo                                    # (int64 wraps around: the sum is right mod 2**64)
+        del d_base
         key.sort()                                     # by (src, dst)
         sources = key >> db
         first = _first_of_runs(sources)
@@ -338,6 +341,17 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
             changed = broadcast(delta, DELTA, ids) if delta is not None else []
             return st.contributions() + dangling + changed
 
+        def announce(targets: np.ndarray) -> list:
+            """``targets`` (distinct destinations of this worker's edges) to their owners, one
+            batch an owner (passed on whole)."""
+            owner = destinations(pa.record_batch({"vertex": targets}), ["vertex"], peers)
+            targets = targets[np.argsort(owner, kind="stable")]
+            bounds = np.cumsum(np.bincount(owner, minlength=peers)).tolist()
+            return [_msgs(pa.array(targets[lo:hi]), _column(np.zeros(hi - lo), np.float64),
+                          _column(np.full(hi - lo, EXISTS), np.int8), _column(np.full(hi - lo, w), np.uint16),
+                          _column(np.full(hi - lo, me), np.uint16))
+                    for w, (lo, hi) in enumerate(zip([0] + bounds[:-1], bounds)) if hi > lo]
+
         def no_more_edges() -> bool:
             """No edges and no new outer time can reach this worker any more."""
             return (edge_in.frontier.is_empty() and all(_inner(t) >= 2 for t in msg_in.frontier.elements())
@@ -353,22 +367,18 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                     if len(edge_parts) > 1:      # copied: the exchanged batches go back to the system now
                         edge_parts.clear()
                         pa.default_memory_pool().release_unused()
-                    new = sorted_unique(c)
-                    owner = destinations(pa.record_batch({"vertex": new}), ["vertex"], peers)
-                    out_msgs.session(cap).give_batch(
-                        [_msgs(pa.array(new), _column(np.zeros(len(new)), np.float64),
-                               _column(np.full(len(new), EXISTS), np.int8), _column(owner, np.uint16),
-                               _column(np.full(len(new), me), np.uint16))]
-                        + broadcast(0.0, COUNT))
+                    out_msgs.session(cap).give_batch(announce(sorted_unique(c)) + broadcast(0.0, COUNT))
                 return
-            small = [rb for rb in msg_parts if rb.num_rows and rb["kind"][0].as_py() != CONTRIB]
+            kinds = [rb["kind"][0].as_py() if rb.num_rows else None for rb in msg_parts]
+            small = [rb for rb, kd in zip(msg_parts, kinds) if kd is not None and kd not in (CONTRIB, EXISTS)]
             table = pa.Table.from_batches(small) if small else None
             kind = table["kind"].to_numpy() if table is not None else np.zeros(0, np.int8)
             value = table["value"].to_numpy() if table is not None else np.zeros(0)
             if k == 1:                       # every (outer', 1) with outer' <= outer is processed by now
-                vertex = table["vertex"].to_numpy() if table is not None else np.zeros(0, np.int64)
-                vertex_pieces.append((outer, sorted_unique(vertex[kind == EXISTS])))
-                del vertex
+                exists = [rb["vertex"].to_numpy() for rb, kd in zip(msg_parts, kinds) if kd == EXISTS]
+                vertex_pieces.append((outer, sorted_unique(_one(exists, np.int64))))
+                del exists
+                msg_parts.clear()
                 st = states[outer] = _State(damping, me)
                 mine = [p for p in edge_pieces if less_equal(p[0], outer)]
                 src_parts, dst_parts = [p[1] for p in mine], [p[2] for p in mine]
