@@ -1,3 +1,5 @@
+import importlib
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -77,3 +79,31 @@ def test_stream_form_over_epochs_is_cumulative():
     for epoch in range(2):
         check(pa.Table.from_batches(per_time[epoch]), table.slice(0, cuts[epoch + 1]), 10)
     assert np.isclose(sum(sum(rb["rank"].to_pylist()) for rb in per_time[1]), 1)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ids_far_apart_take_the_ranked_key_path(workers):
+    """Ids spread over the whole int64 range (negative too) do not fit the packed sort
+    keys of the workers' index: they are ranked first, and the result is the same."""
+    table = awkward_graph(8)
+    wide = pa.table({name: pa.array((table[name].to_numpy() - 15_000) * 2**47) for name in ("src", "dst")})
+    assert wide["src"].to_numpy().min() < -2**60 < 2**60 < wide["dst"].to_numpy().max()
+    check(pagerank(wide, workers=workers, timeout=60), wide)
+
+
+def test_ids_next_to_the_int64_limits():
+    """Ids close together but near 2**63 - 1 (and -2**63): the packed keys are offsets,
+    and building them wraps around int64 on the way without changing the result."""
+    table = awkward_graph(10)
+    for shift in (2**63 - 1 - 40_000, -(2**63)):
+        near = pa.table({name: pa.array(table[name].to_numpy() + shift) for name in ("src", "dst")})
+        check(pagerank(near, workers=2, timeout=60), near)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_edges_in_many_destination_blocks(workers, monkeypatch):
+    """Blocks of 4 destinations (not 2**17): the round's order by block, source,
+    destination spans many blocks, and the ranks are the same."""
+    monkeypatch.setattr(importlib.import_module("timely_spark.graph.pagerank"), "BLOCK_BITS", 2)
+    table = awkward_graph(9)
+    check(pagerank(table, workers=workers, timeout=60), table)

@@ -3,10 +3,13 @@
 Edges live on the worker their ``src`` hashes to, each vertex's rank on the worker
 its id hashes to (the same hash, so a vertex's out-edges and rank are together).
 Each round a worker sends, per destination vertex, the summed contributions
-``r(u)/out(u)`` of its edges (one row per distinct destination, to the owner, in one
-batch per owner worked out once: :class:`.to_worker.ToWorker`) and broadcasts the few
+``d * r(u)/out(u)`` of its edges (one row per distinct destination, to the owner, in
+one batch per owner worked out once: :class:`.to_worker.ToWorker`; the vertex ids only
+in the first round, then the sums alone, in the same order) and broadcasts the few
 scalars everyone needs (vertex count, dangling mass, change).  A worker holds its
-edges as two int64 positions each, ordered for the cache (:data:`BLOCK_BITS`).
+edges as 6 bytes each (an int32 source position, a uint16 offset in a block of
+destinations), ordered for the cache (:data:`BLOCK_BITS`), and per vertex its id,
+rank and ``d/out``.
 Definition (directed ``src -> dst``; N distinct vertices; r0 = 1/N)::
 
     r'(v) = (1 - d)/N + d * (sum_{u->v} r(u)/out(u) + D/N),  D = rank of vertices with no out-edge
@@ -38,14 +41,23 @@ __all__ = ["pagerank", "pagerank_stream", "pagerank_reference", "power_iteration
 
 CONTRIB, EXISTS, COUNT, DANGLING, DELTA = 0, 1, 2, 3, 4
 
+#: The message column naming the worker that sent a row.
+FROM = "from"
+
 #: Edges are ordered by blocks of this many (log2) destination vertices, and by source
 #: within a block: a round's gather of ranks by source and its sum by destination then
 #: each stay within a cache-sized range (3x faster than random order at 10 M edges).
-BLOCK_BITS = 17
+BLOCK_BITS = 16
+
+#: A round reads a worker's edges in chunks of at most this many (of one destination block).
+CHUNK = 1 << 16
+
+#: The bits of the int64 keys :meth:`_State.prepare` sorts (non-negative, so signed order is theirs).
+KEY_BITS = 63
 
 
-def _msgs(vertex: Any, value: Any, kind: Any, to: Any) -> pa.RecordBatch:
-    return pa.record_batch([vertex, value, kind, to], names=["vertex", "value", "kind", TO])
+def _msgs(vertex: Any, value: Any, kind: Any, to: Any, sender: Any) -> pa.RecordBatch:
+    return pa.record_batch([vertex, value, kind, to, sender], names=["vertex", "value", "kind", TO, FROM])
 
 
 def _column(values: np.ndarray, dtype: Any) -> pa.Array:
@@ -71,88 +83,199 @@ def _inner(t: Any) -> int:
     return t.inner if isinstance(t, Product) else t[1]
 
 
+def _small(values: np.ndarray, force: bool = False) -> tuple:
+    """``(base, lo, back, bits)``: ``base - lo`` are ``values`` as non-negative ids of at
+    most ``bits`` bits, ``back`` maps ids to values -- ``base`` is ``values`` (not copied)
+    if their range fits in :data:`KEY_BITS` bits (and not ``force``), else their ranks
+    among the distinct values (``lo`` 0)."""
+    if not len(values):
+        return values, 0, (lambda v: v), 0
+    lo, hi = int(values.min()), int(values.max())
+    if not force and (hi - lo).bit_length() <= KEY_BITS:
+        return values, lo, (lambda v: v + lo), (hi - lo).bit_length()
+    distinct, codes = np.unique(values, return_inverse=True)
+    return codes.ravel().astype(np.int64), 0, (lambda v: distinct[v]), (len(distinct) - 1).bit_length()
+
+
 class _State:
     """A worker's PageRank state at one outer time: its vertices and their ranks, and its
     edges as positions -- the source's among the vertices, the destination's among
-    ``udst`` (the distinct destinations, grouped by the worker owning them)."""
+    ``udst`` (the distinct destinations, grouped by the worker owning them).  A round
+    works in buffers allocated once (a fresh large array costs its page faults)."""
 
-    def __init__(self) -> None:
+    def __init__(self, damping: float, me: int) -> None:
+        self.damping = damping
+        self.me = me
         self.vertices = np.zeros(0, np.int64)       # owned, sorted
         self.rank: np.ndarray = np.zeros(0)
         self.iteration = 0
         self.done = False
         self.n = 0.0
-        self.seen: dict = {}                       # an incoming batch's (first, last, size) -> (vertex, positions)
+        self.at: dict = {}                         # sender -> positions of the vertices it sends sums for
 
     def prepare(self, edges: list, announced: np.ndarray, peers: int) -> None:
         """Index this worker's edges ``[src, dst]`` (all sources owned here; ``announced``:
         the destinations other workers' edges have that this worker owns).  The arrays
         are taken out of ``edges``, so that (in a batch run, where nothing else holds them)
-        each is freed as soon as it is used: the peak is about 40 bytes an edge."""
+        each is freed as soon as it is used.
+
+        Three in-place sorts of one int64 key per edge and no permutation of the edges
+        (an argsort, or a gather in random order, costs several times a sort): by
+        ``(src, dst)`` for the sources and their out-degrees, by ``(dst, source
+        position)`` for the destinations, and by ``(destination block, source position,
+        destination position)`` for the order a round reads them in."""
         dst = edges.pop()
-        udst, dst_inv = np.unique(dst, return_inverse=True)
-        del dst
-        owner = destinations(pa.record_batch({"vertex": udst}), ["vertex"], peers)
-        by_owner = np.argsort(owner, kind="stable")
-        self.udst = udst[by_owner]
-        rename = np.empty(len(udst), np.int64)
-        rename[by_owner] = np.arange(len(udst))
-        del udst, by_owner
-        dst_inv = rename[dst_inv.ravel()]
-        del rename
         src = edges.pop()
-        perm = np.argsort(src)
-        ordered = src[perm]
-        del src
-        first = _first_of_runs(ordered)
-        usrc = ordered[first]
-        del ordered
-        runs = np.diff(np.append(np.flatnonzero(first), len(first)))
+        m = len(src)
+        vertex_bits = (m + len(announced)).bit_length()
+        s_base, s_lo, s_back, sb = _small(src)
+        d_base, d_lo, d_back, db = _small(dst)
+        if sb + db > KEY_BITS or db + vertex_bits > KEY_BITS:     # ids too far apart to share a key
+            s_base, s_lo, s_back, sb = _small(src, force=True)
+            d_base, d_lo, d_back, db = _small(dst, force=True)
+        del src, dst
+        key = np.subtract(s_base, s_lo, dtype=np.int64)            # fresh: sorted in place
+        del s_base
+        key <<= db
+        key += d_base                                  # (src - lo) << db | (dst - lo), with no temporary
+        key -= d_lo                                    # (int64 wraps around: the sum is right mod 2**64)
+        del d_base
+        key.sort()                                     # by (src, dst)
+        sources = key >> db
+        first = _first_of_runs(sources)
+        usrc = s_back(sources[first])
+        del sources
+        runs = np.diff(np.append(np.flatnonzero(first), m))
         del first
         self.vertices = sorted_unique(np.concatenate([usrc, announced]))
         at = np.searchsorted(self.vertices, usrc)
+        del usrc
         out = np.zeros(len(self.vertices))
         out[at] = runs
-        self.dangling = out == 0
-        self.inv_out = np.divide(1.0, out, out=np.zeros_like(out), where=~self.dangling)
-        src_pos = np.repeat(at, runs)                   # in `perm` order
-        del at, runs, out
-        dst_pos = dst_inv[perm]
-        del dst_inv, perm
-        block = (dst_pos >> BLOCK_BITS).astype(np.uint16 if len(self.udst) >> BLOCK_BITS < 1 << 16 else np.int64)
-        order = np.argsort(block, kind="stable")       # by destination block, sources ascending in each
+        self.dangling = np.flatnonzero(out == 0)
+        self.scale = np.divide(self.damping, out, out=np.zeros_like(out), where=out != 0)   # d / out(u)
+        del out
+        vb = max(len(self.vertices) - 1, 0).bit_length()
+        key &= (1 << db) - 1                           # destination ids, in (src, dst) order
+        key <<= vb
+        key |= np.repeat(at, runs)                     # and each edge's source position
+        del at, runs
+        key.sort()                                     # by (dst, source position)
+        targets = key >> vb
+        first = _first_of_runs(targets)
+        udst = d_back(targets[first])
+        del targets
+        group = np.cumsum(first)                       # each edge's destination among udst, + 1
+        group -= 1
+        del first
+        owner = destinations(pa.record_batch({"vertex": udst}), ["vertex"], peers)
+        by_owner = np.argsort(owner, kind="stable")
+        self.udst = udst[by_owner]
+        del udst
+        rename = np.empty(len(by_owner), np.int64)
+        rename[by_owner] = np.arange(len(by_owner))
+        del by_owner
+        dst_pos = rename[group]                        # group ascends: rename is read in order
+        del rename, group
+        low = (1 << BLOCK_BITS) - 1
+        key &= (1 << vb) - 1                           # source positions, in (dst, source) order
+        key <<= BLOCK_BITS
+        block = dst_pos >> BLOCK_BITS
+        block <<= vb + BLOCK_BITS
+        key |= block
         del block
-        self.src_pos = src_pos[order]
-        del src_pos
-        self.dst_pos = dst_pos[order]
-        del dst_pos, order
+        dst_pos &= low
+        key |= dst_pos
+        del dst_pos
+        key.sort()                                     # by (destination block, source position, destination)
+        blocks = np.bincount(key >> (vb + BLOCK_BITS), minlength=-(-len(self.udst) >> BLOCK_BITS))
+        self.low = (key & low).astype(np.uint16 if BLOCK_BITS <= 16 else np.uint32)
+        key >>= BLOCK_BITS
+        key &= (1 << vb) - 1
+        self.src_pos = key.astype(np.int32) if vb < 32 else key
+        del key
+        self.chunks: list = []                         # (first edge, end, first destination, destinations)
+        for b, (lo, hi) in enumerate(zip([0] + np.cumsum(blocks)[:-1].tolist(), np.cumsum(blocks).tolist())):
+            base = b << BLOCK_BITS
+            size = min(1 << BLOCK_BITS, len(self.udst) - base)
+            self.chunks.extend((c, min(c + CHUNK, hi), base, size) for c in range(lo, hi, CHUNK))
         bounds = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=peers))]).tolist()
         self.owners = [(w, lo, hi) for w, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])) if hi > lo]
-        self.columns = {w: (pa.array(self.udst[lo:hi]), _column(np.full(hi - lo, CONTRIB), np.int8),
-                            _column(np.full(hi - lo, w), np.uint16)) for w, lo, hi in self.owners}
+        me = self.me
+        self.columns = {w: (_column(np.full(hi - lo, CONTRIB), np.int8), _column(np.full(hi - lo, w), np.uint16),
+                            _column(np.full(hi - lo, me), np.uint16)) for w, lo, hi in self.owners}
+
+    def start(self, n: float, keep: bool) -> None:
+        """Ranks ``1/n`` (``n``: the vertex count of all workers), and the round's buffers;
+        ``keep``: the ranks must outlive a round's contributions (to measure their change)."""
+        self.n = n
+        self.rank = np.full(len(self.vertices), 1.0 / n)
+        self.x = np.empty(len(self.vertices)) if keep else self.rank
+        self.w = np.empty(CHUNK)
+        self.sums = (np.empty(len(self.udst)), np.empty(len(self.udst)))
 
     def contributions(self) -> list:
-        """One batch per owner: the summed ``r(u)/out(u)`` of the edges into its vertices."""
-        w = (self.rank * self.inv_out)[self.src_pos]
-        sums = np.bincount(self.dst_pos, weights=w, minlength=len(self.udst))
-        del w
+        """One batch per owner: the summed ``d * r(u)/out(u)`` of the edges into its vertices.
+        The first round's batches name the vertices; later rounds' send only the sums, in
+        the same order (their ``vertex`` column is of the null type: no bytes).  Unless
+        ``keep``, the ranks are overwritten (:meth:`advance` makes the next ones).
+
+        A chunk of at most :data:`CHUNK` edges of one destination block at a time: the
+        gathered contributions stay in the cache, and the block's sums too.  The sums
+        alternate between two buffers: a batch sent at round ``k`` (no copy, between
+        threads) is read by its receiver before this worker can start round ``k + 2``."""
+        np.multiply(self.rank, self.scale, out=self.x)
+        sums, x, w, src_pos, low = self.sums[self.iteration % 2], self.x, self.w, self.src_pos, self.low
+        filled = -1
+        for lo, hi, base, size in self.chunks:
+            part = w[:hi - lo]
+            np.take(x, src_pos[lo:hi], out=part, mode="clip")          # "raise" would buffer
+            block = np.bincount(low[lo:hi], weights=part, minlength=size)
+            if base != filled:
+                sums[base:base + size] = block
+                filled = base
+            else:
+                sums[base:base + size] += block
         out = []
         for worker, lo, hi in self.owners:
-            vertex, kind, to = self.columns[worker]
-            out.append(_msgs(vertex, pa.array(sums[lo:hi]), kind, to))
+            kind, to, sender = self.columns[worker]
+            vertex = pa.array(self.udst[lo:hi]) if self.iteration == 0 else pa.nulls(hi - lo)
+            out.append(_msgs(vertex, pa.array(sums[lo:hi]), kind, to, sender))
+        if self.iteration == 0:
+            self.udst = self.udst[:0]                  # the receivers keep where each sum goes
         return out
 
-    def positions(self, vertex: np.ndarray) -> np.ndarray:
-        """Where each vertex of an incoming batch sits among this worker's vertices.  The
-        same senders send the same vertices every round: a batch seen before (checked
-        equal, O(n)) reuses its answer instead of a search."""
-        key = (len(vertex), int(vertex[0]), int(vertex[-1]))
-        last = self.seen.get(key)
-        if last is not None and np.array_equal(last[0], vertex):
-            return last[1]
-        pos = np.searchsorted(self.vertices, vertex)
-        self.seen[key] = (vertex, pos)
-        return pos
+    def dangling_mass(self) -> float:
+        """The rank of this worker's vertices that have no out-edge."""
+        return float(self.rank.take(self.dangling).sum())
+
+    def advance(self, parts: list, dangling: float, change: bool) -> float:
+        """The next ranks from the contributions ``parts`` (``(sender, vertex, value)``,
+        ``vertex`` None after a sender's first round) and all workers' dangling mass;
+        the L1 change if ``change`` (else 0; then the ranks need not have been kept)."""
+        d, rank = self.damping, self.rank
+        if change:
+            np.copyto(self.x, rank)
+        rank.fill((1 - d) / self.n + d * dangling / self.n)
+        for sender, vertex, value in parts:
+            if vertex is not None:
+                self.at[sender] = np.searchsorted(self.vertices, vertex)
+            np.add.at(rank, self.at[sender], value)        # a batch's vertices are distinct
+        delta = 0.0
+        if change:
+            np.subtract(rank, self.x, out=self.x)
+            np.abs(self.x, out=self.x)
+            delta = float(self.x.sum())
+        self.iteration += 1
+        return delta
+
+    def finish(self) -> None:
+        """Drop everything but the vertices and their ranks."""
+        self.done = True
+        self.src_pos = self.low = self.w = self.x = np.zeros(0, np.int64)
+        self.sums = (np.zeros(0), np.zeros(0))
+        self.chunks = []
+        self.at.clear()
 
 
 def _check_parameters(iterations: Any, damping: Any, tolerance: Any) -> None:
@@ -168,7 +291,7 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
     batch form's engine; :func:`pagerank_stream` is the incremental form).
 
     Each worker keeps only its share: the edges whose ``src`` it owns (as positions,
-    two int64 per edge) and its vertices' ranks; nothing gathers the graph.  Once no
+    6 bytes an edge) and its vertices' ranks; nothing gathers the graph.  Once no
     more edges can come, the raw edges are dropped.  The rows a worker keeps (edges
     plus vertices) are reported to its logging registry's :data:`~.state_log.GRAPH_LOG` stream.
 
@@ -192,7 +315,9 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
         b.initial_capability().drop()
         peers = inner.peers
         everyone = _column(np.arange(peers), np.uint16)
+        me = inner.index
         no_vertex = _column(np.zeros(peers), np.int64)
+        sender = _column(np.full(peers, me), np.uint16)
         pending: dict = {}
         states: dict = {}
         edge_pieces: list = []               # (outer time, src, dst) of the edges routed here
@@ -204,12 +329,28 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                 entry = pending[cap.time] = [cap.retain(), [], []]
             return entry
 
-        def broadcast(value: float, kind: int) -> list:
-            return [_msgs(no_vertex, _column(np.full(peers, value), np.float64),
-                          _column(np.full(peers, kind), np.int8), everyone)]
+        def broadcast(value: float, kind: int, ids: bool = True) -> list:
+            """One row to every worker (a ``vertex`` column of the null type unless ``ids``,
+            like the contributions sent with it: one schema a round)."""
+            return [_msgs(no_vertex if ids else pa.nulls(peers), _column(np.full(peers, value), np.float64),
+                          _column(np.full(peers, kind), np.int8), everyone, sender)]
 
-        def contributions(st: _State) -> list:
-            return st.contributions() + broadcast(float(st.rank[st.dangling].sum()), DANGLING)
+        def contributions(st: _State, delta: Optional[float] = None) -> list:
+            ids = st.iteration == 0
+            dangling = broadcast(st.dangling_mass(), DANGLING, ids)       # before the ranks are overwritten
+            changed = broadcast(delta, DELTA, ids) if delta is not None else []
+            return st.contributions() + dangling + changed
+
+        def announce(targets: np.ndarray) -> list:
+            """``targets`` (distinct destinations of this worker's edges) to their owners, one
+            batch an owner (passed on whole)."""
+            owner = destinations(pa.record_batch({"vertex": targets}), ["vertex"], peers)
+            targets = targets[np.argsort(owner, kind="stable")]
+            bounds = np.cumsum(np.bincount(owner, minlength=peers)).tolist()
+            return [_msgs(pa.array(targets[lo:hi]), _column(np.zeros(hi - lo), np.float64),
+                          _column(np.full(hi - lo, EXISTS), np.int8), _column(np.full(hi - lo, w), np.uint16),
+                          _column(np.full(hi - lo, me), np.uint16))
+                    for w, (lo, hi) in enumerate(zip([0] + bounds[:-1], bounds)) if hi > lo]
 
         def no_more_edges() -> bool:
             """No edges and no new outer time can reach this worker any more."""
@@ -223,21 +364,22 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                     a = _one([a for a, _ in edge_parts], np.int64)
                     c = _one([c for _, c in edge_parts], np.int64)
                     edge_pieces.append((outer, a, c))
-                    new = sorted_unique(c)
-                    owner = destinations(pa.record_batch({"vertex": new}), ["vertex"], peers)
-                    out_msgs.session(cap).give_batch(
-                        [_msgs(pa.array(new), _column(np.zeros(len(new)), np.float64),
-                               _column(np.full(len(new), EXISTS), np.int8), _column(owner, np.uint16))]
-                        + broadcast(0.0, COUNT))
+                    if len(edge_parts) > 1:      # copied: the exchanged batches go back to the system now
+                        edge_parts.clear()
+                        pa.default_memory_pool().release_unused()
+                    out_msgs.session(cap).give_batch(announce(sorted_unique(c)) + broadcast(0.0, COUNT))
                 return
-            small = [rb for rb in msg_parts if rb.num_rows and rb["kind"][0].as_py() != CONTRIB]
+            kinds = [rb["kind"][0].as_py() if rb.num_rows else None for rb in msg_parts]
+            small = [rb for rb, kd in zip(msg_parts, kinds) if kd is not None and kd not in (CONTRIB, EXISTS)]
             table = pa.Table.from_batches(small) if small else None
             kind = table["kind"].to_numpy() if table is not None else np.zeros(0, np.int8)
-            vertex = table["vertex"].to_numpy() if table is not None else np.zeros(0, np.int64)
             value = table["value"].to_numpy() if table is not None else np.zeros(0)
             if k == 1:                       # every (outer', 1) with outer' <= outer is processed by now
-                vertex_pieces.append((outer, sorted_unique(vertex[kind == EXISTS])))
-                st = states[outer] = _State()
+                exists = [rb["vertex"].to_numpy() for rb, kd in zip(msg_parts, kinds) if kd == EXISTS]
+                vertex_pieces.append((outer, sorted_unique(_one(exists, np.int64))))
+                del exists
+                msg_parts.clear()
+                st = states[outer] = _State(damping, me)
                 mine = [p for p in edge_pieces if less_equal(p[0], outer)]
                 src_parts, dst_parts = [p[1] for p in mine], [p[2] for p in mine]
                 announced = _one([p[1] for p in vertex_pieces if less_equal(p[0], outer)], np.int64)
@@ -256,33 +398,23 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                 return
             st = current
             if k == 2:
-                st.n = float(value[kind == COUNT].sum())
-                st.rank = np.full(len(st.vertices), 1.0 / st.n)
+                st.start(float(value[kind == COUNT].sum()), tolerance is not None)
                 out_msgs.session(cap).give_batch(contributions(st))
                 return
             if tolerance is not None and k >= 4 and float(value[kind == DELTA].sum()) < tolerance:
                 finish(st, cap)
                 return
-            incoming = np.zeros(len(st.vertices))
-            for rb in msg_parts:
-                if rb.num_rows and rb["kind"][0].as_py() == CONTRIB:
-                    part = rb["vertex"].to_numpy()
-                    incoming[st.positions(part)] += rb["value"].to_numpy()   # a batch's vertices are distinct
-            dangling = float(value[kind == DANGLING].sum())
-            new_rank = (1 - damping) / st.n + damping * (incoming + dangling / st.n)
-            del incoming
-            delta = float(np.abs(new_rank - st.rank).sum())
-            st.rank = new_rank
-            st.iteration += 1
+            parts = [(rb[FROM][0].as_py(), None if rb["vertex"].null_count else rb["vertex"].to_numpy(),
+                      rb["value"].to_numpy()) for rb in msg_parts if rb.num_rows and rb["kind"][0].as_py() == CONTRIB]
+            delta = st.advance(parts, float(value[kind == DANGLING].sum()), tolerance is not None)
+            del parts
             if st.iteration >= iterations:
                 finish(st, cap)
                 return
-            out_msgs.session(cap).give_batch(contributions(st) + broadcast(delta, DELTA))
+            out_msgs.session(cap).give_batch(contributions(st, delta if tolerance is not None else None))
 
         def finish(st: _State, cap: Any) -> None:
-            st.done = True
-            st.src_pos = st.dst_pos = np.zeros(0, np.int64)
-            st.seen.clear()
+            st.finish()
             if len(st.vertices):
                 out_ranks.session(cap).give_batch([pa.record_batch({"vertex": st.vertices, "rank": st.rank})])
 

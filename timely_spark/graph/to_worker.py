@@ -4,12 +4,15 @@ A graph operator that sends the same vertices to the same owners every round
 (PageRank's contributions) works out the owners once -- with the hash that
 :class:`~timely_spark.dataflow.ExchangeBy` uses, :func:`~timely_spark.dataflow.destinations`
 -- and sends each round's rows already split by owner: a batch whose rows all go to
-one worker is passed on whole, with no hash, sort or copy per round.
+one worker (its ``to`` column's minimum equals its maximum) is passed on whole, with
+no hash, sort, conversion or copy per round.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
+
+import pyarrow.compute as pc
 
 from ..dataflow import check_batch, check_columns, split_rows
 
@@ -50,11 +53,16 @@ class ToWorker:
                 if not batch.num_rows:
                     continue
                 check_columns(batch, [column], operator)
-                dest = batch.column(column).to_numpy(zero_copy_only=False)
-                if int(dest.min()) < 0 or int(dest.max()) >= peers:
+                to = batch.column(column)
+                bounds = pc.min_max(to)
+                low, high = bounds["min"].as_py(), bounds["max"].as_py()
+                if to.null_count or low is None or low < 0 or high >= peers:
                     raise ValueError(f"operator {operator!r}: column {column!r} names workers outside "
                                      f"0..{peers - 1}")
-                for worker, rows in split_rows(batch, dest, peers):   # usually: one batch, one owner
+                if low == high:                       # usually: the whole batch to one worker, no copy
+                    pieces[low].append(batch)
+                    continue
+                for worker, rows in split_rows(batch, to.to_numpy(zero_copy_only=False), peers):
                     pieces[worker].append(rows)
             for push, part in zip(pushes, pieces):
                 if part:
