@@ -32,27 +32,31 @@ operator), ``count`` (rows) and ``frontier`` (the time, as a 1-tuple).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 import pyarrow as pa
 
 from ..dataflow import ExchangeBy
 from .broadcast import broadcast_keys
-from .compact import compact_ids, group_min
-from .spanning_forest import forest
+from .compact import DIRECT_SPAN, distinct_ids, group_min, offsets
+from .spanning_forest import forest_of_batches
 from .state_log import log_state
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
 
-__all__ = ["hook", "contract", "pointer_table", "resolve"]
+__all__ = ["hook", "hook_pairs", "contract", "pointer_table", "resolve"]
 
 def _column(batches: list, name: str) -> np.ndarray:
     parts = [rb.column(name).to_numpy() for rb in batches if rb.num_rows]
     if not parts:
         return np.zeros(0, np.int64)
     return (parts[0] if len(parts) == 1 else np.concatenate(parts)).astype(np.int64, copy=False)
+
+
+def _ids(rb: pa.RecordBatch, name: str) -> np.ndarray:
+    return rb.column(name).to_numpy().astype(np.int64, copy=False)
 
 
 def hook(u: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -65,17 +69,61 @@ def hook(u: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     >>> p.tolist(), q.tolist(), v.tolist(), w.tolist()
     ([5, 6, 7], [2, 3, 7], [2, 3], [2, 2])
     """
-    vertices, smallest, counts, at = group_min(u, r)
-    linked = counts > 1
-    if not linked.any():
-        empty = np.zeros(0, np.int64)
+    return hook_pairs([(u, r)])
+
+
+def hook_pairs(pairs: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`hook` of the pairs ``(u[i], r[i])`` of every ``(u, r)`` in ``pairs`` (int64
+    arrays, e.g. record batches' columns), without concatenating them when the ids are
+    dense: an addressing table of the range of ``u`` takes each vertex's smallest root.
+    ``pairs`` is emptied: its arrays are let go before the links are contracted.
+
+    >>> p, q, v, w = hook_pairs([(np.array([5, 5]), np.array([2, 3])), (np.array([6, 7]), np.array([3, 7]))])
+    >>> p.tolist(), q.tolist(), v.tolist(), w.tolist()
+    ([5, 6, 7], [2, 3, 7], [2, 3], [2, 2])
+    """
+    empty = np.zeros(0, np.int64)
+    given, pairs = pairs, [(u, r) for u, r in pairs if len(u)]
+    given.clear()
+    if not pairs:
+        return empty, empty, empty, empty
+    rows = sum(len(u) for u, _ in pairs)
+    lo = min(int(u.min()) for u, _ in pairs)
+    span = max(int(u.max()) for u, _ in pairs) - lo + 1
+    if span > DIRECT_SPAN * rows + 1024:          # sparse ids: sort
+        u, r = np.concatenate([u for u, _ in pairs]), np.concatenate([r for _, r in pairs])
+        vertices, smallest, _, at = group_min(u, r)
+        links = _links([(r, smallest[at])])
+        del u, r, at
+    else:                                          # dense ids: an addressing table, no sort
+        present = np.zeros(span, bool)
+        table = np.full(span, np.iinfo(np.int64).max, np.int64)
+        for u, r in pairs:
+            at = offsets(u, lo, span)
+            present[at] = True
+            np.minimum.at(table, at, r)
+        vertices = np.flatnonzero(present)
+        del present
+        smallest = table[vertices]
+        vertices += lo
+        links = _links((r, table[offsets(u, lo, span)]) for u, r in pairs)
+        del table
+    del pairs
+    if not links:
         return vertices, smallest, empty, empty
-    # the pairs of vertices with two or more roots, each with its vertex's smallest root
-    many = linked[at]
-    others, target = r[many], smallest[at[many]]
-    differ = others != target
-    nxt, roots = forest(others[differ], target[differ])
+    nxt, roots = forest_of_batches(links)
     return vertices, smallest, nxt, roots
+
+
+def _links(pairs: Iterable) -> list:
+    """Per ``(roots, the smallest root of each one's vertex)``, the pairs that differ: each
+    links a root to its vertex's smallest (they are in one component)."""
+    out = []
+    for r, low in pairs:
+        differ = r != low
+        if differ.any():
+            out.append((r[differ], low[differ]))
+    return out
 
 
 def contract(pairs: "Stream", name: str = "Contract") -> "Stream":
@@ -95,10 +143,12 @@ def contract(pairs: "Stream", name: str = "Contract") -> "Stream":
         handle, cycle = inner.feedback(1)
 
         def step(time: Any, entered: list, again: list) -> list:
-            batches = entered + again
-            u, r = _column(batches, "vertex"), _column(batches, "root")
-            log_state(inner, name, time, len(u))
-            vertices, pointer, nxt, roots = hook(u, r)
+            pairs = [(_ids(rb, "vertex"), _ids(rb, "root")) for rb in entered + again if rb.num_rows]
+            entered.clear()                # the batches live on in ``pairs`` only, let go by hook_pairs
+            again.clear()
+            log_state(inner, name, time, sum(len(u) for u, _ in pairs))
+            vertices, pointer, nxt, roots = hook_pairs(pairs)
+            del pairs
             out = [pa.record_batch({"vertex": vertices, "pointer": pointer})]
             if len(nxt):
                 out.append(pa.record_batch({"vertex": nxt, "root": roots}))
@@ -202,7 +252,7 @@ def resolve(table: "Stream", name: str = "Resolve") -> "Stream":
                         out.append(pa.record_batch({"vertex": u, "component": p}))
                         held[3] = True
                 else:
-                    targets = compact_ids(p[~final])[0]
+                    targets = distinct_ids(p[~final])
                     out.append(pa.record_batch({"vertex": targets, "asker": np.full(len(targets), me, np.int64)}))
             return out
 

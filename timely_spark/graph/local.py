@@ -23,7 +23,6 @@ def run_local(table: pa.Table, build: Callable[[Any, Any], Any], schema: pa.Sche
     """
     from ..execute import execute
 
-    table = table.combine_chunks()
 
     def work(worker: Any) -> list:
         found: list = []
@@ -35,12 +34,30 @@ def run_local(table: pa.Table, build: Callable[[Any, Any], Any], schema: pa.Sche
             pass
         return found
 
-    parts = [rb for part in execute(work, threads=workers, processes=processes, timeout=timeout) for rb in part]
-    result = pa.Table.from_batches([rb.select(schema.names).cast(schema) for rb in parts], schema)
+    parts = [rb.select(schema.names).cast(schema)
+             for part in execute(work, threads=workers, processes=processes, timeout=timeout) for rb in part]
     first = schema.field(0).type
-    if keys == 1 and pa.types.is_integer(first) and result.num_rows:
-        # each worker's rows usually come sorted: a stable numpy sort merges those runs
-        # (several times faster than Arrow's sort on integers)
-        order = np.argsort(result.column(0).to_numpy(), kind="stable")
-        return result.take(pa.array(order))
+    if keys == 1 and pa.types.is_integer(first) and parts:
+        return _sorted_by_first(parts, schema)
+    result = pa.Table.from_batches(parts, schema)
     return result.sort_by([(name, "ascending") for name in schema.names[:keys]])
+
+
+def _sorted_by_first(parts: list, schema: pa.Schema) -> pa.Table:
+    """The rows of the batches ``parts`` (emptied) sorted by their first (integer) column.
+    Each worker's rows usually come sorted: a stable numpy sort merges those runs
+    (several times faster than Arrow's sort on integers).  Column by column, each
+    column's batches are let go once it is sorted, so the result and the batches are
+    not both whole in memory."""
+    columns: list = [pa.chunked_array([rb.column(i) for rb in parts], field.type) for i, field in enumerate(schema)]
+    parts.clear()
+    order = np.argsort(columns[0].to_numpy(), kind="stable")
+    out = []
+    for i, field in enumerate(schema):
+        column, columns[i] = columns[i], None
+        if (pa.types.is_integer(field.type) or pa.types.is_floating(field.type)) and not column.null_count:
+            out.append(pa.array(column.to_numpy()[order], field.type))
+        else:
+            out.append(column.take(pa.array(order)))
+        del column
+    return pa.Table.from_arrays(out, schema=schema)
