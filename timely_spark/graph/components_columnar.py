@@ -21,8 +21,8 @@ import pyarrow as pa
 from ..dataflow import KEY_HASH, ExchangeBy, StateHooks, check_columns, hash_columns
 from ..errors import GraphInputError
 from .broadcast import broadcast_keys
-from .contraction import contract, pointer_table, resolve
-from .spanning_forest import forest, forest_of_batches
+from .contraction import by_owner, contract, pointer_table, resolve, sliced
+from .spanning_forest import forest, forest_of_batches, forest_windows
 from .state_log import log_state
 
 if TYPE_CHECKING:
@@ -88,16 +88,20 @@ def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst", onc
         if once and state.get("sent") and pairs:
             raise GraphInputError(f"LocalForest: edges at a second time ({time!r}) in the one-time (batch) "
                                   f"form: snapshot_components(once=True) takes the edges at one time", "once")
+        if once:                   # nothing kept: the forest goes out a window at a time, by owner
+            out = [rb for v, c in forest_windows(pairs) for rb in by_owner(v, c, scope.peers)]
+            del pairs
+            if out:
+                state["sent"] = True
+                log_state(scope, "LocalForest", time, sum(rb.num_rows for rb in out))
+            return out
         v, c = forest_of_batches([(state["v"], state["c"]), *pairs])
         del pairs
         if not len(v):
             return []
         log_state(scope, "LocalForest", time, len(v))
-        if once:
-            state["sent"] = True
-        else:
-            state["v"], state["c"] = v, c
-        return [pa.record_batch({"vertex": v, "root": c})]
+        state["v"], state["c"] = v, c
+        return sliced({"vertex": v, "root": c})
 
     def save(t: Any) -> pa.Table:
         # the forest's pairs are edges like any others: any share of them on any worker

@@ -37,22 +37,58 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import ExchangeBy
+from ..dataflow import ExchangeBy, destinations
 from .broadcast import broadcast_keys
 from .compact import DIRECT_SPAN, distinct_ids, group_min, offsets
-from .spanning_forest import forest_of_batches
+from .spanning_forest import CHUNK, forest_of_batches
 from .state_log import log_state
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
 
-__all__ = ["hook", "hook_pairs", "contract", "pointer_table", "resolve"]
+__all__ = ["hook", "hook_pairs", "sliced", "by_owner", "EXCHANGE_ROWS", "contract", "pointer_table", "resolve"]
 
 def _column(batches: list, name: str) -> np.ndarray:
     parts = [rb.column(name).to_numpy() for rb in batches if rb.num_rows]
     if not parts:
         return np.zeros(0, np.int64)
     return (parts[0] if len(parts) == 1 else np.concatenate(parts)).astype(np.int64, copy=False)
+
+
+#: Rows of a batch sent through an exchange at a time (see :func:`sliced`).
+EXCHANGE_ROWS = 1 << 20
+
+
+def sliced(columns: dict) -> list:
+    """A record batch of ``columns`` as zero-copy slices of at most :data:`EXCHANGE_ROWS`
+    rows: an exchange then hashes, orders and copies a slice at a time, and its
+    temporaries are a slice's, not the whole batch's.
+
+    >>> [rb.num_rows for rb in sliced({"x": np.arange(3)})]
+    [3]
+    """
+    rb = pa.record_batch(columns)
+    return [rb.slice(at, EXCHANGE_ROWS) for at in range(0, rb.num_rows, EXCHANGE_ROWS)]
+
+
+def by_owner(vertex: np.ndarray, root: np.ndarray, peers: int) -> list:
+    """``(vertex, root)`` pairs as one record batch per worker that owns any of the
+    vertices (by the hash ``ExchangeBy(["vertex"])`` routes by), each batch's rows all
+    going to one worker: an exchange passes such a batch on whole, without a copy.
+
+    >>> [rb.num_rows for rb in by_owner(np.arange(8), np.zeros(8, np.int64), 2)]
+    [4, 4]
+    """
+    batch = pa.record_batch({"vertex": vertex, "root": root})
+    if peers == 1 or not len(vertex):
+        return [batch] if len(vertex) else []
+    dest = destinations(batch, ["vertex"], peers)
+    order = np.argsort(dest, kind="stable")
+    counts = np.bincount(dest, minlength=peers)
+    del dest
+    ordered = pa.record_batch({"vertex": vertex[order], "root": root[order]})
+    ends = np.cumsum(counts)
+    return [ordered.slice(end - n, n) for n, end in zip(counts.tolist(), ends.tolist()) if n]
 
 
 def _ids(rb: pa.RecordBatch, name: str) -> np.ndarray:
@@ -96,23 +132,38 @@ def hook_pairs(pairs: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
         links = _links([(r, smallest[at])])
         del u, r, at
     else:                                          # dense ids: an addressing table, no sort
-        present = np.zeros(span, bool)
-        table = np.full(span, np.iinfo(np.int64).max, np.int64)
+        # the table holds each vertex's smallest root, as an int32 offset from the smallest
+        # root when the roots' range allows (half the memory), else as itself
+        r_lo = min(int(r.min()) for _, r in pairs)
+        narrow = max(int(r.max()) for _, r in pairs) - r_lo < 2**31 - 2
+        kind = np.int32 if narrow else np.int64
+        table = np.full(span, np.iinfo(kind).max, kind)
+        present = None if narrow else np.zeros(span, bool)
         for u, r in pairs:
             at = offsets(u, lo, span)
-            present[at] = True
-            np.minimum.at(table, at, r)
-        vertices = np.flatnonzero(present)
+            np.minimum.at(table, at, offsets(r, r_lo, 2**31 - 2) if narrow else r)
+            if present is not None:
+                present[at] = True
+        vertices = np.flatnonzero(table != np.iinfo(kind).max if present is None else present)
         del present
-        smallest = table[vertices]
+        smallest = table[vertices].astype(np.int64)
+        if narrow:
+            smallest += r_lo
         vertices += lo
-        links = _links((r, table[offsets(u, lo, span)]) for u, r in pairs)
+        links = _links((r, _widened(table[offsets(u, lo, span)], r_lo if narrow else 0)) for u, r in pairs)
         del table
     del pairs
     if not links:
         return vertices, smallest, empty, empty
     nxt, roots = forest_of_batches(links)
     return vertices, smallest, nxt, roots
+
+
+def _widened(values: np.ndarray, lo: int) -> np.ndarray:
+    out = values.astype(np.int64)
+    if lo:
+        out += lo
+    return out
 
 
 def _links(pairs: Iterable) -> list:
@@ -151,7 +202,7 @@ def contract(pairs: "Stream", name: str = "Contract") -> "Stream":
             del pairs
             out = [pa.record_batch({"vertex": vertices, "pointer": pointer})]
             if len(nxt):
-                out.append(pa.record_batch({"vertex": nxt, "root": roots}))
+                out.extend(sliced({"vertex": nxt, "root": roots}))
             return out
 
         out = pairs.enter(inner).per_time(step, others=(cycle,), exchange=ExchangeBy(["vertex"], name), name=name)
@@ -235,17 +286,18 @@ def resolve(table: "Stream", name: str = "Resolve") -> "Stream":
                 done = np.concatenate([rb.column("final").to_numpy(zero_copy_only=False) for rb in replies])
                 order = np.argsort(target, kind="stable")
                 target, pointer, done = target[order], pointer[order], done[order]
-                open_ = np.flatnonzero(~final)
-                at = np.minimum(np.searchsorted(target, p[open_]), len(target) - 1)
-                hit = target[at] == p[open_]
-                open_, at = open_[hit], at[hit]
-                p[open_] = pointer[at]
-                final[open_] = done[at]
+                del order
+                for lo in range(0, len(p), CHUNK):         # a chunk at a time: small temporaries
+                    open_ = np.flatnonzero(~final[lo:lo + CHUNK]) + lo
+                    at = np.minimum(np.searchsorted(target, p[open_]), len(target) - 1)
+                    hit = target[at] == p[open_]
+                    open_, at = open_[hit], at[hit]
+                    p[open_] = pointer[at]
+                    final[open_] = done[at]
             if requests:
                 target, asker = _column(requests, "vertex"), _column(requests, "asker")
                 at = np.searchsorted(u, target)
-                out.append(pa.record_batch({"vertex": keys[asker], "target": target, "pointer": p[at],
-                                            "final": final[at]}))
+                out.extend(sliced({"vertex": keys[asker], "target": target, "pointer": p[at], "final": final[at]}))
             if mine or replies:
                 if final.all():
                     if not held[3]:
@@ -253,7 +305,7 @@ def resolve(table: "Stream", name: str = "Resolve") -> "Stream":
                         held[3] = True
                 else:
                     targets = distinct_ids(p[~final])
-                    out.append(pa.record_batch({"vertex": targets, "asker": np.full(len(targets), me, np.int64)}))
+                    out.extend(sliced({"vertex": targets, "asker": np.full(len(targets), me, np.int64)}))
             return out
 
         out = table.enter(inner).per_time(step, others=(cycle,), exchange=[None, ExchangeBy(["vertex"], name)],

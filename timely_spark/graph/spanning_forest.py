@@ -11,13 +11,13 @@ copy of the edges.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
 from .compact import DIRECT_SPAN, compact_ids, offsets
 
-__all__ = ["forest", "forest_of_batches", "CHUNK"]
+__all__ = ["forest", "forest_of_batches", "forest_windows", "CHUNK"]
 
 #: Edges folded into the union-find table at a time by :func:`forest_of_batches`.
 CHUNK = 1 << 17
@@ -60,29 +60,52 @@ def forest_of_batches(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[n
     >>> v.tolist(), c.tolist()
     ([1, 2, 3, 5, 6], [1, 1, 1, 5, 5])
     """
+    parts = list(forest_windows(pairs))
+    if not parts:
+        empty = np.zeros(0, np.int64)
+        return empty, empty
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([v for v, _ in parts]), np.concatenate([c for _, c in parts])
+
+
+def forest_windows(pairs: Sequence[tuple[np.ndarray, np.ndarray]],
+                   window: int = 1 << 20) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """:func:`forest_of_batches` in pieces: ``(vertices, component)`` of the vertices in
+    one id range of ``window`` ids after another (ascending, each piece its own arrays),
+    so a caller that sends each piece on never holds the whole forest twice.
+
+    >>> [(v.tolist(), c.tolist()) for v, c in forest_windows([(np.array([1, 3, 5]), np.array([2, 2, 6]))], 4)]
+    [([1, 2, 3], [1, 1, 1]), ([5, 6], [5, 5])]
+    """
     pairs = [(a, b) for a, b in pairs if len(a)]
     rows = sum(len(a) for a, _ in pairs)
     if not rows:
-        empty = np.zeros(0, np.int64)
-        return empty, empty
+        return
     lo = min(min(int(a.min()), int(b.min())) for a, b in pairs)
     hi = max(max(int(a.max()), int(b.max())) for a, b in pairs)
     span = hi - lo + 1
     if span > DIRECT_SPAN * rows + 1024:
-        return forest(np.concatenate([a for a, _ in pairs]), np.concatenate([b for _, b in pairs]))
-    label = np.arange(span, dtype=np.int32 if span < 2**31 else np.int64)            # a root points at itself, others at a smaller id
-    seen = np.zeros(span, bool)
+        v, c = forest(np.concatenate([a for a, _ in pairs]), np.concatenate([b for _, b in pairs]))
+        del pairs
+        for at in range(0, len(v), window):
+            yield v[at:at + window].copy(), c[at:at + window].copy()
+        return
+    label = np.arange(span, dtype=np.int32 if span < 2**31 else np.int64)   # a root points at itself,
+    seen = np.zeros(span, bool)                                                # others at a smaller id
     for a, b in _chunks(pairs):
         x, y = offsets(a, lo, span), offsets(b, lo, span)
         seen[x] = True
         seen[y] = True
         _union(label, x, y)
-    vertices = np.flatnonzero(seen)
-    del seen
-    roots = _find(label, label[vertices])
-    del label
-    vertices += lo
-    return vertices, roots.astype(np.int64) + lo
+    del pairs
+    for at in range(0, span, window):
+        vertices = np.flatnonzero(seen[at:at + window]) + at
+        if len(vertices):
+            roots = _find(label, label[vertices]).astype(np.int64)
+            vertices += lo
+            roots += lo
+            yield vertices, roots
 
 
 def _chunks(pairs: list) -> "Sequence[tuple[np.ndarray, np.ndarray]]":
