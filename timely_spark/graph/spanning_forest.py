@@ -11,16 +11,19 @@ copy of the edges.
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
 from .compact import DIRECT_SPAN, compact_ids, offsets
 
-__all__ = ["forest", "forest_of_batches", "forest_windows", "CHUNK"]
+__all__ = ["forest", "forest_of_batches", "forest_windows", "CHUNK", "WINDOW"]
 
 #: Edges folded into the union-find table at a time by :func:`forest_of_batches`.
 CHUNK = 1 << 17
+
+#: Ids a piece of :func:`forest_windows` covers (its default ``window``).
+WINDOW = 1 << 20
 
 
 def forest(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -60,7 +63,7 @@ def forest_of_batches(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[n
     >>> v.tolist(), c.tolist()
     ([1, 2, 3, 5, 6], [1, 1, 1, 5, 5])
     """
-    parts = list(forest_windows(pairs))
+    parts = list(forest_windows(pairs, window=1 << 62))      # one piece (a sparse fallback's: one too)
     if not parts:
         empty = np.zeros(0, np.int64)
         return empty, empty
@@ -70,14 +73,16 @@ def forest_of_batches(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[n
 
 
 def forest_windows(pairs: Sequence[tuple[np.ndarray, np.ndarray]],
-                   window: int = 1 << 20) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+                   window: Optional[int] = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """:func:`forest_of_batches` in pieces: ``(vertices, component)`` of the vertices in
-    one id range of ``window`` ids after another (ascending, each piece its own arrays),
-    so a caller that sends each piece on never holds the whole forest twice.
+    one id range of ``window`` ids (default :data:`WINDOW`) after another (ascending,
+    each piece its own arrays), so a caller that sends each piece on never holds the
+    whole forest twice.
 
     >>> [(v.tolist(), c.tolist()) for v, c in forest_windows([(np.array([1, 3, 5]), np.array([2, 2, 6]))], 4)]
     [([1, 2, 3], [1, 1, 1]), ([5, 6], [5, 5])]
     """
+    window = WINDOW if window is None else window
     pairs = [(a, b) for a, b in pairs if len(a)]
     rows = sum(len(a) for a, _ in pairs)
     if not rows:
@@ -88,6 +93,9 @@ def forest_windows(pairs: Sequence[tuple[np.ndarray, np.ndarray]],
     if span > DIRECT_SPAN * rows + 1024:
         v, c = forest(np.concatenate([a for a, _ in pairs]), np.concatenate([b for _, b in pairs]))
         del pairs
+        if len(v) <= window:
+            yield v, c
+            return
         for at in range(0, len(v), window):
             yield v[at:at + window].copy(), c[at:at + window].copy()
         return
