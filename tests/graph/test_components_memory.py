@@ -114,6 +114,13 @@ def test_batch_form_in_small_pieces_is_exact(workers, ids, small_pieces):
     assert dict(zip(result["vertex"].to_pylist(), result["component"].to_pylist())) == want
 
 
+def test_batch_form_with_dense_ids_on_two_processes_of_two_threads():
+    table = dense(awkward_graph(8))
+    result = connected_components(table, workers=2, processes=2, timeout=60)
+    want = union_find(zip(table["src"].to_pylist(), table["dst"].to_pylist()))
+    assert dict(zip(result["vertex"].to_pylist(), result["component"].to_pylist())) == want
+
+
 def test_one_time_form_refuses_edges_at_a_second_time():
     """``once=True`` keeps no forest after sending it, so edges at a later time would be
     contracted without the earlier ones: it says so instead of answering wrong."""
