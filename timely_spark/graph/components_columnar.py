@@ -2,9 +2,11 @@
 
 :func:`snapshot_components`, the batch form's dataflow, all per-row work in numpy:
 each worker keeps the edges it was given as a spanning forest ``(vertex, local root)``
-(at every completed time the new edges are merged into it by :func:`forest`: min-label
-hooking plus pointer jumping over compact ids) -- a combiner: it never sends the raw
-edges.  The forests then go, pair by pair, to the owners of their vertices (by vertex
+(at every completed time the new edges are folded into it by
+:func:`~.spanning_forest.forest_of_batches`: a union-find table over dense ids, a chunk
+of edges at a time, never concatenating the batches; sorting for sparse ids) -- a
+combiner: it never sends the raw edges.  In the batch form (``once=True``) the forest
+leaves a window of ids at a time, split by owner, and is not kept.  The forests then go, pair by pair, to the owners of their vertices (by vertex
 hash), which contract them in distributed rounds and resolve every vertex's label by
 distributed pointer jumping (:mod:`.contraction`): no stage gathers the graph, or a
 worker's forest, on one worker.  Times are cumulative: the result at time ``t`` covers

@@ -11,7 +11,7 @@ loops, each round vectorized over sorted int64 arrays (no Python per vertex):
    smallest root ``r*`` it received for ``u`` and records the pointer ``u -> r*`` (it
    leaves the loop); the other roots ``r`` of ``u`` are in ``u``'s component too, so the
    owner links each to ``r*``.  Those links, all the owner's vertices together, are
-   contracted at once by :func:`~.components_columnar.forest` into stars again, which
+   contracted at once by :func:`~.spanning_forest.forest_of_batches` into stars again, which
    are the next round's pairs.  A round's pairs hold only roots of the previous round
    that had to be linked, so they shrink round after round; the loop ends when no
    link is left.  Pointers only go down (``r* <= u``), and each component's pointers
