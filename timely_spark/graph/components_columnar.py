@@ -6,11 +6,12 @@ each worker keeps the edges it was given as a spanning forest ``(vertex, local r
 :func:`~.spanning_forest.forest_of_batches`: a union-find table over dense ids, a chunk
 of edges at a time, never concatenating the batches; sorting for sparse ids) -- a
 combiner: it never sends the raw edges.  In the batch form (``once=True``) the forest
-leaves a window of ids at a time, split by owner, and is not kept.  The forests then go, pair by pair, to the owners of their vertices (by vertex
-hash), which contract them in distributed rounds and resolve every vertex's label by
-distributed pointer jumping (:mod:`.contraction`): no stage gathers the graph, or a
-worker's forest, on one worker.  Times are cumulative: the result at time ``t`` covers
-all edges at times up to ``t``.
+leaves a window of ids at a time, split by owner, and is not kept.  The forests then
+go, pair by pair, to the owners of their vertices (by vertex hash), which contract them
+in distributed rounds and resolve every vertex's label by distributed pointer jumping
+(:mod:`.contraction`): no stage gathers the graph, or a worker's forest, on one
+worker.  Times are cumulative: the result at time ``t`` covers all edges at times up
+to ``t``.
 """
 
 from __future__ import annotations
