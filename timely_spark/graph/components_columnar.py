@@ -2,13 +2,16 @@
 
 :func:`snapshot_components`, the batch form's dataflow, all per-row work in numpy:
 each worker keeps the edges it was given as a spanning forest ``(vertex, local root)``
-(at every completed time the new edges are merged into it by :func:`forest`: min-label
-hooking plus pointer jumping over compact ids) -- a combiner: it never sends the raw
-edges.  The forests then go, pair by pair, to the owners of their vertices (by vertex
-hash), which contract them in distributed rounds and resolve every vertex's label by
-distributed pointer jumping (:mod:`.contraction`): no stage gathers the graph, or a
-worker's forest, on one worker.  Times are cumulative: the result at time ``t`` covers
-all edges at times up to ``t``.
+(at every completed time the new edges are folded into it by
+:func:`~.spanning_forest.forest_of_batches`: a union-find table over dense ids, a chunk
+of edges at a time, never concatenating the batches; sorting for sparse ids) -- a
+combiner: it never sends the raw edges.  In the batch form (``once=True``) the forest
+leaves a window of ids at a time, split by owner, and is not kept.  The forests then
+go, pair by pair, to the owners of their vertices (by vertex hash), which contract them
+in distributed rounds and resolve every vertex's label by distributed pointer jumping
+(:mod:`.contraction`): no stage gathers the graph, or a worker's forest, on one
+worker.  Times are cumulative: the result at time ``t`` covers all edges at times up
+to ``t``.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ import pyarrow as pa
 from ..dataflow import KEY_HASH, ExchangeBy, StateHooks, check_columns, hash_columns
 from ..errors import GraphInputError
 from .broadcast import broadcast_keys
-from .contraction import contract, pointer_table, resolve
-from .spanning_forest import forest
+from .contraction import by_owner, contract, pointer_table, resolve, sliced
+from .spanning_forest import forest, forest_of_batches, forest_windows
 from .state_log import log_state
 
 if TYPE_CHECKING:
@@ -61,7 +64,7 @@ do not fit int64: pass ids of any type to ts.graph.connected_components, pageran
     return out[0], out[1]
 
 
-def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
+def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst", once: bool = False) -> "Stream":
     """A stream of edge record batches in, record batches ``(vertex, component)`` out:
     at each completed time, every vertex of the edges seen so far (at that time or
     earlier) with the smallest vertex id of its component -- the whole result each
@@ -69,6 +72,10 @@ def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst") -> 
     once; :func:`~.incremental_components.components` is the incremental stream form).
     Every worker sends its forest at every time any worker got edges, and the forests
     are in snapshots (keyed by vertex hash: they restore into any worker count).
+    ``once``: the edges come at one time only (the batch form): each worker's forest is
+    dropped once sent instead of kept for later times (a second time with edges then
+    raises :class:`~timely_spark.errors.GraphInputError`).  A worker's forest is built
+    from its batches without concatenating them (:func:`~.spanning_forest.forest_of_batches`).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> table = pa.table({"src": [1, 3, 5], "dst": [2, 2, 6]})
@@ -77,17 +84,27 @@ def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst") -> 
     {'vertex': [1, 2, 3, 5, 6], 'component': [1, 1, 1, 5, 5]}
     """
     scope = edges.scope
-    state = {"v": np.zeros(0, np.int64), "c": np.zeros(0, np.int64)}
+    state: dict = {"v": np.zeros(0, np.int64), "c": np.zeros(0, np.int64)}
 
     def local_forest(time: Any, batches: list, ticks: list) -> list:
         pairs = [edge_arrays(rb, src, dst, "LocalForest") for rb in batches if rb.num_rows]
-        a = np.concatenate([state["v"], *(p[0] for p in pairs)])
-        b = np.concatenate([state["c"], *(p[1] for p in pairs)])
-        if not len(a):
+        if once and state.get("sent") and pairs:
+            raise GraphInputError(f"LocalForest: edges at a second time ({time!r}) in the one-time (batch) "
+                                  f"form: snapshot_components(once=True) takes the edges at one time", "once")
+        if once:                   # nothing kept: the forest goes out a window at a time, by owner
+            out = [rb for v, c in forest_windows(pairs) for rb in by_owner(v, c, scope.peers)]
+            del pairs
+            if out:
+                state["sent"] = True
+                log_state(scope, "LocalForest", time, sum(rb.num_rows for rb in out))
+            return out
+        v, c = forest_of_batches([(state["v"], state["c"]), *pairs])
+        del pairs
+        if not len(v):
             return []
-        state["v"], state["c"] = forest(a, b)
-        log_state(scope, "LocalForest", time, len(state["v"]))
-        return [pa.record_batch({"vertex": state["v"], "root": state["c"]})]
+        log_state(scope, "LocalForest", time, len(v))
+        state["v"], state["c"] = v, c
+        return sliced({"vertex": v, "root": c})
 
     def save(t: Any) -> pa.Table:
         # the forest's pairs are edges like any others: any share of them on any worker

@@ -126,6 +126,6 @@ def connected_components(edges: Any, src: str = "src", dst: str = "dst", workers
     """
     from .front import ID, Algorithm, run_graph
 
-    algorithm = Algorithm(lambda batches, a, b, seeds: snapshot_components(batches, a, b),
+    algorithm = Algorithm(lambda batches, a, b, seeds: snapshot_components(batches, a, b, once=True),
                           [("vertex", ID), ("component", ID)])
     return run_graph(edges, algorithm, src, dst, workers, processes, timeout, stats=stats)
