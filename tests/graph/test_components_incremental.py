@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 import timely_spark as ts
 from timely_spark.errors import ChangelogError, GraphInputError, WorkerError
 from timely_spark.graph import components, connected_components, union_find
-from timely_spark.graph.incremental_components import ComponentIndex
 
 from .changelogs import collection, edge_table, fold_upto, run_epochs
 
@@ -151,25 +150,31 @@ def test_merge_emits_only_the_relabelled_side():
     assert moved == {"vertex": [70], "component": [3], "diff": [1]}       # the newcomer only
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12), st.booleans()), max_size=12),
-                min_size=1, max_size=20),
-       st.sampled_from([0, 2, 64]))
-def test_index_matches_union_find_on_any_changelog(epochs, search_above):
-    index = ComponentIndex("Components", search_above=search_above)
+def folded_matches_union_find(log: list, **layout) -> None:
+    """Fold the operator's output on ``log`` at every time and compare with union-find."""
+    per_time = run(log, **layout)
     held: Counter = Counter()
-    state: Counter = Counter()
-    for t, rows in enumerate(epochs):
-        src, dst, diff = [], [], []
+    for t, rows in enumerate(log):
+        for a, b, d in rows:
+            held[(a, b)] += d
+        state = {v: c for (v,), (c,) in fold_upto(per_time, t, ["vertex"]).items()}
+        assert state == union_find([e for e, n in held.items() if n > 0]), f"time {t}"
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12), st.booleans()), max_size=12),
+                min_size=1, max_size=8))
+def test_folded_changes_match_union_find_on_any_changelog(epochs):
+    held: Counter = Counter()
+    log = []
+    for rows in epochs:
+        out = []
         for a, b, withdraw in rows:
             d = -1 if withdraw and held[(a, b)] > 0 else 1
             held[(a, b)] += d
-            src.append(a), dst.append(b), diff.append(d)
-        v, c, d = index.update(t, np.array(src, np.int64), np.array(dst, np.int64), np.array(diff, np.int64))
-        for row in zip(v.tolist(), c.tolist(), d.tolist()):
-            state[row[:2]] += row[2]
-        state = Counter({k: w for k, w in state.items() if w})
-        assert dict(state.keys()) == union_find([e for e, n in held.items() if n > 0])
+            out.append((a, b, d))
+        log.append(out)
+    folded_matches_union_find(log, threads=2)
 
 
 def test_bad_input_names_operator_time_and_row():
@@ -200,9 +205,7 @@ def test_bad_input_names_operator_time_and_row():
     assert isinstance(info.value.cause, GraphInputError) and info.value.cause.what == "src"
 
 
-@pytest.mark.parametrize("search_above", [0, 64])
-def test_vertex_leaving_a_searched_component_and_coming_back(search_above):
-    index = ComponentIndex("Components", search_above=search_above)
+def test_vertex_leaving_and_coming_back():
     log = [[(1, 2, 1), (100, 5, 1)] + [(i, i + 1, 1) for i in range(2, 30)],
            [(100, 5, 1)],                               # a second copy: no change
            [(100, 5, -1)],
@@ -210,13 +213,4 @@ def test_vertex_leaving_a_searched_component_and_coming_back(search_above):
            [(1, 2, -1)],                                # so does 1, which named the component
            [(1, 9, 1)],                                 # both come back elsewhere
            [(9, 100, 1), (100, 100, 1)]]
-    held: Counter = Counter()
-    state: Counter = Counter()
-    for t, rows in enumerate(log):
-        for a, b, d in rows:
-            held[(a, b)] += d
-        v, c, d = index.update(t, *(np.array(col, np.int64) for col in zip(*rows)))
-        for row in zip(v.tolist(), c.tolist(), d.tolist()):
-            state[row[:2]] += row[2]
-        state = Counter({k: w for k, w in state.items() if w})
-        assert dict(state.keys()) == union_find([e for e, n in held.items() if n > 0]), f"time {t}"
+    folded_matches_union_find(log, threads=2)

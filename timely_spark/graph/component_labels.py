@@ -1,0 +1,293 @@
+"""The component labels of the incremental connected components, sharded by vertex:
+each worker keeps the vertices it owns (``hash(vertex) % workers``, the routing of
+``ExchangeBy(["vertex"])``), and every epoch's change is contracted by all workers
+together (:mod:`.contraction`); nothing is gathered on one worker.
+
+State per worker, numpy arrays over dense ids (``0..n-1`` in order of first sight, in
+a :class:`~.key_index.KeyIndex`: the vertices it owns, their neighbours and their labels):
+
+* ``label`` (dense id -> the component, the smallest vertex id in it; ``ABSENT`` when
+  the vertex is not in the graph or not owned here);
+* ``adjacent``: each present undirected edge ``v--w`` as the key ``(v, w)`` at the
+  owner of ``v`` (an edge is held twice, once per endpoint's owner): the edges of a
+  set of vertices are a range scan;
+* ``by_label``: ``(label, v)`` per owned vertex in the graph, so the members of a
+  component a worker holds are a range scan too.
+
+One epoch, as rounds of a loop (epochs strictly in order, :func:`~.in_order.in_order`);
+the edges that appear or vanish come in as incidences ``(vertex, other, appeared)``,
+one at each endpoint's owner:
+
+0. the owner updates ``adjacent`` and broadcasts the labels of the deleted edges'
+   endpoints (the components that may split: *recomputed*), and wakes every worker;
+1. every worker builds the edges of a contraction: the remaining edges of its members
+   of the recomputed components (a range scan of ``by_label``, then of ``adjacent``;
+   members left without edges leave the result now), the inserted edges at its other
+   vertices, and ``(v, label(v))`` for each such vertex already in the graph (the label
+   stands for its whole component); their local spanning forest as stars goes to
+   :func:`~.contraction.contract` and :func:`~.contraction.resolve` (nested loops:
+   min-label hooking by vertex owner, then pointer jumping), whose ``(vertex,
+   component)`` rows come back on each vertex's owner;
+2. each owner relabels the vertices it got a result for; a label vertex ``L`` (not
+   recomputed) whose component changed broadcasts ``L -> L'``;
+3. every worker relabels its members of each broadcast ``L`` (``by_label`` scan).
+
+Every vertex whose label changes emits ``-1 (v, old)`` and ``+1 (v, new)`` once per
+epoch (``-1`` only when it leaves, ``+1`` only when it comes).
+
+Costs per epoch with k changed edges: the contraction covers the inserted edges, the
+labels of their endpoints' components and the recomputed components' members and
+edges -- so insertions cost O(k log n) plus the relabelled vertices, and a deletion
+costs the size and edges of the component holding it (the whole graph, distributed
+over all workers, when it lands in a giant component).  The broadcasts carry the
+recomputed labels and the merged labels: rows proportional to the change, per worker.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..dataflow import DIFF, ExchangeBy, StateHooks
+from ..errors import GraphInputError
+from ..progress import Product
+from .broadcast import broadcast_keys
+from .contraction import contract, pointer_table, resolve
+from .in_order import in_order
+from .key_index import KeyIndex
+from .spanning_forest import forest
+from .state_log import log_state
+from .stream_state import keyed_parts, part_of, scalars_of
+from .unique import sorted_unique
+
+if TYPE_CHECKING:
+    from ..dataflow import Stream
+
+__all__ = ["ComponentLabels", "label_changes"]
+
+SHIFT = np.int64(32)
+LOW = np.int64((1 << 32) - 1)
+ONE = np.int64(1) << SHIFT
+#: Dense ids are packed two to an int64 key, so one worker's dense space holds fewer.
+MAX_VERTICES = 1 << 31
+#: The label of a vertex not in the graph (or not owned by this worker).
+ABSENT = np.iinfo(np.int64).min
+RECOMPUTE, MERGED = 0, 1
+
+
+def _column(batches: list, name: str) -> np.ndarray:
+    parts = [rb.column(name).to_numpy(zero_copy_only=False) for rb in batches if rb.num_rows]
+    if not parts:
+        return np.zeros(0, np.int64)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+class ComponentLabels:
+    """One worker's share of the component labels and the logic of each round of an
+    epoch (see the module docstring); :meth:`step` is the loop's ``per_time`` logic."""
+
+    def __init__(self, scope: Any, name: str) -> None:
+        self.scope = scope
+        self.name = name
+        self.keys = broadcast_keys(scope.peers)
+        self.ids = KeyIndex()
+        self.n = 0
+        self.vid = np.zeros(0, np.int64)
+        self.label = np.zeros(0, np.int64)
+        self.adjacent = KeyIndex(empty=0)
+        self.by_label = KeyIndex(empty=0)
+        self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))     # this epoch's, dense
+        self.recomputed = np.zeros(0, np.int64)                            # this epoch's labels, sorted
+
+    def __len__(self) -> int:
+        return len(self.adjacent) + len(self.by_label)
+
+    # -- dense ids ------------------------------------------------------------------
+
+    def _dense(self, ids: np.ndarray) -> np.ndarray:
+        uniq, inverse = np.unique(ids, return_inverse=True)
+        dense, found = self.ids.get(uniq, -1)
+        fresh = uniq[~found]
+        if len(fresh):
+            start, self.n = self.n, self.n + len(fresh)
+            if self.n > MAX_VERTICES:
+                raise GraphInputError(f"{self.name}: more than {MAX_VERTICES} distinct vertices on one worker",
+                                      "src")
+            if self.n > len(self.vid):
+                cap = max(self.n, 2 * len(self.vid), 1024)
+                self.vid = np.concatenate([self.vid, np.zeros(cap - len(self.vid), np.int64)])
+                self.label = np.concatenate([self.label, np.full(cap - len(self.label), ABSENT, np.int64)])
+            new = np.arange(start, self.n, dtype=np.int64)
+            self.ids.set(fresh, new)
+            self.vid[new] = fresh
+            dense[~found] = new
+        return dense[inverse.reshape(-1)]
+
+    def _relabel(self, dv: np.ndarray, new: np.ndarray, out: list) -> None:
+        """Give the owned vertices ``dv`` (dense, distinct) the labels ``new`` (``ABSENT``:
+        they leave); keep ``by_label`` and emit the changes of those that differ."""
+        old = self.label[dv]
+        moved = old != new
+        dv, old, new = dv[moved], old[moved], new[moved]
+        if not len(dv):
+            return
+        was, now = old != ABSENT, new != ABSENT
+        if was.any():
+            self.by_label.set((self._dense(old[was]) << SHIFT) | dv[was], np.zeros(int(was.sum()), np.int64))
+        if now.any():
+            self.by_label.set((self._dense(new[now]) << SHIFT) | dv[now], np.ones(int(now.sum()), np.int64))
+        self.label[dv] = new
+        v = self.vid[dv]
+        out.append(pa.record_batch({
+            "vertex": np.concatenate([v[was], v[now]]), "component": np.concatenate([old[was], new[now]]),
+            DIFF: np.concatenate([np.full(int(was.sum()), -1, np.int64), np.ones(int(now.sum()), np.int64)])}))
+
+    def _broadcast(self, kind: int, a: np.ndarray, b: np.ndarray) -> pa.RecordBatch:
+        peers = len(self.keys)
+        return pa.record_batch({"vertex": np.repeat(self.keys, len(a)), "kind": np.full(peers * len(a), kind, np.int8),
+                                "a": np.tile(a, peers), "b": np.tile(b, peers)})
+
+    # -- the rounds -----------------------------------------------------------------
+
+    def step(self, time: Any, entered: list, messages: list, _gate: list) -> list:
+        """One round of one epoch on this worker: what it sends around the loop (batches
+        with ``kind``), to the contraction (``vertex, root``) and out (``diff``)."""
+        time = time if isinstance(time, Product) else Product(*time)
+        out: list = []
+        if time.inner == 0:
+            self.edges_in([rb for rb in entered if rb.num_rows], out)
+        control = [rb for rb in messages if rb.num_rows and "kind" in rb.schema.names]
+        found = [rb for rb in messages if rb.num_rows and "kind" not in rb.schema.names]
+        if found:
+            self.results(_column(found, "vertex"), _column(found, "component"), out)
+        if control:
+            kind, a, b = (_column(control, c) for c in ("kind", "a", "b"))
+            if (kind == RECOMPUTE).any():
+                self.contraction_edges(a[kind == RECOMPUTE], out)
+            if (kind == MERGED).any():
+                self.merge(a[kind == MERGED], b[kind == MERGED], out)
+        log_state(self.scope, self.name, time, len(self))
+        return out
+
+    def edges_in(self, batches: list, out: list) -> None:
+        """Round 0: the incidences of appearing and vanishing edges at this owner."""
+        if not batches:
+            return
+        v, w = _column(batches, "vertex"), _column(batches, "other")
+        appeared = _column(batches, "appeared").astype(bool)
+        dv, dw = self._dense(np.concatenate([v, w])).reshape(2, -1)
+        keys = (dv << SHIFT) | dw
+        self.adjacent.set(keys, appeared.astype(np.int64))
+        labels = self.label[dv[~appeared]]
+        affected = sorted_unique(labels[labels != ABSENT])
+        self.inserted = (dv[appeared], dw[appeared])
+        wake = np.concatenate([[ABSENT], affected]).astype(np.int64)
+        out.append(self._broadcast(RECOMPUTE, wake, wake))
+
+    def contraction_edges(self, labels: np.ndarray, out: list) -> None:
+        """Round 1: this worker's edges of the epoch's contraction, as stars."""
+        recomputed = sorted_unique(labels[labels != ABSENT])
+        self.recomputed = recomputed
+        members = np.zeros(0, np.int64)
+        if len(recomputed):
+            dl, found = self.ids.get(recomputed, -1)
+            dl = dl[found]
+            if len(dl):
+                members = self.by_label.scan(dl << SHIFT, (dl << SHIFT) + ONE) & LOW
+        a, b = [], []
+        if len(members):
+            keys = self.adjacent.scan(members << SHIFT, (members << SHIFT) + ONE)
+            ka, kb = keys >> SHIFT, keys & LOW
+            isolated = members[~np.isin(members, ka)]
+            self._relabel(isolated, np.full(len(isolated), ABSENT, np.int64), out)
+            a.append(self.vid[ka])
+            b.append(self.vid[kb])
+        dv, dw = self.inserted
+        self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        if len(dv):
+            own = self.label[dv]
+            keep = (own == ABSENT) | ~np.isin(own, recomputed)
+            a.append(self.vid[dv[keep]])
+            b.append(self.vid[dw[keep]])
+            touched = sorted_unique(dv[keep])
+            held = touched[self.label[touched] != ABSENT]
+            a.append(self.vid[held])
+            b.append(self.label[held])
+        if a:
+            vertices, roots = forest(np.concatenate(a), np.concatenate(b))
+            if len(vertices):
+                out.append(pa.record_batch({"vertex": vertices, "root": roots}))
+
+    def results(self, vertex: np.ndarray, component: np.ndarray, out: list) -> None:
+        """Round 2: the contraction's components of the vertices this worker owns."""
+        dv = self._dense(vertex)
+        old = self.label[dv]
+        merged = (old == vertex) & (component != vertex) & ~np.isin(vertex, self.recomputed)
+        self._relabel(dv, component, out)
+        if merged.any():
+            out.append(self._broadcast(MERGED, vertex[merged], component[merged]))
+
+    def merge(self, old: np.ndarray, new: np.ndarray, out: list) -> None:
+        """Round 3: this worker's members of each merged label ``old`` get ``new``."""
+        dl, found = self.ids.get(old, -1)
+        dl, new = dl[found], new[found]
+        if not len(dl):
+            return
+        keys = self.by_label.scan(dl << SHIFT, (dl << SHIFT) + ONE)
+        order = np.argsort(dl)
+        at = np.searchsorted(dl[order], keys >> SHIFT)
+        self._relabel(keys & LOW, new[order][at], out)
+
+    # -- snapshots --------------------------------------------------------------------
+
+    def snapshot(self) -> pa.Table:
+        """This worker's state between epochs as keyed rows (:mod:`.stream_state`): the
+        labels of its vertices and its adjacency rows, each keyed by the hash of the
+        vertex it belongs to (the routing of ``ExchangeBy(["vertex"])``), so a snapshot
+        re-shards into any worker count."""
+        owned = np.flatnonzero(self.label[:self.n] != ABSENT)
+        keys = np.concatenate([np.zeros(0, np.int64), *self.adjacent.keys])
+        held = np.concatenate([np.zeros(0, np.int64), *self.adjacent.values]) != 0
+        keys = keys[held]
+        return keyed_parts({0: ("vertex", {"vertex": self.vid[owned], "label": self.label[owned]}),
+                            1: ("v", {"v": self.vid[keys >> SHIFT], "w": self.vid[keys & LOW]})}, {"epochs": 0})
+
+    def restore(self, table: pa.Table) -> None:
+        """Rebuild from :meth:`snapshot`'s rows (of one or more workers)."""
+        if scalars_of(table, self.name) is None:
+            return
+        edges = part_of(table, 1)
+        if len(edges.get("v", ())):
+            v, w = edges["v"].astype(np.int64), edges["w"].astype(np.int64)
+            dv, dw = self._dense(np.concatenate([v, w])).reshape(2, -1)
+            keys = sorted_unique((dv << SHIFT) | dw)
+            self.adjacent.set(keys, np.ones(len(keys), np.int64))
+        rows = part_of(table, 0)
+        if len(rows.get("vertex", ())):
+            dv = self._dense(rows["vertex"].astype(np.int64))
+            self._relabel(dv, rows["label"].astype(np.int64), [])
+
+
+def label_changes(incidences: "Stream", name: str) -> "Stream":
+    """The changelog ``(vertex, component, diff)`` of the components of an undirected
+    edge set, from the incidences ``(vertex, other, appeared)`` of the edges that
+    appear or vanish at each time (each edge at most once per time, once at each
+    endpoint; a self-loop once): the loop of the module docstring."""
+    def loop(inner: Any) -> Any:
+        handle, cycle = inner.feedback(1)
+        entered = incidences.enter(inner)
+        gate = in_order(entered, cycle, f"{name}Order")
+        labels = ComponentLabels(inner, name)
+        kept = StateHooks(lambda t: labels.snapshot(), labels.restore, keyed=True)
+        out = entered.per_time(labels.step, others=(cycle, gate),
+                               exchange=[ExchangeBy(["vertex"], name), ExchangeBy(["vertex"], name), None],
+                               name=name, state=kept)
+        pairs = out.flat_map(lambda rb: [rb] if "root" in rb.schema.names else [], name=f"{name}Pairs")
+        found = resolve(pointer_table(contract(pairs, f"{name}Contract"), f"{name}Pointers"), f"{name}Resolve")
+        again = out.flat_map(lambda rb: [rb] if "kind" in rb.schema.names else [], name=f"{name}Again")
+        again.concat(found).connect_loop(handle)
+        return out.flat_map(lambda rb: [rb] if DIFF in rb.schema.names else [], name=f"{name}Out").leave()
+
+    return incidences.scope.iterative(loop, name=name)
