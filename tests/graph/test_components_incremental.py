@@ -298,5 +298,6 @@ def test_stream_state_is_spread_evenly_over_four_workers():
         if mean >= 100 and (kept or min(per_worker) > 0):
             checked += kept
             assert max(per_worker) <= 1.5 * mean, (name, time, per_worker)
-            assert per_worker[0] <= 1.25 * sum(per_worker[1:]) / 3, (name, time, per_worker)   # no gathering
+            if kept:                                                                           # no gathering
+                assert per_worker[0] <= 1.25 * sum(per_worker[1:]) / 3, (name, time, per_worker)
     assert checked >= 8

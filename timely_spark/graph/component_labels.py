@@ -54,10 +54,12 @@ from ..dataflow import DIFF, ExchangeBy, StateHooks
 from ..errors import GraphInputError
 from ..progress import Product
 from .broadcast import broadcast_keys
+from .compact import group_min
 from .contraction import contract, pointer_table, resolve
 from .in_order import in_order
 from .key_index import KeyIndex
 from .spanning_forest import forest
+from .split_search import SplitSearch
 from .state_log import log_state
 from .stream_state import keyed_parts, part_of, scalars_of
 from .unique import sorted_unique
@@ -74,7 +76,14 @@ ONE = np.int64(1) << SHIFT
 MAX_VERTICES = 1 << 31
 #: The label of a vertex not in the graph (or not owned by this worker).
 ABSENT = np.iinfo(np.int64).min
-RECOMPUTE, MERGED = 0, 1
+#: Kinds of the loop's messages: a wake-up; a merged label (old -> new); a search's seed, an
+#: end left without edges, a visit, a meeting of two groups, new vertices of a group, a group
+#: that reached its label's vertex, the smallest vertex of a piece that split off.
+WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, PIECE_MIN = range(9)
+#: A split search stops and its component is recomputed past this many visited vertices ...
+SEARCH_BUDGET = 1 << 16
+#: ... or this many rounds.
+SEARCH_ROUNDS = 24
 
 
 def _column(batches: list, name: str) -> np.ndarray:
@@ -98,8 +107,13 @@ class ComponentLabels:
         self.label = np.zeros(0, np.int64)
         self.adjacent = KeyIndex(empty=0)
         self.by_label = KeyIndex(empty=0)
+        self.mark = np.zeros(0, np.int64)                                  # the search group, ABSENT if none
         self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))     # this epoch's, dense
         self.recomputed = np.zeros(0, np.int64)                            # this epoch's labels, sorted
+        self.redone = self.recomputed                                      # ... once the contraction began
+        self.search: Any = None                                            # this epoch's SplitSearch
+        self.seen: list = []                                               # this epoch's visited vertices
+        self.pieces = False                                                # piece minima due next round
 
     def __len__(self) -> int:
         return len(self.adjacent) + len(self.by_label)
@@ -119,6 +133,7 @@ class ComponentLabels:
                 cap = max(self.n, 2 * len(self.vid), 1024)
                 self.vid = np.concatenate([self.vid, np.zeros(cap - len(self.vid), np.int64)])
                 self.label = np.concatenate([self.label, np.full(cap - len(self.label), ABSENT, np.int64)])
+                self.mark = np.concatenate([self.mark, np.full(cap - len(self.mark), ABSENT, np.int64)])
             new = np.arange(start, self.n, dtype=np.int64)
             self.ids.set(fresh, new)
             self.vid[new] = fresh
@@ -163,33 +178,138 @@ class ComponentLabels:
         if found:
             self.results(_column(found, "vertex"), _column(found, "component"), out)
         if control:
-            kind, a, b = (_column(control, c) for c in ("kind", "a", "b"))
-            if (kind == RECOMPUTE).any():
-                self.contraction_edges(a[kind == RECOMPUTE], out)
+            kind, vertex, a, b = (_column(control, c) for c in ("kind", "vertex", "a", "b"))
             if (kind == MERGED).any():
                 self.merge(a[kind == MERGED], b[kind == MERGED], out)
+            if (kind != MERGED).any():
+                rows = {k: (vertex[kind == k], a[kind == k], b[kind == k]) for k in range(PIECE_MIN + 1)}
+                self.search_round(rows, out)
         log_state(self.scope, self.name, time, len(self))
         return out
 
     def edges_in(self, batches: list, out: list) -> None:
-        """Round 0: the incidences of appearing and vanishing edges at this owner."""
+        """Round 0: the incidences of appearing and vanishing edges at this owner.  The
+        deletions apply now, the insertions once the split search is over; the ends of
+        the deleted edges seed the search (or leave, with no edge left)."""
         if not batches:
             return
         v, w = _column(batches, "vertex"), _column(batches, "other")
         appeared = _column(batches, "appeared").astype(bool)
         dv, dw = self._dense(np.concatenate([v, w])).reshape(2, -1)
         keys = (dv << SHIFT) | dw
-        self.adjacent.set(keys, appeared.astype(np.int64))
-        labels = self.label[dv[~appeared]]
-        affected = sorted_unique(labels[labels != ABSENT])
+        gone = ~appeared
+        self.adjacent.set(keys[gone], np.zeros(int(gone.sum()), np.int64))
         self.inserted = (dv[appeared], dw[appeared])
-        wake = np.concatenate([[ABSENT], affected]).astype(np.int64)
-        out.append(self._broadcast(RECOMPUTE, wake, wake))
+        ends = sorted_unique(dv[gone])
+        labels = self.label[ends]
+        near = self.adjacent.scan(ends << SHIFT, (ends << SHIFT) + ONE)
+        has = np.isin(ends, near >> SHIFT)
+        seeds, left = ends[has], ends[~has]
+        self._relabel(left, np.full(len(left), ABSENT, np.int64), out)
+        self.mark[seeds] = self.vid[seeds]
+        self.seen = [seeds]
+        ka, kb = near >> SHIFT, near & LOW
+        if len(ka):
+            out.append(self._visits(self.vid[kb], self.vid[ka]))
+        out.append(self._broadcast(SEED, self.vid[seeds], labels[has]))
+        out.append(self._broadcast(GONE, self.vid[left], labels[~has]))
+        out.append(self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64)))
 
-    def contraction_edges(self, labels: np.ndarray, out: list) -> None:
-        """Round 1: this worker's edges of the epoch's contraction, as stars."""
-        recomputed = sorted_unique(labels[labels != ABSENT])
-        self.recomputed = recomputed
+    def _visits(self, target: np.ndarray, group: np.ndarray) -> pa.RecordBatch:
+        return pa.record_batch({"vertex": target, "kind": np.full(len(target), VISIT, np.int8),
+                                "a": group, "b": np.zeros(len(target), np.int64)})
+
+    def search_round(self, rows: dict, out: list) -> None:
+        """Rounds 1..: the split search (see :mod:`.split_search`), then the contraction."""
+        if len(rows[SEED][0]) or len(rows[GONE][0]):
+            self.search = SplitSearch(rows[SEED][1], rows[SEED][2], rows[GONE][2][rows[GONE][1] == rows[GONE][2]],
+                                      SEARCH_BUDGET, SEARCH_ROUNDS)
+        elif self.search is not None:
+            self.search.update((rows[MEET][1], rows[MEET][2]), (rows[GREW][1], rows[GREW][2]),
+                               (rows[HOLDS][1], rows[HOLDS][2]))
+        if self.pieces:
+            self._split_off(rows[PIECE_MIN][1], rows[PIECE_MIN][2], out)
+        search = self.search
+        if search is not None:
+            _, fallback, closed = search.decide()
+            self.recomputed = np.union1d(self.recomputed, fallback)
+            self.pieces = len(closed) > 0
+            if self.pieces:
+                self._piece_minima(closed, out)
+            self._visit(*rows[VISIT][:2], out)
+            if len(search.open) or self.pieces:
+                out.append(self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64)))
+                return
+        self.search = None
+        seen = np.concatenate(self.seen) if self.seen else np.zeros(0, np.int64)
+        self.mark[seen] = ABSENT
+        self.seen = []
+        dv, dw = self.inserted
+        if len(dv):
+            self.adjacent.set((dv << SHIFT) | dw, np.ones(len(dv), np.int64))
+        self.contraction_edges(out)
+
+    def _seen_classes(self) -> tuple[np.ndarray, np.ndarray]:
+        """This worker's visited vertices of this epoch and their classes."""
+        seen = np.concatenate(self.seen) if self.seen else np.zeros(0, np.int64)
+        return seen, self.search.classes(self.mark[seen])
+
+    def _piece_minima(self, closed: np.ndarray, out: list) -> None:
+        """Broadcast the smallest vertex this worker visited in each closed class."""
+        seen, cls = self._seen_classes()
+        inside = np.isin(cls, closed)
+        if inside.any():
+            keys, smallest = group_min(cls[inside], self.vid[seen[inside]])[:2]
+            out.append(self._broadcast(PIECE_MIN, keys, smallest))
+
+    def _split_off(self, classes: np.ndarray, minima: np.ndarray, out: list) -> None:
+        """Relabel this worker's vertices of the pieces that split off: each piece's smallest vertex."""
+        self.pieces = False
+        if not len(classes):
+            return
+        keys, smallest = group_min(classes, minima)[:2]
+        seen, cls = self._seen_classes()
+        at = np.minimum(np.searchsorted(keys, cls), len(keys) - 1)
+        hit = keys[at] == cls
+        self._relabel(seen[hit], smallest[at[hit]], out)
+
+    def _visit(self, target: np.ndarray, group: np.ndarray, out: list) -> None:
+        """The visits arriving at this owner's vertices: mark the new ones, note meetings,
+        expand the new ones, and broadcast what the round saw."""
+        search = self.search
+        keep = search.is_open(group) if len(group) else np.zeros(0, bool)
+        target, group = target[keep], group[keep]
+        empty = np.zeros(0, np.int64)
+        meet_a, meet_b, grew_g, grew_n, holds = empty, empty, empty, empty, empty
+        if len(target):
+            dv = self._dense(target)
+            before = self.mark[dv]
+            fresh = before == ABSENT
+            if fresh.any():
+                vertices, first = group_min(dv[fresh], group[fresh])[:2]
+                self.mark[vertices] = first
+                self.seen.append(vertices)
+                grew_g, _, grew_n, _ = group_min(first, np.zeros(len(first), np.int64))
+                at_label = self.label[vertices] == self.vid[vertices]
+                holds = first[at_label]
+                near = self.adjacent.scan(vertices << SHIFT, (vertices << SHIFT) + ONE)
+                if len(near):
+                    out.append(self._visits(self.vid[near & LOW], self.mark[near >> SHIFT]))
+            now = self.mark[dv]
+            differ = now != group
+            meet_a, meet_b = group[differ], now[differ]
+        if len(meet_a):
+            pairs = np.unique(np.stack([np.minimum(meet_a, meet_b), np.maximum(meet_a, meet_b)], 1), axis=0)
+            out.append(self._broadcast(MEET, pairs[:, 0].copy(), pairs[:, 1].copy()))
+        if len(grew_g):
+            out.append(self._broadcast(GREW, grew_g, grew_n))
+        if len(holds):
+            out.append(self._broadcast(HOLDS, holds, holds))
+
+    def contraction_edges(self, out: list) -> None:
+        """The round after the search: this worker's edges of the epoch's contraction, as stars."""
+        recomputed, self.recomputed = self.recomputed, np.zeros(0, np.int64)     # this epoch's, used once
+        self.redone = recomputed
         members = np.zeros(0, np.int64)
         if len(recomputed):
             dl, found = self.ids.get(recomputed, -1)
@@ -224,7 +344,7 @@ class ComponentLabels:
         """Round 2: the contraction's components of the vertices this worker owns."""
         dv = self._dense(vertex)
         old = self.label[dv]
-        merged = (old == vertex) & (component != vertex) & ~np.isin(vertex, self.recomputed)
+        merged = (old == vertex) & (component != vertex) & ~np.isin(vertex, self.redone)
         self._relabel(dv, component, out)
         if merged.any():
             out.append(self._broadcast(MERGED, vertex[merged], component[merged]))
@@ -290,4 +410,20 @@ def label_changes(incidences: "Stream", name: str) -> "Stream":
         again.concat(found).connect_loop(handle)
         return out.flat_map(lambda rb: [rb] if DIFF in rb.schema.names else [], name=f"{name}Out").leave()
 
-    return incidences.scope.iterative(loop, name=name)
+    return incidences.scope.iterative(loop, name=name).per_time(_net, name=f"{name}Net")
+
+
+def _net(time: Any, batches: list) -> list:
+    """One time's changes netted per ``(vertex, component)`` (a vertex changed twice in
+    an epoch, by a split and a merge, may come back to its label): only the rows that
+    remain.  A single batch (one relabelling) holds each vertex once and passes as is."""
+    batches = [rb for rb in batches if rb.num_rows]
+    if len(batches) <= 1:
+        return batches
+    table = pa.Table.from_batches(batches).group_by(["vertex", "component"]).aggregate([(DIFF, "sum")])
+    diff = table.column(f"{DIFF}_sum").to_numpy()
+    keep = np.flatnonzero(diff != 0)
+    if not len(keep):
+        return []
+    return [pa.record_batch({"vertex": table.column("vertex").to_numpy()[keep],
+                             "component": table.column("component").to_numpy()[keep], DIFF: diff[keep]})]
