@@ -18,29 +18,41 @@ One epoch, as rounds of a loop (epochs strictly in order, :func:`~.in_order.in_o
 the edges that appear or vanish come in as incidences ``(vertex, other, appeared)``,
 one at each endpoint's owner:
 
-0. the owner updates ``adjacent`` and broadcasts the labels of the deleted edges'
-   endpoints (the components that may split: *recomputed*), and wakes every worker;
-1. every worker builds the edges of a contraction: the remaining edges of its members
-   of the recomputed components (a range scan of ``by_label``, then of ``adjacent``;
-   members left without edges leave the result now), the inserted edges at its other
+0. the owner drops the vanished edges from ``adjacent`` (the appearing ones wait for
+   the contraction); an end of a vanished edge left without edges leaves the result,
+   the others seed a *split search* (:mod:`.split_search`), broadcast with their label;
+1. .. the split search, a round per level: owners mark the vertices their neighbours'
+   groups reach and expand the new ones; every worker broadcasts its round's meetings
+   and growth and applies everyone's to the same union-find over the groups.  A
+   component whose search is over relabels the pieces that split off (each its
+   smallest vertex, from a broadcast of each worker's minima) -- or, past the budget,
+   is *recomputed* below;
+2. then every worker builds the edges of a contraction: the remaining edges of its
+   members of the recomputed components (range scans of ``by_label`` and
+   ``adjacent``; members left without edges leave), the inserted edges at its other
    vertices, and ``(v, label(v))`` for each such vertex already in the graph (the label
    stands for its whole component); their local spanning forest as stars goes to
    :func:`~.contraction.contract` and :func:`~.contraction.resolve` (nested loops:
    min-label hooking by vertex owner, then pointer jumping), whose ``(vertex,
    component)`` rows come back on each vertex's owner;
-2. each owner relabels the vertices it got a result for; a label vertex ``L`` (not
+3. each owner relabels the vertices it got a result for; a label vertex ``L`` (not
    recomputed) whose component changed broadcasts ``L -> L'``;
-3. every worker relabels its members of each broadcast ``L`` (``by_label`` scan).
+4. every worker relabels its members of each broadcast ``L`` (a ``by_label`` scan).
 
-Every vertex whose label changes emits ``-1 (v, old)`` and ``+1 (v, new)`` once per
-epoch (``-1`` only when it leaves, ``+1`` only when it comes).
+Every vertex whose label changes emits ``-1 (v, old)`` and ``+1 (v, new)``; an epoch's
+rows are netted per ``(vertex, component)`` (a piece split off and merged again in one
+epoch emits nothing).
 
-Costs per epoch with k changed edges: the contraction covers the inserted edges, the
-labels of their endpoints' components and the recomputed components' members and
-edges -- so insertions cost O(k log n) plus the relabelled vertices, and a deletion
-costs the size and edges of the component holding it (the whole graph, distributed
-over all workers, when it lands in a giant component).  The broadcasts carry the
-recomputed labels and the merged labels: rows proportional to the change, per worker.
+Costs per epoch with k changed edges, all of it spread over the workers by vertex
+hash: insertions cost a contraction over O(k) rows (a few nested rounds) plus the
+relabelled vertices; a deletion costs a search around its ends -- in a component that
+stays whole, until the searches from its two ends meet (a few levels in a random
+graph); when a piece splits off, about the size of the smaller pieces -- and at worst
+(past :data:`SEARCH_BUDGET` vertices or :data:`SEARCH_ROUNDS` rounds, e.g. a long path
+cut in the middle) the recompute of the whole component from its members' edges.
+The broadcasts carry rows per search group and per merged label: proportional to the
+change, on every worker.  A round costs a progress exchange among all workers, so an
+epoch of a few changes costs some milliseconds however small it is.
 """
 
 from __future__ import annotations
@@ -78,9 +90,11 @@ MAX_VERTICES = 1 << 31
 ABSENT = np.iinfo(np.int64).min
 #: Kinds of the loop's messages: a wake-up; a merged label (old -> new); a search's seed, an
 #: end left without edges, a visit, a meeting of two groups, new vertices of a group, a group
-#: that reached its label's vertex, the smallest vertex of a piece that split off.
-WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, PIECE_MIN = range(9)
-#: A split search stops and its component is recomputed past this many visited vertices ...
+#: that reached its label's vertex, the smallest vertex of a piece that split off, new vertices
+#: of a group kept for a later round.
+WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, PIECE_MIN, PEND = range(10)
+#: A split search stops and its component is recomputed past this many visited vertices, or
+#: a quarter of the graph's vertices if that is more ...
 SEARCH_BUDGET = 1 << 16
 #: ... or this many rounds.
 SEARCH_ROUNDS = 24
@@ -113,7 +127,9 @@ class ComponentLabels:
         self.redone = self.recomputed                                      # ... once the contraction began
         self.search: Any = None                                            # this epoch's SplitSearch
         self.seen: list = []                                               # this epoch's visited vertices
+        self.waiting = np.zeros(0, np.int64)                               # ... not yet expanded
         self.pieces = False                                                # piece minima due next round
+        self.held = 0                                                      # owned vertices in the graph
 
     def __len__(self) -> int:
         return len(self.adjacent) + len(self.by_label)
@@ -154,6 +170,7 @@ class ComponentLabels:
         if now.any():
             self.by_label.set((self._dense(new[now]) << SHIFT) | dv[now], np.ones(int(now.sum()), np.int64))
         self.label[dv] = new
+        self.held += int(np.count_nonzero(now & ~was)) - int(np.count_nonzero(was & ~now))
         v = self.vid[dv]
         out.append(pa.record_batch({
             "vertex": np.concatenate([v[was], v[now]]), "component": np.concatenate([old[was], new[now]]),
@@ -182,7 +199,7 @@ class ComponentLabels:
             if (kind == MERGED).any():
                 self.merge(a[kind == MERGED], b[kind == MERGED], out)
             if (kind != MERGED).any():
-                rows = {k: (vertex[kind == k], a[kind == k], b[kind == k]) for k in range(PIECE_MIN + 1)}
+                rows = {k: (vertex[kind == k], a[kind == k], b[kind == k]) for k in range(PEND + 1)}
                 self.search_round(rows, out)
         log_state(self.scope, self.name, time, len(self))
         return out
@@ -213,7 +230,7 @@ class ComponentLabels:
             out.append(self._visits(self.vid[kb], self.vid[ka]))
         out.append(self._broadcast(SEED, self.vid[seeds], labels[has]))
         out.append(self._broadcast(GONE, self.vid[left], labels[~has]))
-        out.append(self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64)))
+        out.append(self._broadcast(WAKE, np.full(1, self.held, np.int64), np.zeros(1, np.int64)))
 
     def _visits(self, target: np.ndarray, group: np.ndarray) -> pa.RecordBatch:
         return pa.record_batch({"vertex": target, "kind": np.full(len(target), VISIT, np.int8),
@@ -222,11 +239,13 @@ class ComponentLabels:
     def search_round(self, rows: dict, out: list) -> None:
         """Rounds 1..: the split search (see :mod:`.split_search`), then the contraction."""
         if len(rows[SEED][0]) or len(rows[GONE][0]):
+            held = rows[WAKE][1]                            # the senders' vertices: the graph's, estimated
+            vertices = int(held.sum()) * len(self.keys) // max(len(held), 1)
             self.search = SplitSearch(rows[SEED][1], rows[SEED][2], rows[GONE][2][rows[GONE][1] == rows[GONE][2]],
-                                      SEARCH_BUDGET, SEARCH_ROUNDS)
+                                      max(SEARCH_BUDGET, vertices // 4), SEARCH_ROUNDS)
         elif self.search is not None:
             self.search.update((rows[MEET][1], rows[MEET][2]), (rows[GREW][1], rows[GREW][2]),
-                               (rows[HOLDS][1], rows[HOLDS][2]))
+                               (rows[PEND][1], rows[PEND][2]), (rows[HOLDS][1], rows[HOLDS][2]))
         if self.pieces:
             self._split_off(rows[PIECE_MIN][1], rows[PIECE_MIN][2], out)
         search = self.search
@@ -236,14 +255,14 @@ class ComponentLabels:
             self.pieces = len(closed) > 0
             if self.pieces:
                 self._piece_minima(closed, out)
-            self._visit(*rows[VISIT][:2], out)
+            self._visit(*rows[VISIT][:2], search.choose(), out)
             if len(search.open) or self.pieces:
                 out.append(self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64)))
                 return
         self.search = None
         seen = np.concatenate(self.seen) if self.seen else np.zeros(0, np.int64)
         self.mark[seen] = ABSENT
-        self.seen = []
+        self.seen, self.waiting = [], np.zeros(0, np.int64)
         dv, dw = self.inserted
         if len(dv):
             self.adjacent.set((dv << SHIFT) | dw, np.ones(len(dv), np.int64))
@@ -273,36 +292,45 @@ class ComponentLabels:
         hit = keys[at] == cls
         self._relabel(seen[hit], smallest[at[hit]], out)
 
-    def _visit(self, target: np.ndarray, group: np.ndarray, out: list) -> None:
-        """The visits arriving at this owner's vertices: mark the new ones, note meetings,
-        expand the new ones, and broadcast what the round saw."""
+    def _visit(self, target: np.ndarray, group: np.ndarray, expanding: np.ndarray, out: list) -> None:
+        """The visits arriving at this owner's vertices: mark the new ones, note meetings;
+        expand the vertices of the ``expanding`` classes (new or waiting), keep the others
+        waiting; broadcast what the round saw."""
         search = self.search
         keep = search.is_open(group) if len(group) else np.zeros(0, bool)
         target, group = target[keep], group[keep]
         empty = np.zeros(0, np.int64)
-        meet_a, meet_b, grew_g, grew_n, holds = empty, empty, empty, empty, empty
+        meet_a, meet_b, holds, fresh_v = empty, empty, empty, empty
         if len(target):
             dv = self._dense(target)
-            before = self.mark[dv]
-            fresh = before == ABSENT
+            fresh = self.mark[dv] == ABSENT
             if fresh.any():
-                vertices, first = group_min(dv[fresh], group[fresh])[:2]
-                self.mark[vertices] = first
-                self.seen.append(vertices)
-                grew_g, _, grew_n, _ = group_min(first, np.zeros(len(first), np.int64))
-                at_label = self.label[vertices] == self.vid[vertices]
-                holds = first[at_label]
-                near = self.adjacent.scan(vertices << SHIFT, (vertices << SHIFT) + ONE)
-                if len(near):
-                    out.append(self._visits(self.vid[near & LOW], self.mark[near >> SHIFT]))
+                fresh_v, first = group_min(dv[fresh], group[fresh])[:2]
+                self.mark[fresh_v] = first
+                self.seen.append(fresh_v)
+                holds = first[self.label[fresh_v] == self.vid[fresh_v]]
             now = self.mark[dv]
             differ = now != group
             meet_a, meet_b = group[differ], now[differ]
+        expand = np.zeros(0, np.int64)
+        if len(self.waiting):
+            go = np.isin(search.classes(self.mark[self.waiting]), expanding)
+            expand, self.waiting = self.waiting[go], self.waiting[~go]
+        if len(fresh_v):
+            go = np.isin(search.classes(self.mark[fresh_v]), expanding)
+            for kind, part in ((GREW, fresh_v[go]), (PEND, fresh_v[~go])):
+                if len(part):
+                    groups, _, counts, _ = group_min(self.mark[part], np.zeros(len(part), np.int64))
+                    out.append(self._broadcast(kind, groups, counts))
+            expand = np.concatenate([expand, fresh_v[go]])
+            self.waiting = np.concatenate([self.waiting, fresh_v[~go]])
+        if len(expand):
+            near = self.adjacent.scan(expand << SHIFT, (expand << SHIFT) + ONE)
+            if len(near):
+                out.append(self._visits(self.vid[near & LOW], self.mark[near >> SHIFT]))
         if len(meet_a):
             pairs = np.unique(np.stack([np.minimum(meet_a, meet_b), np.maximum(meet_a, meet_b)], 1), axis=0)
             out.append(self._broadcast(MEET, pairs[:, 0].copy(), pairs[:, 1].copy()))
-        if len(grew_g):
-            out.append(self._broadcast(GREW, grew_g, grew_n))
         if len(holds):
             out.append(self._broadcast(HOLDS, holds, holds))
 

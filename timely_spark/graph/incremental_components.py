@@ -14,13 +14,12 @@ Where the state lives, in two stages, both sharded (nothing is gathered on one w
   loop of rounds (min-label hooking and pointer jumping, :mod:`.contraction`), epochs
   strictly in order.  See :mod:`.component_labels` for the rounds and their costs.
 
-Costs per time, for k changed edges: the edge counts O(k log m); insertions a
-distributed contraction over the inserted edges and their endpoints' labels plus the
-relabelled vertices (O(k log n) rows, a few loop rounds); a deletion recomputes the
-component holding it, distributed: its members and edges (the whole graph when it
-lands in a giant component, as costly as the batch form then).  What would bring
-deletions down: a bounded search from the deleted edges' ends that stops when at most
-one side still grows (the pieces that split off are the closed sides).
+Costs per time, for k changed edges, every part split by hash over the workers: the
+edge counts O(k log m); insertions a distributed contraction over the inserted edges
+and their endpoints' labels plus the relabelled vertices (O(k) rows, a few loop
+rounds); deletions a search from the deleted edges' ends, level by level, until at
+most one side still grows (the closed sides are the pieces that split off), with the
+whole component recomputed, still distributed, when the search outgrows its budget.
 """
 
 from __future__ import annotations

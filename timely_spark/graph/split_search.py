@@ -10,8 +10,9 @@ vertices per group, which group reached ``L``'s own vertex), so every worker app
 the same rows to the same :class:`SplitSearch` and takes the same decisions without a
 coordinator: the rows are proportional to the groups, not to the component.
 
-A component's search is over when at most one class of groups (groups that met) is
-still growing: the closed classes are the pieces that split off (each a whole
+The classes grow smallest first (:meth:`SplitSearch.choose`): the others keep their
+frontier for a later round.  A component's search is over when at most one class of
+groups (groups that met) is still growing: the closed classes are the pieces that split off (each a whole
 component now), the growing one keeps the rest and the label.  It *falls back* to a
 recompute of the component when the search visits more than ``budget`` vertices, runs
 more than ``max_rounds`` rounds, or when ``L`` itself splits off or leaves (the rest
@@ -38,8 +39,8 @@ class SplitSearch:
     """The groups of one epoch's split search and their classes, the same on every worker.
 
     >>> s = SplitSearch(np.array([4, 7]), np.array([1, 1]), np.zeros(0, np.int64), budget=100, max_rounds=10)
-    >>> s.update(meet=(np.array([4]), np.array([7])), grew=(np.array([4]), np.array([1])),
-    ...          holds=(np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    >>> none = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    >>> s.update(meet=(np.array([4]), np.array([7])), grew=(np.array([4]), np.array([1])), pend=none, holds=none)
     >>> decided, fallback, closed = s.decide()          # one class, growing: nothing splits
     >>> decided.tolist(), fallback.tolist(), closed.tolist()
     ([1], [], [])
@@ -51,7 +52,9 @@ class SplitSearch:
         self.gid, self.glabel = seeds[order], labels[order]
         k = len(self.gid)
         self.parent = np.arange(k, dtype=np.int64)
-        self.grew = np.ones(k, np.int64)                  # new vertices in the last round (seeds: themselves)
+        self.inflight = np.ones(k, np.int64)              # vertices expanded last round (seeds: themselves)
+        self.frontier = np.zeros(k, np.int64)             # vertices visited, not yet expanded
+        self.expanding = np.zeros(k, bool)                # the group's class expands its frontier this round
         self.visits = np.ones(k, np.int64)
         self.holds = self.gid == self.glabel              # the group reached the label's own vertex
         self.open = np.unique(self.glabel)                # labels still searching
@@ -72,9 +75,10 @@ class SplitSearch:
         """The class (the smallest met group's id) of each group id."""
         return self.gid[self.parent[self.index(ids)]]
 
-    def update(self, meet: tuple, grew: tuple, holds: tuple) -> None:
+    def update(self, meet: tuple, grew: tuple, pend: tuple, holds: tuple) -> None:
         """Apply one round's broadcast rows: meetings ``(group, group)``, new vertices
-        ``(group, count)``, and groups that reached their label's vertex."""
+        expanded at once ``(group, count)`` and kept for later ``(group, count)``, and
+        groups that reached their label's vertex."""
         a, b = self.index(meet[0]), self.index(meet[1])
         if len(a):
             ra, rb = self.parent[a], self.parent[b]
@@ -84,10 +88,34 @@ class SplitSearch:
                 root = np.arange(len(self.parent), dtype=np.int64)
                 root[v] = r
                 self.parent = root[self.parent]
-        self.grew = np.bincount(self.index(grew[0]), weights=grew[1], minlength=len(self.gid)).astype(np.int64)
-        self.visits += self.grew
+        k = len(self.gid)
+        expanded = np.bincount(self.index(grew[0]), weights=grew[1], minlength=k).astype(np.int64)
+        kept = np.bincount(self.index(pend[0]), weights=pend[1], minlength=k).astype(np.int64)
+        self.inflight = expanded + np.where(self.expanding, self.frontier, 0)
+        self.frontier = np.where(self.expanding, 0, self.frontier) + kept
+        self.visits += expanded + kept
         self.holds[self.index(holds[0])] = True
         self.rounds += 1
+
+    def choose(self) -> np.ndarray:
+        """The classes that expand their frontier this round: per component still
+        searching, those with a frontier whose size is at most twice the smallest
+        such class's (the small sides grow first: a small piece closes, or runs into
+        a big class, long before the big ones grow much)."""
+        root = self.parent
+        live = np.isin(self.glabel, self.open) & (self.frontier > 0)
+        self.expanding = np.zeros(len(self.gid), bool)
+        if not live.any():
+            return np.zeros(0, np.int64)
+        classes, at = np.unique(root[live], return_inverse=True)
+        size = np.bincount(root, weights=self.visits, minlength=len(root))[classes]
+        label = self.glabel[classes]
+        labels, li = np.unique(label, return_inverse=True)
+        smallest = np.full(len(labels), np.inf)
+        np.minimum.at(smallest, li, size)
+        chosen = classes[size <= 2 * smallest[li]]
+        self.expanding = np.isin(root, chosen)
+        return self.gid[chosen]
 
     def decide(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(decided labels, of them those to recompute, closed classes to split off)``;
@@ -99,7 +127,7 @@ class SplitSearch:
         live = np.isin(self.glabel, self.open)
         classes = np.unique(root[live])
         at = np.searchsorted(classes, root[live])
-        grows = np.bincount(at, weights=self.grew[live], minlength=len(classes)) > 0
+        grows = np.bincount(at, weights=(self.inflight + self.frontier)[live], minlength=len(classes)) > 0
         holds = _grouped_any(root[live], self.holds[live], classes)
         label = self.glabel[classes]                      # a class lies within one component
         labels = self.open
