@@ -128,6 +128,7 @@ class ComponentLabels:
         self.search: Any = None                                            # this epoch's SplitSearch
         self.seen: list = []                                               # this epoch's visited vertices
         self.waiting = np.zeros(0, np.int64)                               # ... not yet expanded
+        self.waiting_group = np.zeros(0, np.int64)                         # ... their groups' positions
         self.pieces = False                                                # piece minima due next round
         self.held = 0                                                      # owned vertices in the graph
 
@@ -255,14 +256,15 @@ class ComponentLabels:
             self.pieces = len(closed) > 0
             if self.pieces:
                 self._piece_minima(closed, out)
-            self._visit(*rows[VISIT][:2], search.choose(), out)
+            search.choose()
+            self._visit(*rows[VISIT][:2], out)
             if len(search.open) or self.pieces:
                 out.append(self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64)))
                 return
         self.search = None
         seen = np.concatenate(self.seen) if self.seen else np.zeros(0, np.int64)
         self.mark[seen] = ABSENT
-        self.seen, self.waiting = [], np.zeros(0, np.int64)
+        self.seen, self.waiting, self.waiting_group = [], np.zeros(0, np.int64), np.zeros(0, np.int64)
         dv, dw = self.inserted
         if len(dv):
             self.adjacent.set((dv << SHIFT) | dw, np.ones(len(dv), np.int64))
@@ -292,9 +294,9 @@ class ComponentLabels:
         hit = keys[at] == cls
         self._relabel(seen[hit], smallest[at[hit]], out)
 
-    def _visit(self, target: np.ndarray, group: np.ndarray, expanding: np.ndarray, out: list) -> None:
+    def _visit(self, target: np.ndarray, group: np.ndarray, out: list) -> None:
         """The visits arriving at this owner's vertices: mark the new ones, note meetings;
-        expand the vertices of the ``expanding`` classes (new or waiting), keep the others
+        expand the vertices of the classes chosen to expand (new or waiting), keep the others
         waiting; broadcast what the round saw."""
         search = self.search
         keep = search.is_open(group) if len(group) else np.zeros(0, bool)
@@ -314,16 +316,18 @@ class ComponentLabels:
             meet_a, meet_b = group[differ], now[differ]
         expand = np.zeros(0, np.int64)
         if len(self.waiting):
-            go = np.isin(search.classes(self.mark[self.waiting]), expanding)
-            expand, self.waiting = self.waiting[go], self.waiting[~go]
+            go = search.expanding[self.waiting_group]
+            expand, self.waiting, self.waiting_group = self.waiting[go], self.waiting[~go], self.waiting_group[~go]
         if len(fresh_v):
-            go = np.isin(search.classes(self.mark[fresh_v]), expanding)
+            group_at = search.index(self.mark[fresh_v])
+            go = search.expanding[group_at]
             for kind, part in ((GREW, fresh_v[go]), (PEND, fresh_v[~go])):
                 if len(part):
                     groups, _, counts, _ = group_min(self.mark[part], np.zeros(len(part), np.int64))
                     out.append(self._broadcast(kind, groups, counts))
             expand = np.concatenate([expand, fresh_v[go]])
             self.waiting = np.concatenate([self.waiting, fresh_v[~go]])
+            self.waiting_group = np.concatenate([self.waiting_group, group_at[~go]])
         if len(expand):
             near = self.adjacent.scan(expand << SHIFT, (expand << SHIFT) + ONE)
             if len(near):

@@ -58,6 +58,7 @@ class SplitSearch:
         self.visits = np.ones(k, np.int64)
         self.holds = self.gid == self.glabel              # the group reached the label's own vertex
         self.open = np.unique(self.glabel)                # labels still searching
+        self.labels = len(self.open)
         self.gone = np.unique(gone)                       # labels whose own vertex left the graph
         self.budget, self.max_rounds, self.rounds = budget, max_rounds, 0
 
@@ -67,6 +68,8 @@ class SplitSearch:
 
     def is_open(self, ids: np.ndarray) -> np.ndarray:
         """Whether the groups ``ids`` belong to a component still searching."""
+        if len(self.open) == self.labels:                 # none has finished: all are
+            return np.ones(len(ids), bool)
         label = self.glabel[self.index(ids)]
         at = np.minimum(np.searchsorted(self.open, label), max(len(self.open) - 1, 0))
         return (self.open[at] == label) if len(self.open) else np.zeros(len(ids), bool)
