@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import DIFF, ExchangeBy, StateHooks
+from ..dataflow import DIFF, ExchangeBy, StateHooks, destinations
 from ..errors import GraphInputError
 from ..progress import Product
 from .broadcast import broadcast_keys
@@ -91,13 +91,17 @@ ABSENT = np.iinfo(np.int64).min
 #: Kinds of the loop's messages: a wake-up; a merged label (old -> new); a search's seed, an
 #: end left without edges, a visit, a meeting of two groups, new vertices of a group, a group
 #: that reached its label's vertex, the smallest vertex of a piece that split off, new vertices
-#: of a group kept for a later round.
-WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, PIECE_MIN, PEND = range(10)
+#: of a group kept for a later round, a worker's stars of a small contraction.
+WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, PIECE_MIN, PEND, STARS = range(11)
 #: A split search stops and its component is recomputed past this many visited vertices, or
 #: a quarter of the graph's vertices if that is more ...
 SEARCH_BUDGET = 1 << 16
 #: ... or this many rounds.
-SEARCH_ROUNDS = 24
+SEARCH_ROUNDS = 48
+#: An epoch with at most this many inserted incidences (two per edge, all workers) and no
+#: component to recompute contracts by broadcasting each worker's stars to every worker
+#: (one round, rows proportional to the change) instead of the nested contraction loops.
+REPLICATE_BELOW = 4096
 
 
 def _column(batches: list, name: str) -> np.ndarray:
@@ -130,6 +134,7 @@ class ComponentLabels:
         self.waiting = np.zeros(0, np.int64)                               # ... not yet expanded
         self.waiting_group = np.zeros(0, np.int64)                         # ... their groups' positions
         self.pieces = False                                                # piece minima due next round
+        self.insertions = -1                                               # this epoch's, all workers
         self.held = 0                                                      # owned vertices in the graph
 
     def __len__(self) -> int:
@@ -199,7 +204,9 @@ class ComponentLabels:
             kind, vertex, a, b = (_column(control, c) for c in ("kind", "vertex", "a", "b"))
             if (kind == MERGED).any():
                 self.merge(a[kind == MERGED], b[kind == MERGED], out)
-            if (kind != MERGED).any():
+            if (kind == STARS).any():
+                self.replicated(a[kind == STARS], b[kind == STARS], out)
+            if ((kind != MERGED) & (kind != STARS)).any():
                 rows = {k: (vertex[kind == k], a[kind == k], b[kind == k]) for k in range(PEND + 1)}
                 self.search_round(rows, out)
         log_state(self.scope, self.name, time, len(self))
@@ -231,7 +238,7 @@ class ComponentLabels:
             out.append(self._visits(self.vid[kb], self.vid[ka]))
         out.append(self._broadcast(SEED, self.vid[seeds], labels[has]))
         out.append(self._broadcast(GONE, self.vid[left], labels[~has]))
-        out.append(self._broadcast(WAKE, np.full(1, self.held, np.int64), np.zeros(1, np.int64)))
+        out.append(self._broadcast(WAKE, np.full(1, self.held, np.int64), np.full(1, len(self.inserted[0]), np.int64)))
 
     def _visits(self, target: np.ndarray, group: np.ndarray) -> pa.RecordBatch:
         return pa.record_batch({"vertex": target, "kind": np.full(len(target), VISIT, np.int8),
@@ -239,6 +246,8 @@ class ComponentLabels:
 
     def search_round(self, rows: dict, out: list) -> None:
         """Rounds 1..: the split search (see :mod:`.split_search`), then the contraction."""
+        if self.insertions < 0:                             # the epoch's first: round 0's wake-ups
+            self.insertions = int(rows[WAKE][2].sum())
         if len(rows[SEED][0]) or len(rows[GONE][0]):
             held = rows[WAKE][1]                            # the senders' vertices: the graph's, estimated
             vertices = int(held.sum()) * len(self.keys) // max(len(held), 1)
@@ -367,10 +376,20 @@ class ComponentLabels:
             held = touched[self.label[touched] != ABSENT]
             a.append(self.vid[held])
             b.append(self.label[held])
+        small = self.insertions <= REPLICATE_BELOW and not len(recomputed)      # the same on every worker
+        self.insertions = -1
         if a:
             vertices, roots = forest(np.concatenate(a), np.concatenate(b))
             if len(vertices):
-                out.append(pa.record_batch({"vertex": vertices, "root": roots}))
+                out.append(self._broadcast(STARS, vertices, roots) if small else
+                           pa.record_batch({"vertex": vertices, "root": roots}))
+
+    def replicated(self, vertices: np.ndarray, roots: np.ndarray, out: list) -> None:
+        """A small epoch's contraction: every worker's stars on every worker, contracted
+        here; the results of the vertices this worker owns."""
+        vertices, component = forest(vertices, roots)
+        mine = destinations(pa.record_batch({"vertex": vertices}), ["vertex"], len(self.keys)) == self.scope.index
+        self.results(vertices[mine], component[mine], out)
 
     def results(self, vertex: np.ndarray, component: np.ndarray, out: list) -> None:
         """Round 2: the contraction's components of the vertices this worker owns."""
