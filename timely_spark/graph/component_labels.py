@@ -266,7 +266,7 @@ class ComponentLabels:
             if self.pieces:
                 self._piece_minima(closed, out)
             search.choose()
-            self._visit(*rows[VISIT][:2], out)
+            self._visit(rows[VISIT][0], rows[VISIT][1], out)
             if len(search.open) or self.pieces:
                 out.append(self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64)))
                 return
