@@ -219,6 +219,9 @@ class ComponentLabels:
         if not batches:
             return
         v, w = _column(batches, "vertex"), _column(batches, "other")
+        if (v == ABSENT).any():
+            raise GraphInputError(f"{self.name}: vertex id {ABSENT} is reserved (it marks a vertex not in the graph)",
+                                  "src")
         appeared = _column(batches, "appeared").astype(bool)
         dv, dw = self._dense(np.concatenate([v, w])).reshape(2, -1)
         keys = (dv << SHIFT) | dw
@@ -370,8 +373,9 @@ class ComponentLabels:
         if len(dv):
             own = self.label[dv]
             keep = (own == ABSENT) | ~np.isin(own, recomputed)
-            a.append(self.vid[dv[keep]])
-            b.append(self.vid[dw[keep]])
+            once = keep & (self.vid[dv] <= self.vid[dw])           # the other end's owner has it too
+            a.append(self.vid[dv[once]])
+            b.append(self.vid[dw[once]])
             touched = sorted_unique(dv[keep])
             held = touched[self.label[touched] != ABSENT]
             a.append(self.vid[held])
@@ -445,7 +449,20 @@ def label_changes(incidences: "Stream", name: str) -> "Stream":
     """The changelog ``(vertex, component, diff)`` of the components of an undirected
     edge set, from the incidences ``(vertex, other, appeared)`` of the edges that
     appear or vanish at each time (each edge at most once per time, once at each
-    endpoint; a self-loop once): the loop of the module docstring."""
+    endpoint; a self-loop once): the loop of the module docstring.
+
+    >>> import timely_spark as ts
+    >>> def build(s):
+    ...     inp, incidences = s.new_input()
+    ...     label_changes(incidences, "Labels").inspect_time(lambda t, rb: print(t, sorted(zip(*rb.to_pydict().values()))))
+    ...     inp.send(pa.record_batch({"vertex": [1, 2, 2, 3], "other": [2, 1, 3, 2], "appeared": [True] * 4}))
+    ...     inp.advance_to(1)
+    ...     inp.send(pa.record_batch({"vertex": [1, 2], "other": [2, 1], "appeared": [False] * 2}))
+    ...     inp.close()
+    >>> _ = ts.example(build)
+    0 [(1, 1, 1), (2, 1, 1), (3, 1, 1)]
+    1 [(1, 1, -1), (2, 1, -1), (2, 2, 1), (3, 1, -1), (3, 2, 1)]
+    """
     def loop(inner: Any) -> Any:
         handle, cycle = inner.feedback(1)
         entered = incidences.enter(inner)
