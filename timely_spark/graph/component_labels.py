@@ -454,7 +454,8 @@ def label_changes(incidences: "Stream", name: str) -> "Stream":
     >>> import timely_spark as ts
     >>> def build(s):
     ...     inp, incidences = s.new_input()
-    ...     label_changes(incidences, "Labels").inspect_time(lambda t, rb: print(t, sorted(zip(*rb.to_pydict().values()))))
+    ...     label_changes(incidences, "Labels").inspect_time(
+    ...         lambda t, rb: print(t, sorted(zip(*rb.to_pydict().values()))))
     ...     inp.send(pa.record_batch({"vertex": [1, 2, 2, 3], "other": [2, 1, 3, 2], "appeared": [True] * 4}))
     ...     inp.advance_to(1)
     ...     inp.send(pa.record_batch({"vertex": [1, 2], "other": [2, 1], "appeared": [False] * 2}))
