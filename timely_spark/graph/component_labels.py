@@ -21,9 +21,10 @@ one at each endpoint's owner:
 0. the owner drops the vanished edges from ``adjacent`` (the appearing ones wait for
    the contraction); an end of a vanished edge left without edges leaves the result,
    the others seed a *split search* (:mod:`.split_search`), broadcast with their label;
-1. .. the split search, a round per level: owners mark the vertices their neighbours'
-   groups reach and expand the new ones; every worker broadcasts its round's meetings
-   and growth and applies everyone's to the same union-find over the groups.  A
+1. .. the split search, a level per round for the smallest classes of groups (the
+   others wait): owners mark the vertices their neighbours' groups reach and expand
+   them; every worker broadcasts its round's meetings and growth and applies
+   everyone's to the same union-find over the groups.  A
    component whose search is over relabels the pieces that split off (each its
    smallest vertex, from a broadcast of each worker's minima) -- or, past the budget,
    is *recomputed* below;
@@ -34,7 +35,9 @@ one at each endpoint's owner:
    stands for its whole component); their local spanning forest as stars goes to
    :func:`~.contraction.contract` and :func:`~.contraction.resolve` (nested loops:
    min-label hooking by vertex owner, then pointer jumping), whose ``(vertex,
-   component)`` rows come back on each vertex's owner;
+   component)`` rows come back on each vertex's owner -- or, in an epoch of at most
+   :data:`REPLICATE_BELOW` inserted incidences and nothing to recompute, to every
+   worker, which contracts them all and keeps its own vertices' rows (one round);
 3. each owner relabels the vertices it got a result for; a label vertex ``L`` (not
    recomputed) whose component changed broadcasts ``L -> L'``;
 4. every worker relabels its members of each broadcast ``L`` (a ``by_label`` scan).
