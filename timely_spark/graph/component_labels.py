@@ -69,7 +69,7 @@ from ..dataflow import DIFF, ExchangeBy, StateHooks, destinations
 from ..errors import GraphInputError
 from ..progress import Product
 from .broadcast import broadcast_keys
-from .compact import group_min
+from .compact import compact_ids, group_min
 from .contraction import contract, pointer_table, resolve
 from .in_order import in_order
 from .key_index import KeyIndex
@@ -146,7 +146,7 @@ class ComponentLabels:
     # -- dense ids ------------------------------------------------------------------
 
     def _dense(self, ids: np.ndarray) -> np.ndarray:
-        uniq, inverse = np.unique(ids, return_inverse=True)
+        uniq, inverse = compact_ids(ids)                    # no sort when the ids are dense
         dense, found = self.ids.get(uniq, -1)
         fresh = uniq[~found]
         if len(fresh):
@@ -379,8 +379,8 @@ class ComponentLabels:
             once = keep & (self.vid[dv] <= self.vid[dw])           # the other end's owner has it too
             a.append(self.vid[dv[once]])
             b.append(self.vid[dw[once]])
-            touched = sorted_unique(dv[keep])
-            held = touched[self.label[touched] != ABSENT]
+            touched = dv[keep]
+            held = sorted_unique(touched[self.label[touched] != ABSENT])
             a.append(self.vid[held])
             b.append(self.label[held])
         small = self.insertions <= REPLICATE_BELOW and not len(recomputed)      # the same on every worker
