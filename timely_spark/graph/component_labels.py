@@ -396,15 +396,18 @@ class ComponentLabels:
         here; the results of the vertices this worker owns."""
         vertices, component = forest(vertices, roots)
         mine = destinations(pa.record_batch({"vertex": vertices}), ["vertex"], len(self.keys)) == self.scope.index
-        self.results(vertices[mine], component[mine], out)
+        self.results(vertices[mine], component[mine], out, announce=False)
+        moved = component != vertices          # every worker knows every merged label: no MERGED round
+        self.merge(vertices[moved], component[moved], out)
 
-    def results(self, vertex: np.ndarray, component: np.ndarray, out: list) -> None:
-        """Round 2: the contraction's components of the vertices this worker owns."""
+    def results(self, vertex: np.ndarray, component: np.ndarray, out: list, announce: bool = True) -> None:
+        """Round 2: the contraction's components of the vertices this worker owns; with
+        ``announce``, broadcast the labels that merged."""
         dv = self._dense(vertex)
         old = self.label[dv]
         merged = (old == vertex) & (component != vertex) & ~np.isin(vertex, self.redone)
         self._relabel(dv, component, out)
-        if merged.any():
+        if announce and merged.any():
             out.append(self._broadcast(MERGED, vertex[merged], component[merged]))
 
     def merge(self, old: np.ndarray, new: np.ndarray, out: list) -> None:
