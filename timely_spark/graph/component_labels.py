@@ -41,6 +41,8 @@ one at each endpoint's owner:
 3. each owner relabels the vertices it got a result for; a label vertex ``L`` (not
    recomputed) whose component changed broadcasts ``L -> L'``;
 4. every worker relabels its members of each broadcast ``L`` (a ``by_label`` scan).
+   (A small epoch's contraction, on every worker, gives every worker every ``L -> L'``:
+   3 and 4 are one round.)
 
 Every vertex whose label changes emits ``-1 (v, old)`` and ``+1 (v, new)``; an epoch's
 rows are netted per ``(vertex, component)`` (a piece split off and merged again in one
