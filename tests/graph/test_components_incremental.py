@@ -219,7 +219,9 @@ def test_vertex_leaving_and_coming_back():
 def spread_changelog(seed: int) -> list:
     """Shapes that stress the distribution: a giant component whose vertices hash to every
     worker, built in one epoch, then grown, cut and mended; a long path crossing the
-    workers at nearly every edge, cut in two places and joined to the giant component."""
+    workers at nearly every edge, cut in two places and joined to the giant component.
+    The first epoch is big enough for the distributed contraction, the others take the
+    small-epoch broadcast; the last cuts a piece off and grows it in the same epoch."""
     rng = np.random.default_rng(seed)
     n = 400
     giant = [(int(a), int(b), 1) for a, b in zip(rng.integers(0, n, 3 * n), rng.integers(0, n, 3 * n))]
