@@ -1,0 +1,506 @@
+"""The component labels of the incremental connected components, sharded by vertex:
+each worker keeps the vertices it owns (``hash(vertex) % workers``, the routing of
+``ExchangeBy(["vertex"])``), and every epoch's change is contracted by all workers
+together (:mod:`.contraction`); nothing is gathered on one worker.
+
+State per worker, numpy arrays over dense ids (``0..n-1`` in order of first sight, in
+a :class:`~.key_index.KeyIndex`: the vertices it owns, their neighbours and their labels):
+
+* ``label`` (dense id -> the component, the smallest vertex id in it; ``ABSENT`` when
+  the vertex is not in the graph or not owned here);
+* ``adjacent``: each present undirected edge ``v--w`` as the key ``(v, w)`` at the
+  owner of ``v`` (an edge is held twice, once per endpoint's owner): the edges of a
+  set of vertices are a range scan;
+* ``by_label``: ``(label, v)`` per owned vertex in the graph, so the members of a
+  component a worker holds are a range scan too.
+
+One epoch, as rounds of a loop (epochs strictly in order, :func:`~.in_order.in_order`);
+the edges that appear or vanish come in as incidences ``(vertex, other, appeared)``,
+one at each endpoint's owner:
+
+0. the owner drops the vanished edges from ``adjacent`` (the appearing ones wait for
+   the contraction); an end of a vanished edge left without edges leaves the result,
+   the others seed a *split search* (:mod:`.split_search`), broadcast with their label;
+1. .. the split search, a level per round for the smallest classes of groups (the
+   others wait): owners mark the vertices their neighbours' groups reach and expand
+   them; every worker broadcasts its round's meetings and growth and applies
+   everyone's to the same union-find over the groups.  A
+   component whose search is over relabels the pieces that split off (each its
+   smallest vertex, from a broadcast of each worker's minima) -- or, past the budget,
+   is *recomputed* below;
+2. then every worker builds the edges of a contraction: the remaining edges of its
+   members of the recomputed components (range scans of ``by_label`` and
+   ``adjacent``; members left without edges leave), the inserted edges at its other
+   vertices, and ``(v, label(v))`` for each such vertex already in the graph (the label
+   stands for its whole component); their local spanning forest as stars goes to
+   :func:`~.contraction.contract` and :func:`~.contraction.resolve` (nested loops:
+   min-label hooking by vertex owner, then pointer jumping), whose ``(vertex,
+   component)`` rows come back on each vertex's owner -- or, in an epoch of at most
+   :data:`REPLICATE_BELOW` inserted incidences and nothing to recompute, to every
+   worker, which contracts them all and keeps its own vertices' rows (one round);
+3. each owner relabels the vertices it got a result for; a label vertex ``L`` (not
+   recomputed) whose component changed broadcasts ``L -> L'``;
+4. every worker relabels its members of each broadcast ``L`` (a ``by_label`` scan).
+   (A small epoch's contraction, on every worker, gives every worker every ``L -> L'``:
+   3 and 4 are one round.)
+
+Every vertex whose label changes emits ``-1 (v, old)`` and ``+1 (v, new)``; an epoch's
+rows are netted per ``(vertex, component)`` (a piece split off and merged again in one
+epoch emits nothing).
+
+Costs per epoch with k changed edges, all of it spread over the workers by vertex
+hash: insertions cost a contraction over O(k) rows (a few nested rounds) plus the
+relabelled vertices; a deletion costs a search around its ends -- in a component that
+stays whole, until the searches from its two ends meet (a few levels in a random
+graph); when a piece splits off, about the size of the smaller pieces -- and at worst
+(past :data:`SEARCH_BUDGET` vertices or :data:`SEARCH_ROUNDS` rounds, e.g. a long path
+cut in the middle) the recompute of the whole component from its members' edges.
+The broadcasts carry rows per search group and per merged label: proportional to the
+change, on every worker.  A round costs a progress exchange among all workers, so an
+epoch of a few changes costs some milliseconds however small it is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..dataflow import DIFF, ExchangeBy, StateHooks, destinations
+from ..errors import GraphInputError
+from ..progress import Product
+from .broadcast import broadcast_keys
+from .compact import compact_ids, group_min
+from .contraction import contract, pointer_table, resolve
+from .in_order import in_order
+from .key_index import KeyIndex
+from .spanning_forest import forest
+from .split_search import SplitSearch
+from .state_log import log_state
+from .stream_state import keyed_parts, part_of, scalars_of
+from .unique import sorted_unique
+
+if TYPE_CHECKING:
+    from ..dataflow import Stream
+
+__all__ = ["ComponentLabels", "label_changes"]
+
+SHIFT = np.int64(32)
+LOW = np.int64((1 << 32) - 1)
+ONE = np.int64(1) << SHIFT
+#: Dense ids are packed two to an int64 key, so one worker's dense space holds fewer.
+MAX_VERTICES = 1 << 31
+#: The label of a vertex not in the graph (or not owned by this worker).
+ABSENT = np.iinfo(np.int64).min
+#: Kinds of the loop's messages: a wake-up; a merged label (old -> new); a search's seed, an
+#: end left without edges, a visit, a meeting of two groups, new vertices of a group, a group
+#: that reached its label's vertex, the smallest vertex of a piece that split off, new vertices
+#: of a group kept for a later round, a worker's stars of a small contraction.
+WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, PIECE_MIN, PEND, STARS = range(11)
+#: A split search stops and its component is recomputed past this many visited vertices, or
+#: a quarter of the graph's vertices if that is more ...
+SEARCH_BUDGET = 1 << 16
+#: ... or this many rounds.
+SEARCH_ROUNDS = 48
+#: An epoch with at most this many inserted incidences (two per edge, all workers) and no
+#: component to recompute contracts by broadcasting each worker's stars to every worker
+#: (one round, rows proportional to the change) instead of the nested contraction loops.
+REPLICATE_BELOW = 4096
+
+
+def _column(batches: list, name: str) -> np.ndarray:
+    parts = [rb.column(name).to_numpy(zero_copy_only=False) for rb in batches if rb.num_rows]
+    if not parts:
+        return np.zeros(0, np.int64)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+class ComponentLabels:
+    """One worker's share of the component labels and the logic of each round of an
+    epoch (see the module docstring); :meth:`step` is the loop's ``per_time`` logic."""
+
+    def __init__(self, scope: Any, name: str) -> None:
+        self.scope = scope
+        self.name = name
+        self.keys = broadcast_keys(scope.peers)
+        self.ids = KeyIndex()
+        self.n = 0
+        self.vid = np.zeros(0, np.int64)
+        self.label = np.zeros(0, np.int64)
+        self.adjacent = KeyIndex(empty=0)
+        self.by_label = KeyIndex(empty=0)
+        self.mark = np.zeros(0, np.int64)                                  # the search group, ABSENT if none
+        self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))     # this epoch's, dense
+        self.recomputed = np.zeros(0, np.int64)                            # this epoch's labels, sorted
+        self.redone = self.recomputed                                      # ... once the contraction began
+        self.search: Any = None                                            # this epoch's SplitSearch
+        self.seen: list = []                                               # this epoch's visited vertices
+        self.waiting = np.zeros(0, np.int64)                               # ... not yet expanded
+        self.waiting_group = np.zeros(0, np.int64)                         # ... their groups' positions
+        self.pieces = False                                                # piece minima due next round
+        self.insertions = -1                                               # this epoch's, all workers
+        self.held = 0                                                      # owned vertices in the graph
+
+    def __len__(self) -> int:
+        return len(self.adjacent) + len(self.by_label)
+
+    # -- dense ids ------------------------------------------------------------------
+
+    def _dense(self, ids: np.ndarray) -> np.ndarray:
+        uniq, inverse = compact_ids(ids)                    # no sort when the ids are dense
+        dense, found = self.ids.get(uniq, -1)
+        fresh = uniq[~found]
+        if len(fresh):
+            start, self.n = self.n, self.n + len(fresh)
+            if self.n > MAX_VERTICES:
+                raise GraphInputError(f"{self.name}: more than {MAX_VERTICES} distinct vertices on one worker",
+                                      "src")
+            if self.n > len(self.vid):
+                cap = max(self.n, 2 * len(self.vid), 1024)
+                self.vid = np.concatenate([self.vid, np.zeros(cap - len(self.vid), np.int64)])
+                self.label = np.concatenate([self.label, np.full(cap - len(self.label), ABSENT, np.int64)])
+                self.mark = np.concatenate([self.mark, np.full(cap - len(self.mark), ABSENT, np.int64)])
+            new = np.arange(start, self.n, dtype=np.int64)
+            self.ids.set(fresh, new)
+            self.vid[new] = fresh
+            dense[~found] = new
+        return dense[inverse.reshape(-1)]
+
+    def _relabel(self, dv: np.ndarray, new: np.ndarray, out: list) -> None:
+        """Give the owned vertices ``dv`` (dense, distinct) the labels ``new`` (``ABSENT``:
+        they leave); keep ``by_label`` and emit the changes of those that differ."""
+        old = self.label[dv]
+        moved = old != new
+        dv, old, new = dv[moved], old[moved], new[moved]
+        if not len(dv):
+            return
+        was, now = old != ABSENT, new != ABSENT
+        if was.any():
+            self.by_label.set((self._dense(old[was]) << SHIFT) | dv[was], np.zeros(int(was.sum()), np.int64))
+        if now.any():
+            self.by_label.set((self._dense(new[now]) << SHIFT) | dv[now], np.ones(int(now.sum()), np.int64))
+        self.label[dv] = new
+        self.held += int(np.count_nonzero(now & ~was)) - int(np.count_nonzero(was & ~now))
+        v = self.vid[dv]
+        out.append(pa.record_batch({
+            "vertex": np.concatenate([v[was], v[now]]), "component": np.concatenate([old[was], new[now]]),
+            DIFF: np.concatenate([np.full(int(was.sum()), -1, np.int64), np.ones(int(now.sum()), np.int64)])}))
+
+    def _broadcast(self, kind: int, a: np.ndarray, b: np.ndarray) -> pa.RecordBatch:
+        peers = len(self.keys)
+        return pa.record_batch({"vertex": np.repeat(self.keys, len(a)), "kind": np.full(peers * len(a), kind, np.int8),
+                                "a": np.tile(a, peers), "b": np.tile(b, peers)})
+
+    # -- the rounds -----------------------------------------------------------------
+
+    def step(self, time: Any, entered: list, messages: list, _gate: list) -> list:
+        """One round of one epoch on this worker: what it sends around the loop (batches
+        with ``kind``), to the contraction (``vertex, root``) and out (``diff``)."""
+        time = time if isinstance(time, Product) else Product(*time)
+        out: list = []
+        if time.inner == 0:
+            self.edges_in([rb for rb in entered if rb.num_rows], out)
+        control = [rb for rb in messages if rb.num_rows and "kind" in rb.schema.names]
+        found = [rb for rb in messages if rb.num_rows and "kind" not in rb.schema.names]
+        if found:
+            self.results(_column(found, "vertex"), _column(found, "component"), out)
+        if control:
+            kind, vertex, a, b = (_column(control, c) for c in ("kind", "vertex", "a", "b"))
+            if (kind == MERGED).any():
+                self.merge(a[kind == MERGED], b[kind == MERGED], out)
+            if (kind == STARS).any():
+                self.replicated(a[kind == STARS], b[kind == STARS], out)
+            if ((kind != MERGED) & (kind != STARS)).any():
+                rows = {k: (vertex[kind == k], a[kind == k], b[kind == k]) for k in range(PEND + 1)}
+                self.search_round(rows, out)
+        log_state(self.scope, self.name, time, len(self))
+        return out
+
+    def edges_in(self, batches: list, out: list) -> None:
+        """Round 0: the incidences of appearing and vanishing edges at this owner.  The
+        deletions apply now, the insertions once the split search is over; the ends of
+        the deleted edges seed the search (or leave, with no edge left)."""
+        if not batches:
+            return
+        v, w = _column(batches, "vertex"), _column(batches, "other")
+        if (v == ABSENT).any():
+            raise GraphInputError(f"{self.name}: vertex id {ABSENT} is reserved (it marks a vertex not in the graph)",
+                                  "src")
+        appeared = _column(batches, "appeared").astype(bool)
+        dv, dw = self._dense(np.concatenate([v, w])).reshape(2, -1)
+        keys = (dv << SHIFT) | dw
+        gone = ~appeared
+        self.adjacent.set(keys[gone], np.zeros(int(gone.sum()), np.int64))
+        self.inserted = (dv[appeared], dw[appeared])
+        ends = sorted_unique(dv[gone])
+        labels = self.label[ends]
+        near = self.adjacent.scan(ends << SHIFT, (ends << SHIFT) + ONE)
+        has = np.isin(ends, near >> SHIFT)
+        seeds, left = ends[has], ends[~has]
+        self._relabel(left, np.full(len(left), ABSENT, np.int64), out)
+        self.mark[seeds] = self.vid[seeds]
+        self.seen = [seeds]
+        ka, kb = near >> SHIFT, near & LOW
+        if len(ka):
+            out.append(self._visits(self.vid[kb], self.vid[ka]))
+        out.append(self._broadcast(SEED, self.vid[seeds], labels[has]))
+        out.append(self._broadcast(GONE, self.vid[left], labels[~has]))
+        out.append(self._broadcast(WAKE, np.full(1, self.held, np.int64), np.full(1, len(self.inserted[0]), np.int64)))
+
+    def _visits(self, target: np.ndarray, group: np.ndarray) -> pa.RecordBatch:
+        return pa.record_batch({"vertex": target, "kind": np.full(len(target), VISIT, np.int8),
+                                "a": group, "b": np.zeros(len(target), np.int64)})
+
+    def search_round(self, rows: dict, out: list) -> None:
+        """Rounds 1..: the split search (see :mod:`.split_search`), then the contraction."""
+        if self.insertions < 0:                             # the epoch's first: round 0's wake-ups
+            self.insertions = int(rows[WAKE][2].sum())
+        if len(rows[SEED][0]) or len(rows[GONE][0]):
+            held = rows[WAKE][1]                            # the senders' vertices: the graph's, estimated
+            vertices = int(held.sum()) * len(self.keys) // max(len(held), 1)
+            self.search = SplitSearch(rows[SEED][1], rows[SEED][2], rows[GONE][2][rows[GONE][1] == rows[GONE][2]],
+                                      max(SEARCH_BUDGET, vertices // 4), SEARCH_ROUNDS)
+        elif self.search is not None:
+            self.search.update((rows[MEET][1], rows[MEET][2]), (rows[GREW][1], rows[GREW][2]),
+                               (rows[PEND][1], rows[PEND][2]), (rows[HOLDS][1], rows[HOLDS][2]))
+        if self.pieces:
+            self._split_off(rows[PIECE_MIN][1], rows[PIECE_MIN][2], out)
+        search = self.search
+        if search is not None:
+            _, fallback, closed = search.decide()
+            self.recomputed = np.union1d(self.recomputed, fallback)
+            self.pieces = len(closed) > 0
+            if self.pieces:
+                self._piece_minima(closed, out)
+            search.choose()
+            self._visit(rows[VISIT][0], rows[VISIT][1], out)
+            if len(search.open) or self.pieces:
+                out.append(self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64)))
+                return
+        self.search = None
+        seen = np.concatenate(self.seen) if self.seen else np.zeros(0, np.int64)
+        self.mark[seen] = ABSENT
+        self.seen, self.waiting, self.waiting_group = [], np.zeros(0, np.int64), np.zeros(0, np.int64)
+        dv, dw = self.inserted
+        if len(dv):
+            self.adjacent.set((dv << SHIFT) | dw, np.ones(len(dv), np.int64))
+        self.contraction_edges(out)
+
+    def _seen_classes(self) -> tuple[np.ndarray, np.ndarray]:
+        """This worker's visited vertices of this epoch and their classes."""
+        seen = np.concatenate(self.seen) if self.seen else np.zeros(0, np.int64)
+        return seen, self.search.classes(self.mark[seen])
+
+    def _piece_minima(self, closed: np.ndarray, out: list) -> None:
+        """Broadcast the smallest vertex this worker visited in each closed class."""
+        seen, cls = self._seen_classes()
+        inside = np.isin(cls, closed)
+        if inside.any():
+            keys, smallest = group_min(cls[inside], self.vid[seen[inside]])[:2]
+            out.append(self._broadcast(PIECE_MIN, keys, smallest))
+
+    def _split_off(self, classes: np.ndarray, minima: np.ndarray, out: list) -> None:
+        """Relabel this worker's vertices of the pieces that split off: each piece's smallest vertex."""
+        self.pieces = False
+        if not len(classes):
+            return
+        keys, smallest = group_min(classes, minima)[:2]
+        seen, cls = self._seen_classes()
+        at = np.minimum(np.searchsorted(keys, cls), len(keys) - 1)
+        hit = keys[at] == cls
+        self._relabel(seen[hit], smallest[at[hit]], out)
+
+    def _visit(self, target: np.ndarray, group: np.ndarray, out: list) -> None:
+        """The visits arriving at this owner's vertices: mark the new ones, note meetings;
+        expand the vertices of the classes chosen to expand (new or waiting), keep the others
+        waiting; broadcast what the round saw."""
+        search = self.search
+        keep = search.is_open(group) if len(group) else np.zeros(0, bool)
+        target, group = target[keep], group[keep]
+        empty = np.zeros(0, np.int64)
+        meet_a, meet_b, holds, fresh_v = empty, empty, empty, empty
+        if len(target):
+            dv = self._dense(target)
+            fresh = self.mark[dv] == ABSENT
+            if fresh.any():
+                fresh_v, first = group_min(dv[fresh], group[fresh])[:2]
+                self.mark[fresh_v] = first
+                self.seen.append(fresh_v)
+                holds = first[self.label[fresh_v] == self.vid[fresh_v]]
+            now = self.mark[dv]
+            differ = now != group
+            meet_a, meet_b = group[differ], now[differ]
+        expand = np.zeros(0, np.int64)
+        if len(self.waiting):
+            go = search.expanding[self.waiting_group]
+            expand, self.waiting, self.waiting_group = self.waiting[go], self.waiting[~go], self.waiting_group[~go]
+        if len(fresh_v):
+            group_at = search.index(self.mark[fresh_v])
+            go = search.expanding[group_at]
+            for kind, part in ((GREW, fresh_v[go]), (PEND, fresh_v[~go])):
+                if len(part):
+                    groups, _, counts, _ = group_min(self.mark[part], np.zeros(len(part), np.int64))
+                    out.append(self._broadcast(kind, groups, counts))
+            expand = np.concatenate([expand, fresh_v[go]])
+            self.waiting = np.concatenate([self.waiting, fresh_v[~go]])
+            self.waiting_group = np.concatenate([self.waiting_group, group_at[~go]])
+        if len(expand):
+            near = self.adjacent.scan(expand << SHIFT, (expand << SHIFT) + ONE)
+            if len(near):
+                out.append(self._visits(self.vid[near & LOW], self.mark[near >> SHIFT]))
+        if len(meet_a):
+            pairs = np.unique(np.stack([np.minimum(meet_a, meet_b), np.maximum(meet_a, meet_b)], 1), axis=0)
+            out.append(self._broadcast(MEET, pairs[:, 0].copy(), pairs[:, 1].copy()))
+        if len(holds):
+            out.append(self._broadcast(HOLDS, holds, holds))
+
+    def contraction_edges(self, out: list) -> None:
+        """The round after the search: this worker's edges of the epoch's contraction, as stars."""
+        recomputed, self.recomputed = self.recomputed, np.zeros(0, np.int64)     # this epoch's, used once
+        self.redone = recomputed
+        members = np.zeros(0, np.int64)
+        if len(recomputed):
+            dl, found = self.ids.get(recomputed, -1)
+            dl = dl[found]
+            if len(dl):
+                members = self.by_label.scan(dl << SHIFT, (dl << SHIFT) + ONE) & LOW
+        a, b = [], []
+        if len(members):
+            keys = self.adjacent.scan(members << SHIFT, (members << SHIFT) + ONE)
+            ka, kb = keys >> SHIFT, keys & LOW
+            isolated = members[~np.isin(members, ka)]
+            self._relabel(isolated, np.full(len(isolated), ABSENT, np.int64), out)
+            a.append(self.vid[ka])
+            b.append(self.vid[kb])
+        dv, dw = self.inserted
+        self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        if len(dv):
+            own = self.label[dv]
+            keep = (own == ABSENT) | ~np.isin(own, recomputed)
+            once = keep & (self.vid[dv] <= self.vid[dw])           # the other end's owner has it too
+            a.append(self.vid[dv[once]])
+            b.append(self.vid[dw[once]])
+            touched = dv[keep]
+            held = sorted_unique(touched[self.label[touched] != ABSENT])
+            a.append(self.vid[held])
+            b.append(self.label[held])
+        small = self.insertions <= REPLICATE_BELOW and not len(recomputed)      # the same on every worker
+        self.insertions = -1
+        if a:
+            vertices, roots = forest(np.concatenate(a), np.concatenate(b))
+            if len(vertices):
+                out.append(self._broadcast(STARS, vertices, roots) if small else
+                           pa.record_batch({"vertex": vertices, "root": roots}))
+
+    def replicated(self, vertices: np.ndarray, roots: np.ndarray, out: list) -> None:
+        """A small epoch's contraction: every worker's stars on every worker, contracted
+        here; the results of the vertices this worker owns."""
+        vertices, component = forest(vertices, roots)
+        mine = destinations(pa.record_batch({"vertex": vertices}), ["vertex"], len(self.keys)) == self.scope.index
+        self.results(vertices[mine], component[mine], out, announce=False)
+        moved = component != vertices          # every worker knows every merged label: no MERGED round
+        self.merge(vertices[moved], component[moved], out)
+
+    def results(self, vertex: np.ndarray, component: np.ndarray, out: list, announce: bool = True) -> None:
+        """Round 2: the contraction's components of the vertices this worker owns; with
+        ``announce``, broadcast the labels that merged."""
+        dv = self._dense(vertex)
+        old = self.label[dv]
+        merged = (old == vertex) & (component != vertex) & ~np.isin(vertex, self.redone)
+        self._relabel(dv, component, out)
+        if announce and merged.any():
+            out.append(self._broadcast(MERGED, vertex[merged], component[merged]))
+
+    def merge(self, old: np.ndarray, new: np.ndarray, out: list) -> None:
+        """Round 3: this worker's members of each merged label ``old`` get ``new``."""
+        dl, found = self.ids.get(old, -1)
+        dl, new = dl[found], new[found]
+        if not len(dl):
+            return
+        keys = self.by_label.scan(dl << SHIFT, (dl << SHIFT) + ONE)
+        order = np.argsort(dl)
+        at = np.searchsorted(dl[order], keys >> SHIFT)
+        self._relabel(keys & LOW, new[order][at], out)
+
+    # -- snapshots --------------------------------------------------------------------
+
+    def snapshot(self) -> pa.Table:
+        """This worker's state between epochs as keyed rows (:mod:`.stream_state`): the
+        labels of its vertices and its adjacency rows, each keyed by the hash of the
+        vertex it belongs to (the routing of ``ExchangeBy(["vertex"])``), so a snapshot
+        re-shards into any worker count."""
+        owned = np.flatnonzero(self.label[:self.n] != ABSENT)
+        keys = np.concatenate([np.zeros(0, np.int64), *self.adjacent.keys])
+        held = np.concatenate([np.zeros(0, np.int64), *self.adjacent.values]) != 0
+        keys = keys[held]
+        return keyed_parts({0: ("vertex", {"vertex": self.vid[owned], "label": self.label[owned]}),
+                            1: ("v", {"v": self.vid[keys >> SHIFT], "w": self.vid[keys & LOW]})}, {"epochs": 0})
+
+    def restore(self, table: pa.Table) -> None:
+        """Rebuild from :meth:`snapshot`'s rows (of one or more workers)."""
+        if scalars_of(table, self.name) is None:
+            return
+        edges = part_of(table, 1)
+        if len(edges.get("v", ())):
+            v, w = edges["v"].astype(np.int64), edges["w"].astype(np.int64)
+            dv, dw = self._dense(np.concatenate([v, w])).reshape(2, -1)
+            keys = sorted_unique((dv << SHIFT) | dw)
+            self.adjacent.set(keys, np.ones(len(keys), np.int64))
+        rows = part_of(table, 0)
+        if len(rows.get("vertex", ())):
+            dv = self._dense(rows["vertex"].astype(np.int64))
+            self._relabel(dv, rows["label"].astype(np.int64), [])
+
+
+def label_changes(incidences: "Stream", name: str) -> "Stream":
+    """The changelog ``(vertex, component, diff)`` of the components of an undirected
+    edge set, from the incidences ``(vertex, other, appeared)`` of the edges that
+    appear or vanish at each time (each edge at most once per time, once at each
+    endpoint; a self-loop once): the loop of the module docstring.
+
+    >>> import timely_spark as ts
+    >>> def build(s):
+    ...     inp, incidences = s.new_input()
+    ...     label_changes(incidences, "Labels").inspect_time(
+    ...         lambda t, rb: print(t, sorted(zip(*rb.to_pydict().values()))))
+    ...     inp.send(pa.record_batch({"vertex": [1, 2, 2, 3], "other": [2, 1, 3, 2], "appeared": [True] * 4}))
+    ...     inp.advance_to(1)
+    ...     inp.send(pa.record_batch({"vertex": [1, 2], "other": [2, 1], "appeared": [False] * 2}))
+    ...     inp.close()
+    >>> _ = ts.example(build)
+    0 [(1, 1, 1), (2, 1, 1), (3, 1, 1)]
+    1 [(1, 1, -1), (2, 1, -1), (2, 2, 1), (3, 1, -1), (3, 2, 1)]
+    """
+    def loop(inner: Any) -> Any:
+        handle, cycle = inner.feedback(1)
+        entered = incidences.enter(inner)
+        gate = in_order(entered, cycle, f"{name}Order")
+        labels = ComponentLabels(inner, name)
+        kept = StateHooks(lambda t: labels.snapshot(), labels.restore, keyed=True)
+        out = entered.per_time(labels.step, others=(cycle, gate),
+                               exchange=[ExchangeBy(["vertex"], name), ExchangeBy(["vertex"], name), None],
+                               name=name, state=kept)
+        pairs = out.flat_map(lambda rb: [rb] if "root" in rb.schema.names else [], name=f"{name}Pairs")
+        found = resolve(pointer_table(contract(pairs, f"{name}Contract"), f"{name}Pointers"), f"{name}Resolve")
+        again = out.flat_map(lambda rb: [rb] if "kind" in rb.schema.names else [], name=f"{name}Again")
+        again.concat(found).connect_loop(handle)
+        return out.flat_map(lambda rb: [rb] if DIFF in rb.schema.names else [], name=f"{name}Out").leave()
+
+    return incidences.scope.iterative(loop, name=name).per_time(_net, name=f"{name}Net")
+
+
+def _net(time: Any, batches: list) -> list:
+    """One time's changes netted per ``(vertex, component)`` (a vertex changed twice in
+    an epoch, by a split and a merge, may come back to its label): only the rows that
+    remain.  A single batch (one relabelling) holds each vertex once and passes as is."""
+    batches = [rb for rb in batches if rb.num_rows]
+    if len(batches) <= 1:
+        return batches
+    table = pa.Table.from_batches(batches).group_by(["vertex", "component"]).aggregate([(DIFF, "sum")])
+    diff = table.column(f"{DIFF}_sum").to_numpy()
+    keep = np.flatnonzero(diff != 0)
+    if not len(keep):
+        return []
+    return [pa.record_batch({"vertex": table.column("vertex").to_numpy()[keep],
+                             "component": table.column("component").to_numpy()[keep], DIFF: diff[keep]})]

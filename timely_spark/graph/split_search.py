@@ -1,0 +1,147 @@
+"""The replicated bookkeeping of the distributed split search of incremental connected
+components (:mod:`.component_labels`): which search groups met, which still grow,
+and when each component's search is over.
+
+After an epoch's deletions, a component ``L`` may fall apart, and every piece holds
+an end of a deleted edge.  So a search starts from each end (a *group*, named by the
+end's vertex id) and grows level by level on the vertices' owners; groups that meet
+are the same piece.  Each round every worker broadcasts what it saw (meetings, new
+vertices per group, which group reached ``L``'s own vertex), so every worker applies
+the same rows to the same :class:`SplitSearch` and takes the same decisions without a
+coordinator: the rows are proportional to the groups, not to the component.
+
+The classes grow smallest first (:meth:`SplitSearch.choose`): the others keep their
+frontier for a later round.  A component's search is over when at most one class of
+groups (groups that met) is still growing: the closed classes are the pieces that split off (each a whole
+component now), the growing one keeps the rest and the label.  It *falls back* to a
+recompute of the component when the search visits more than ``budget`` vertices, runs
+more than ``max_rounds`` rounds, or when ``L`` itself splits off or leaves (the rest
+would need a new smallest id).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .spanning_forest import forest
+
+__all__ = ["SplitSearch"]
+
+
+def _grouped_any(keys: np.ndarray, flags: np.ndarray, uniq: np.ndarray) -> np.ndarray:
+    at = np.searchsorted(uniq, keys)
+    out = np.zeros(len(uniq), bool)
+    out[at[flags]] = True
+    return out
+
+
+class SplitSearch:
+    """The groups of one epoch's split search and their classes, the same on every worker.
+
+    >>> s = SplitSearch(np.array([4, 7]), np.array([1, 1]), np.zeros(0, np.int64), budget=100, max_rounds=10)
+    >>> none = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    >>> s.update(meet=(np.array([4]), np.array([7])), grew=(np.array([4]), np.array([1])), pend=none, holds=none)
+    >>> decided, fallback, closed = s.decide()          # one class, growing: nothing splits
+    >>> decided.tolist(), fallback.tolist(), closed.tolist()
+    ([1], [], [])
+    """
+
+    def __init__(self, seeds: np.ndarray, labels: np.ndarray, gone: np.ndarray, budget: int,
+                 max_rounds: int) -> None:
+        order = np.argsort(seeds, kind="stable")
+        self.gid, self.glabel = seeds[order], labels[order]
+        k = len(self.gid)
+        self.parent = np.arange(k, dtype=np.int64)
+        self.inflight = np.ones(k, np.int64)              # vertices expanded last round (seeds: themselves)
+        self.frontier = np.zeros(k, np.int64)             # vertices visited, not yet expanded
+        self.expanding = np.zeros(k, bool)                # the group's class expands its frontier this round
+        self.visits = np.ones(k, np.int64)
+        self.holds = self.gid == self.glabel              # the group reached the label's own vertex
+        self.open = np.unique(self.glabel)                # labels still searching
+        self.labels = len(self.open)
+        self.gone = np.unique(gone)                       # labels whose own vertex left the graph
+        self.budget, self.max_rounds, self.rounds = budget, max_rounds, 0
+
+    def index(self, ids: np.ndarray) -> np.ndarray:
+        """Group positions of group ids (all known)."""
+        return np.searchsorted(self.gid, ids)
+
+    def is_open(self, ids: np.ndarray) -> np.ndarray:
+        """Whether the groups ``ids`` belong to a component still searching."""
+        if len(self.open) == self.labels:                 # none has finished: all are
+            return np.ones(len(ids), bool)
+        label = self.glabel[self.index(ids)]
+        at = np.minimum(np.searchsorted(self.open, label), max(len(self.open) - 1, 0))
+        return (self.open[at] == label) if len(self.open) else np.zeros(len(ids), bool)
+
+    def classes(self, ids: np.ndarray) -> np.ndarray:
+        """The class (the smallest met group's id) of each group id."""
+        return self.gid[self.parent[self.index(ids)]]
+
+    def update(self, meet: tuple, grew: tuple, pend: tuple, holds: tuple) -> None:
+        """Apply one round's broadcast rows: meetings ``(group, group)``, new vertices
+        expanded at once ``(group, count)`` and kept for later ``(group, count)``, and
+        groups that reached their label's vertex."""
+        a, b = self.index(meet[0]), self.index(meet[1])
+        if len(a):
+            ra, rb = self.parent[a], self.parent[b]
+            differ = ra != rb
+            if differ.any():
+                v, r = forest(ra[differ], rb[differ])
+                root = np.arange(len(self.parent), dtype=np.int64)
+                root[v] = r
+                self.parent = root[self.parent]
+        k = len(self.gid)
+        expanded = np.bincount(self.index(grew[0]), weights=grew[1], minlength=k).astype(np.int64)
+        kept = np.bincount(self.index(pend[0]), weights=pend[1], minlength=k).astype(np.int64)
+        self.inflight = expanded + np.where(self.expanding, self.frontier, 0)
+        self.frontier = np.where(self.expanding, 0, self.frontier) + kept
+        self.visits += expanded + kept
+        self.holds[self.index(holds[0])] = True
+        self.rounds += 1
+
+    def choose(self) -> np.ndarray:
+        """The classes that expand their frontier this round: per component still
+        searching, those with a frontier whose size is at most twice the smallest
+        such class's (the small sides grow first: a small piece closes, or runs into
+        a big class, long before the big ones grow much)."""
+        root = self.parent
+        live = np.isin(self.glabel, self.open) & (self.frontier > 0)
+        self.expanding = np.zeros(len(self.gid), bool)
+        if not live.any():
+            return np.zeros(0, np.int64)
+        classes, at = np.unique(root[live], return_inverse=True)
+        size = np.bincount(root, weights=self.visits, minlength=len(root))[classes]
+        label = self.glabel[classes]
+        labels, li = np.unique(label, return_inverse=True)
+        smallest = np.full(len(labels), np.inf)
+        np.minimum.at(smallest, li, size)
+        chosen = classes[size <= 2 * smallest[li]]
+        self.expanding = np.isin(root, chosen)
+        return self.gid[chosen]
+
+    def decide(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(decided labels, of them those to recompute, closed classes to split off)``;
+        the decided labels stop searching."""
+        empty = np.zeros(0, np.int64)
+        if not len(self.open):
+            return empty, empty, empty
+        root = self.parent
+        live = np.isin(self.glabel, self.open)
+        classes = np.unique(root[live])
+        at = np.searchsorted(classes, root[live])
+        grows = np.bincount(at, weights=(self.inflight + self.frontier)[live], minlength=len(classes)) > 0
+        holds = _grouped_any(root[live], self.holds[live], classes)
+        label = self.glabel[classes]                      # a class lies within one component
+        labels = self.open
+        li = np.searchsorted(labels, label)
+        growing = np.bincount(li, weights=grows, minlength=len(labels))
+        visits = np.bincount(np.searchsorted(labels, self.glabel[live]), weights=self.visits[live],
+                             minlength=len(labels))
+        held_closed = np.bincount(li, weights=holds & ~grows, minlength=len(labels)) > 0
+        over = (visits > self.budget) | (self.rounds > self.max_rounds) | np.isin(labels, self.gone)
+        decided = over | (growing <= 1)
+        fallback = over | (decided & (growing == 1) & held_closed)
+        pieces = decided[li] & ~fallback[li] & ~grows
+        self.open = labels[~decided]
+        return labels[decided], labels[fallback], self.gid[classes[pieces]]
