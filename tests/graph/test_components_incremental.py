@@ -303,3 +303,24 @@ def test_stream_state_is_spread_evenly_over_four_workers():
             if kept:                                                                           # no gathering
                 assert per_worker[0] <= 1.25 * sum(per_worker[1:]) / 3, (name, time, per_worker)
     assert checked >= 8
+
+
+def test_state_of_vertices_that_left_is_dropped(monkeypatch):
+    """A stream whose vertices come and go (each epoch a new path, the last one withdrawn)
+    keeps state for the vertices in the graph, not for every vertex ever seen: the dense
+    id tables are compacted once they double (here from 64 ids)."""
+    monkeypatch.setattr("timely_spark.graph.component_labels.COMPACT_AT", 64)
+    epochs, last = [], []
+    for e in range(40):
+        path = [(e * 100 + i, e * 100 + i + 1, 1) for i in range(20)]
+        epochs.append(edge_table(path + [(a, b, -1) for a, b, _ in last]))
+        last = path
+    rows = state_per_round(epochs, 2)
+    final: dict = {}
+    for (name, (time,)), per_worker in rows.items():
+        if getattr(time, "outer", time) == len(epochs) - 1:
+            final[name] = max(final.get(name, 0), *per_worker)
+    # about 21 vertices and 20 edges live; 40 epochs of them without compaction
+    assert final["Components"] < 400 and final["ComponentsEdges"] < 400, final
+    folded_matches_union_find([[(a, b, d) for a, b, d in zip(*(t[c].to_pylist() for c in ("src", "dst", "diff")))]
+                               for t in epochs[:12]], threads=3)

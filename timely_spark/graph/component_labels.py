@@ -107,6 +107,9 @@ SEARCH_ROUNDS = 48
 #: component to recompute contracts by broadcasting each worker's stars to every worker
 #: (one round, rows proportional to the change) instead of the nested contraction loops.
 REPLICATE_BELOW = 4096
+#: The dense id tables (of this module and of the edge counts) are rebuilt from the vertices
+#: still in the graph once they hold twice as many ids as after the last rebuild, and at least this many.
+COMPACT_AT = 1 << 16
 
 
 def _column(batches: list, name: str) -> np.ndarray:
@@ -141,9 +144,10 @@ class ComponentLabels:
         self.pieces = False                                                # piece minima due next round
         self.insertions = -1                                               # this epoch's, all workers
         self.held = 0                                                      # owned vertices in the graph
+        self.compact_at = COMPACT_AT                                       # dense ids that trigger a rebuild
 
     def __len__(self) -> int:
-        return len(self.adjacent) + len(self.by_label)
+        return len(self.adjacent) + len(self.by_label) + self.n
 
     # -- dense ids ------------------------------------------------------------------
 
@@ -223,6 +227,8 @@ class ComponentLabels:
         the deleted edges seed the search (or leave, with no edge left)."""
         if not batches:
             return
+        if self.n >= max(self.compact_at, COMPACT_AT):
+            self._compact()
         v, w = _column(batches, "vertex"), _column(batches, "other")
         if (v == ABSENT).any():
             raise GraphInputError(f"{self.name}: vertex id {ABSENT} is reserved (it marks a vertex not in the graph)",
@@ -247,6 +253,17 @@ class ComponentLabels:
         out.append(self._broadcast(SEED, self.vid[seeds], labels[has]))
         out.append(self._broadcast(GONE, self.vid[left], labels[~has]))
         out.append(self._broadcast(WAKE, np.full(1, self.held, np.int64), np.full(1, len(self.inserted[0]), np.int64)))
+
+    def _compact(self) -> None:
+        """Between epochs: rebuild the state from the vertices in the graph, their labels and
+        edges (:meth:`snapshot`), dropping the dense ids of vertices that left and the
+        absent keys.  Run once the ids doubled since the last rebuild: amortized O(1) per id."""
+        table = self.snapshot()
+        self.ids, self.n = KeyIndex(), 0
+        self.vid, self.label, self.mark = (np.zeros(0, np.int64) for _ in range(3))
+        self.adjacent, self.by_label, self.held = KeyIndex(empty=0), KeyIndex(empty=0), 0
+        self.restore(table)
+        self.compact_at = 2 * self.n
 
     def _visits(self, target: np.ndarray, group: np.ndarray) -> pa.RecordBatch:
         return pa.record_batch({"vertex": target, "kind": np.full(len(target), VISIT, np.int8),
@@ -451,6 +468,7 @@ class ComponentLabels:
         if len(rows.get("vertex", ())):
             dv = self._dense(rows["vertex"].astype(np.int64))
             self._relabel(dv, rows["label"].astype(np.int64), [])
+        self.compact_at = 2 * self.n
 
 
 def label_changes(incidences: "Stream", name: str) -> "Stream":

@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from ..dataflow import KEY_HASH, ExchangeBy, StateHooks, check_batch, hash_columns
 from ..errors import GraphInputError
+from . import component_labels
 from .component_labels import label_changes
 from .components_columnar import edge_arrays
 from .edge_input import edge_changes, withdrawn_error
@@ -84,6 +85,7 @@ class EdgeCounts:
         self.n = 0
         self.counts = KeyIndex(empty=0)
         self.undirected = KeyIndex(empty=0)
+        self.compact_at = 0                               # ids that trigger a rebuild (and COMPACT_AT)
 
     def __len__(self) -> int:
         return len(self.ids) + len(self.counts) + len(self.undirected)
@@ -114,7 +116,16 @@ class EdgeCounts:
         counts = cls(operator)
         if table.num_rows:
             counts.update("restore", *(table.column(c).to_numpy() for c in ("src", "dst", "count")))
+        counts.compact_at = 2 * counts.n
         return counts
+
+    def _compact(self) -> None:
+        """Rebuild from the rows held (:meth:`saved`), dropping the ids of vertices with no
+        edge left and the zero counts; run once the ids doubled since the last rebuild."""
+        fresh = EdgeCounts.restored(self.operator, self.saved())
+        self.ids, self.vid, self.n = fresh.ids, fresh.vid, fresh.n
+        self.counts, self.undirected = fresh.counts, fresh.undirected
+        self.compact_at = 2 * self.n
 
     def _dense(self, ids: np.ndarray) -> np.ndarray:
         uniq, inverse = np.unique(ids, return_inverse=True)
@@ -140,6 +151,8 @@ class EdgeCounts:
         if not len(src):
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros(0, bool)
+        if self.n >= max(self.compact_at, component_labels.COMPACT_AT):
+            self._compact()
         m = len(src)
         dense = self._dense(np.concatenate([src, dst]))
         keys, at = np.unique(_pack(dense[:m], dense[m:]), return_inverse=True)
