@@ -163,18 +163,21 @@ def folded_matches_union_find(log: list, **layout) -> None:
 
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12), st.booleans()), max_size=12),
-                min_size=1, max_size=8))
-def test_folded_changes_match_union_find_on_any_changelog(epochs):
+                min_size=1, max_size=8),
+       st.integers(1, 4), st.sampled_from([0, -6, -(2 ** 63) + 1, 2 ** 63 - 13]))
+def test_folded_changes_match_union_find_on_any_changelog(epochs, threads, offset):
+    """Any valid changelog on 1 to 4 workers, ids negative or near the int64 limits."""
     held: Counter = Counter()
     log = []
     for rows in epochs:
         out = []
         for a, b, withdraw in rows:
+            a, b = a + offset, b + offset
             d = -1 if withdraw and held[(a, b)] > 0 else 1
             held[(a, b)] += d
             out.append((a, b, d))
         log.append(out)
-    folded_matches_union_find(log, threads=2)
+    folded_matches_union_find(log, threads=threads)
 
 
 def test_bad_input_names_operator_time_and_row():
