@@ -229,6 +229,7 @@ class ComponentLabels:
             return
         if self.n >= max(self.compact_at, COMPACT_AT):
             self._compact()
+            self.compact_at = 2 * self.n
         v, w = _column(batches, "vertex"), _column(batches, "other")
         if (v == ABSENT).any():
             raise GraphInputError(f"{self.name}: vertex id {ABSENT} is reserved (it marks a vertex not in the graph)",
@@ -257,13 +258,16 @@ class ComponentLabels:
     def _compact(self) -> None:
         """Between epochs: rebuild the state from the vertices in the graph, their labels and
         edges (:meth:`snapshot`), dropping the dense ids of vertices that left and the
-        absent keys.  Run once the ids doubled since the last rebuild: amortized O(1) per id."""
+        absent keys -- if at least half the ids are dead (the ids in use are at most the
+        owned vertices, their labels and their neighbours).  Checked once the ids doubled
+        since the last check: amortized O(1) per id."""
+        if 2 * (2 * self.held + len(self.adjacent)) > self.n:
+            return
         table = self.snapshot()
         self.ids, self.n = KeyIndex(), 0
         self.vid, self.label, self.mark = (np.zeros(0, np.int64) for _ in range(3))
         self.adjacent, self.by_label, self.held = KeyIndex(empty=0), KeyIndex(empty=0), 0
         self.restore(table)
-        self.compact_at = 2 * self.n
 
     def _visits(self, target: np.ndarray, group: np.ndarray) -> pa.RecordBatch:
         return pa.record_batch({"vertex": target, "kind": np.full(len(target), VISIT, np.int8),

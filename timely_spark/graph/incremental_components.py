@@ -121,11 +121,13 @@ class EdgeCounts:
 
     def _compact(self) -> None:
         """Rebuild from the rows held (:meth:`saved`), dropping the ids of vertices with no
-        edge left and the zero counts; run once the ids doubled since the last rebuild."""
+        edge left and the zero counts -- if at least half the ids are dead (two ends per
+        row held at most).  Checked once the ids doubled since the last check."""
+        if 2 * 2 * len(self.counts) > self.n:
+            return
         fresh = EdgeCounts.restored(self.operator, self.saved())
         self.ids, self.vid, self.n = fresh.ids, fresh.vid, fresh.n
         self.counts, self.undirected = fresh.counts, fresh.undirected
-        self.compact_at = 2 * self.n
 
     def _dense(self, ids: np.ndarray) -> np.ndarray:
         uniq, inverse = np.unique(ids, return_inverse=True)
@@ -153,6 +155,7 @@ class EdgeCounts:
             return empty, empty, np.zeros(0, bool)
         if self.n >= max(self.compact_at, component_labels.COMPACT_AT):
             self._compact()
+            self.compact_at = 2 * self.n
         m = len(src)
         dense = self._dense(np.concatenate([src, dst]))
         keys, at = np.unique(_pack(dense[:m], dense[m:]), return_inverse=True)
