@@ -327,3 +327,27 @@ def test_state_of_vertices_that_left_is_dropped(monkeypatch):
     assert final["Components"] < 400 and final["ComponentsEdges"] < 400, final
     folded_matches_union_find([[(a, b, d) for a, b, d in zip(*(t[c].to_pylist() for c in ("src", "dst", "diff")))]
                                for t in epochs[:12]], threads=3)
+
+
+@pytest.mark.parametrize("before, after, budget", [(3, 2, 2), (1, 4, 1 << 16)])
+def test_restored_mid_stream_into_another_worker_count(monkeypatch, before, after, budget):
+    """Cut after epoch 2 (edge counts and labels keyed by hash), restored into another
+    worker count: the output equals an uninterrupted run's, through splits into three
+    pieces, a vertex leaving and coming back, the smallest vertex splitting off (with
+    the split search forced to fall back to recomputes, or not), and id-table rebuilds."""
+    from ..state.opstate_harness import cut_and_restore
+
+    monkeypatch.setattr("timely_spark.graph.component_labels.COMPACT_AT", 8)
+    monkeypatch.setattr("timely_spark.graph.component_labels.SEARCH_BUDGET", budget)
+    path = [(i, i + 1, 1) for i in range(10, 22)]
+    log = [path + [(1, 2, 1), (2, 3, 1), (3, 1, 1), (4, 5, 1), (-7, 2 ** 62, 1)],
+           [(15, 16, -1), (18, 19, -1), (4, 5, -1), (-7, 2 ** 62, -1)],        # the path in three; 4, 5 leave
+           [(5, 4, 1), (1, 10, 1), (30, 31, 1), (31, 30, 1)],
+           [(1, 2, -1), (3, 1, -1), (30, 31, -1)],                            # 1 splits off its triangle
+           [(2, 16, 1), (10, 11, -1), (31, 30, -1), (-7, 2 ** 62, 1)],
+           []]
+    epochs = [[pa.record_batch({"src": pa.array([r[0] for r in rows], pa.int64()),
+                                "dst": pa.array([r[1] for r in rows], pa.int64()),
+                                "diff": pa.array([r[2] for r in rows], pa.int64())})] for rows in log]
+    whole, got = cut_and_restore(lambda s, x: components(x), epochs, 3, before, after)
+    assert whole and got == whole
