@@ -14,6 +14,11 @@ a :class:`~.key_index.KeyIndex`: the vertices it owns, their neighbours and thei
 * ``by_label``: ``(label, v)`` per owned vertex in the graph, so the members of a
   component a worker holds are a range scan too.
 
+The dense ids are never reused: once they doubled (and reached :data:`COMPACT_AT`), an
+epoch starts by rebuilding the state from its live rows if at least half the ids are dead
+(vertices that left), so the state follows the graph, not every vertex ever seen (the
+edge counts do the same).
+
 One epoch, as rounds of a loop (epochs strictly in order, :func:`~.in_order.in_order`);
 the edges that appear or vanish come in as incidences ``(vertex, other, appeared)``,
 one at each endpoint's owner:
