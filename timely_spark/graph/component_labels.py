@@ -112,8 +112,9 @@ SEARCH_ROUNDS = 48
 #: component to recompute contracts by broadcasting each worker's stars to every worker
 #: (one round, rows proportional to the change) instead of the nested contraction loops.
 REPLICATE_BELOW = 4096
-#: The dense id tables (of this module and of the edge counts) are rebuilt from the vertices
-#: still in the graph once they hold twice as many ids as after the last rebuild, and at least this many.
+#: The dense id tables (of this module and of the edge counts) are checked once they hold twice as
+#: many ids as at the last check, and at least this many: rebuilt from the vertices still in the
+#: graph if at least half the ids are dead.
 COMPACT_AT = 1 << 16
 
 
