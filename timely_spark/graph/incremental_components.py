@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import KEY_HASH, ExchangeBy, StateHooks, check_batch, hash_columns
+from ..dataflow import DIFF, KEY_HASH, ExchangeBy, StateHooks, check_batch, hash_columns
 from ..errors import GraphInputError
 from . import component_labels
 from .component_labels import label_changes
@@ -226,6 +226,7 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
 
     def keyed(rb: pa.RecordBatch) -> pa.RecordBatch:
         a, b = edge_arrays(check_batch(rb, name), src, dst, name)
+        rb = rb.select([src, dst, *([DIFF] if DIFF in rb.schema.names else [])])   # other columns stay here
         return rb.append_column("_lo", pa.array(np.minimum(a, b))).append_column("_hi", pa.array(np.maximum(a, b)))
 
     def count(time: Any, batches: list) -> list:
