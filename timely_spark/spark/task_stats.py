@@ -13,8 +13,10 @@ Each task reports (seconds, wall clock):
   batches, and its tail after the worker ended; ``run``: 0, the result is returned);
 * ``total`` -- the task, start to end (without ``stage_start``);
 
-and ``worker``, ``stage`` and, for ``transform``, ``rows_out`` and ``peak_rows_held``
-(the most output rows the task held at once: :class:`.output_stream.OutputStream`).
+and ``worker``, ``stage`` and, for ``transform``, ``rows_out``, ``peak_rows_held`` (the
+most output rows the task held at once: :class:`.output_stream.OutputStream`) and
+``input_from`` (``spark``, or ``files`` when the task read a plain Parquet scan itself:
+:mod:`.file_input`).
 
 ``transform`` is lazy: its tasks report through a Spark accumulator
 (:class:`TaskStats`), so ``stats["tasks"]`` fills in when an action runs the result
@@ -96,5 +98,6 @@ def task_report(task: dict, worker: int, stage: int, started: float, start: floa
               "rendezvous": rendezvous, "input": task.get("input", 0.0),
               "compute": max(0.0, run - task.get("input", 0.0) - waited), "output": waited + tail, "total": total}
     if output is not None:
-        report.update(rows_out=output.rows, peak_rows_held=output.peak_rows)
+        report.update(rows_out=output.rows, peak_rows_held=output.peak_rows,
+                      input_from=task.get("input_from", "spark"))
     return report
