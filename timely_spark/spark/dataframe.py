@@ -188,7 +188,7 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
         started, start = time.time(), time.perf_counter()
         user_build = cloudpickle.loads(build_bytes)
         output = OutputStream()
-        task: dict = {"input": 0.0}
+        task: dict = {"input": 0.0, "cpu_from": time.process_time()}
         ctx = BarrierTaskContext.get()
         index = ctx.partitionId()
 

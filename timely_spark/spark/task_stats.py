@@ -16,7 +16,8 @@ Each task reports (seconds, wall clock):
 and ``worker``, ``stage`` and, for ``transform``, ``rows_out``, ``peak_rows_held`` (the
 most output rows the task held at once: :class:`.output_stream.OutputStream`) and
 ``input_from`` (``spark``, or ``files`` when the task read a plain Parquet scan itself:
-:mod:`.file_input`).
+:mod:`.file_input`) and ``cpu``: the CPU seconds of the task's Python process (all its
+threads) -- on a busy machine, what the task cost rather than how long it waited.
 
 ``transform`` is lazy: its tasks report through a Spark accumulator
 (:class:`TaskStats`), so ``stats["tasks"]`` fills in when an action runs the result
@@ -85,7 +86,8 @@ def breakdown(tasks: list) -> dict:
 
 def task_report(task: dict, worker: int, stage: int, started: float, start: float, output: Any = None) -> dict:
     """A task's report from what it measured: ``task`` (``run_in_barrier_task``'s stats,
-    plus ``input`` seconds), its start (``time.time()`` and ``time.perf_counter()``),
+    plus ``input`` seconds, ``input_from`` and ``cpu_from``, the process's CPU time at
+    the start), its start (``time.time()`` and ``time.perf_counter()``),
     and its :class:`.output_stream.OutputStream` if it had one."""
     import time
 
@@ -100,4 +102,6 @@ def task_report(task: dict, worker: int, stage: int, started: float, start: floa
     if output is not None:
         report.update(rows_out=output.rows, peak_rows_held=output.peak_rows,
                       input_from=task.get("input_from", "spark"))
+    if "cpu_from" in task:
+        report["cpu"] = time.process_time() - task["cpu_from"]
     return report
