@@ -390,3 +390,9 @@ INPUT_CHUNK_BYTES = 16 << 20
 #: the workers); a scan of more files goes through Spark and a shuffle as before.
 DIRECT_READ_MAX_FILES = 1000
 __all__ += ["INPUT_CHUNK_BYTES", "DIRECT_READ_MAX_FILES"]
+
+#: Bytes of a ``ts.spark.transform`` worker's output rows packed into one row of arrays
+#: for the shuffle after the barrier stage (Spark's cost there is per row: see
+#: :mod:`timely_spark.spark.packed_rows`).
+PACKED_ROW_BYTES = 256 * 1024
+__all__ += ["PACKED_ROW_BYTES"]

@@ -3,6 +3,7 @@ themselves (no shuffle before the barrier stage); anything else goes through Spa
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -92,3 +93,32 @@ def test_a_worker_gets_sparks_small_arrow_batches_joined(spark):
     df = spark.range(0, 30_000, 1, 1)
     out = ts.spark.transform(df, sizes, "rows long", workers=1)
     assert [r.rows for r in out.collect()] == [30_000]
+
+
+def shuffled_schemas(df):
+    """The schemas of the rows each shuffle of ``df``'s physical plan moves."""
+    found, todo = [], [df._jdf.queryExecution().sparkPlan()]
+    while todo:
+        node = todo.pop()
+        if node.getClass().getSimpleName() == "ShuffleExchangeExec":
+            found.append(node.schema().simpleString())
+        todo.extend(node.children().apply(i) for i in range(node.children().size()))
+    return found
+
+
+def test_output_rows_cross_the_stage_boundary_packed_and_come_back_as_the_schema(spark):
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    schema = StructType([StructField("id", LongType(), False), StructField("name", StringType(), True)])
+
+    def named(scope, batches):
+        return batches.map(lambda rb: pa.record_batch({"id": rb.column(0), "name": pc.cast(rb.column(0), pa.string())}))
+
+    df = spark.range(0, 5000, 1, 2)
+    for struct in (schema, "id long, name string"):           # a non-nullable field: not packed; all nullable
+        out = ts.spark.transform(df, named, struct, workers=2)
+        packed = any(s.startswith("struct<id:array<bigint>,name:array<string>") for s in shuffled_schemas(out))
+        assert packed == (struct is not schema)
+        assert out.schema == (schema if struct is schema else schema.fromDDL(struct))
+        rows = out.collect()
+        assert sorted(r.id for r in rows) == list(range(5000)) and all(r.name == str(r.id) for r in rows)
