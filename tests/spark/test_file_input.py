@@ -122,3 +122,17 @@ def test_output_rows_cross_the_stage_boundary_packed_and_come_back_as_the_schema
         assert out.schema == (schema if struct is schema else schema.fromDDL(struct))
         rows = out.collect()
         assert sorted(r.id for r in rows) == list(range(5000)) and all(r.name == str(r.id) for r in rows)
+
+
+def test_more_file_partitions_than_slots_are_read_by_the_slots_tasks(spark, edge_files):
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "4k")
+    try:
+        df = spark.read.parquet(str(edge_files))
+        assert df.rdd.getNumPartitions() > 2
+        stats: dict = {}
+        with pytest.warns(UserWarning, match="reading its files in 2 timely workers"):
+            out = ts.spark.transform(df, identity, "s int, d int, w float", stats=stats)
+        assert out.count() == 3000
+        assert [t["input_from"] for t in stats["tasks"]] == ["files", "files"]
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")

@@ -76,9 +76,10 @@ def _fit_to_slots(df: Any) -> tuple[Any, Optional[int], Optional[FileInput]]:
     partitions = planned or df.rdd.getNumPartitions()
     if partitions <= slots:
         return df, partitions, None
-    warnings.warn(f"ts.spark.transform: the input has {partitions} partitions but the cluster runs {slots} tasks at "
-                  f"once; repartitioning to {slots} timely workers (pass workers= to choose)", stacklevel=3)
     direct = file_input(df, slots)
+    how = "reading its files in" if direct is not None else "repartitioning to"
+    warnings.warn(f"ts.spark.transform: the input has {partitions} partitions but the cluster runs {slots} tasks at "
+                  f"once; {how} {slots} timely workers (pass workers= to choose)", stacklevel=3)
     return (df if direct is not None else df.repartition(slots)), slots, direct
 
 
