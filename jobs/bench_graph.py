@@ -21,9 +21,10 @@ ids), shortest paths from one source (ts.graph local and Spark, scipy dijkstra; 
 sizes: Python heapq Dijkstra, the DataFrame relaxation loop).  A Spark method runs in a
 fresh session: its first run, then (up to ``--warm-up-to`` edges) a warm second run,
 each with the phases of its time (``stats=``: stage start, rendezvous, input, compute,
-output; total: the slowest task; other: the rest of the call, outside the barrier
-tasks).  ``state-4-workers`` runs components and PageRank on 4 local threads and prints
-each worker's peak state (rows kept, from the ``graph`` logging stream).
+output; total: the slowest task; before and after: the rest of the call, before the
+barrier tasks started and after the last one ended; cpu: a task's Python CPU seconds).
+``state-4-workers`` runs components and PageRank on 4 local threads and prints each
+worker's peak state (rows kept, from the ``graph`` logging stream).
 
     python jobs/bench_graph.py --sizes 2000000,20000000,100000000 --data /work/data-graphscale
     python jobs/bench_graph.py --sizes 100000000 --only pagerank-spark,cc-spark --data ...
@@ -134,27 +135,38 @@ def _spark_edges(spark, path, strings=False):
 def _spark_runs(call, warm: bool) -> tuple:
     """``call(stats)`` -> Arrow result, timed on a fresh session (first) and warm."""
     first: dict = {}
+    began = time.time()
     result, t_first = _timed(lambda: call(first))
-    extra = {"first_seconds": t_first, "first_phases": _phases(first, t_first)}
+    extra = {"first_seconds": t_first, "first_phases": _phases(first, t_first, began)}
     if not warm:
         return result, t_first, extra
     del result
     again: dict = {}
+    began = time.time()
     result, t_warm = _timed(lambda: call(again))
-    extra["phases"] = _phases(again, t_warm)
+    extra["phases"] = _phases(again, t_warm, began)
     return result, t_warm, extra
 
 
-def _phases(stats: dict, seconds: float) -> dict:
-    """The phases of the barrier tasks (the slowest task's each), and ``other``: the rest
-    of the call -- planning, the stages before the barrier stage (the input's shuffle
-    into the workers' partitions) and after it (the result's stage boundary, toArrow)."""
+def _phases(stats: dict, seconds: float, began: float) -> dict:
+    """The phases of the barrier tasks (the slowest task's each), the rest of the call
+    -- ``before``: planning and the stages before the barrier stage (a shuffle of the
+    input into the workers' partitions, unless the tasks read the files themselves);
+    ``after``: from the last task's Python end to the call's end (Spark taking the
+    tasks' last output, the result's stage boundary, toArrow) -- and the most ``cpu``
+    seconds a task's Python process used (on a busy machine: what the task cost)."""
     from timely_spark.spark.task_stats import breakdown
 
     tasks = stats.get("tasks", [])
     phases = breakdown(tasks)
-    spent = max(((t.get("stage_start") or 0.0) + t.get("total", 0.0) for t in tasks), default=0.0)
-    phases["other"] = max(0.0, seconds - spent)
+    if not tasks:
+        return {**phases, "other": seconds}
+    submitted = min(t["started"] - (t.get("stage_start") or 0.0) for t in tasks)
+    ended = max(t["started"] + t.get("total", 0.0) for t in tasks)
+    phases["before"] = max(0.0, submitted - began)
+    phases["after"] = max(0.0, began + seconds - ended)
+    phases["cpu"] = max(t.get("cpu", 0.0) for t in tasks)
+    phases["files"] = all(t.get("input_from") == "files" for t in tasks)
     return phases
 
 
@@ -630,7 +642,9 @@ def main() -> None:
 
 
 def _phase_text(phases: dict) -> str:
-    return ", ".join(f"{name} {seconds:.2f}" for name, seconds in phases.items())
+    return ", ".join(f"{name} {value:.2f}" if not isinstance(value, bool) else
+                     f"input {'read by the tasks from the files' if value else 'via Spark'}"
+                     for name, value in phases.items())
 
 
 if __name__ == "__main__":

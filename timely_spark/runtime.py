@@ -378,3 +378,21 @@ def encryption_enabled() -> bool:
 #: tag can be checked), and the writer refuses to send such an event.
 MAX_EVENT_FRAME = 1 << 30
 __all__ += ["MAX_EVENT_FRAME"]
+
+# ---- ts.spark.transform's input (issue 25: Spark's fixed and per-edge costs) -----------------
+#: Bytes of Spark's Arrow input batches (10,000 rows each by default) a transform task
+#: joins into one before handing it to its worker: a step per few megabytes, not per
+#: small batch.
+INPUT_CHUNK_BYTES = 16 << 20
+
+#: Files a plain Parquet scan may have for ``ts.spark.transform`` to read them in its
+#: barrier tasks (their footers are read on the driver to split the row groups among
+#: the workers); a scan of more files goes through Spark and a shuffle as before.
+DIRECT_READ_MAX_FILES = 1000
+__all__ += ["INPUT_CHUNK_BYTES", "DIRECT_READ_MAX_FILES"]
+
+#: Bytes of a ``ts.spark.transform`` worker's output rows packed into one row of arrays
+#: for the shuffle after the barrier stage (Spark's cost there is per row: see
+#: :mod:`timely_spark.spark.packed_rows`).
+PACKED_ROW_BYTES = 256 * 1024
+__all__ += ["PACKED_ROW_BYTES"]

@@ -17,12 +17,15 @@ import cloudpickle
 
 from ..runtime import DEFAULT_PEER_TIMEOUT, TICKET_IDLE_TIMEOUT, Config, new_secret
 from .barrier import reporting_failures, run_in_barrier_task, task_config
+from .file_input import FileInput, file_input
 from .job_errors import install as install_error_translation
 from .output_schema import SchemaMismatch, arrow_schema, conform, rows_batch
 from .output_stream import OutputStream
+from .packed_rows import pack, packable, packed_struct, unpack
 from .preflight import check_session, task_slots
 from .rendezvous import Ticket, session_rendezvous
 from .stage_boundary import after_barrier
+from .task_input import chunked
 from .task_stats import TaskStats, task_report
 
 __all__ = ["transform", "SchemaMismatch"]
@@ -57,24 +60,27 @@ def _planned_partitions(df: Any) -> Optional[int]:
     return int(partitioning.numPartitions()) or None
 
 
-def _fit_to_slots(df: Any) -> tuple[Any, Optional[int]]:
+def _fit_to_slots(df: Any) -> tuple[Any, Optional[int], Optional[FileInput]]:
     """``df`` itself when its partitions fit in the task slots, else repartitioned to the
-    slots (barrier stages cannot coalesce), with a warning; and its partition count
-    (None over Spark Connect).  Runs no Spark job: the partition count comes from the
-    physical plan (or, for a plan that does not know it, such as local data, from its
-    RDD, which has no shuffle to run)."""
+    slots (barrier stages cannot coalesce) -- or, for a plain Parquet scan, read by that
+    many tasks themselves (its :class:`.file_input.FileInput`) -- with a warning; and
+    its partition count (None over Spark Connect).  Runs no Spark job: the partition
+    count comes from the physical plan (or, for a plan that does not know it, such as
+    local data, from its RDD, which has no shuffle to run)."""
     try:
         df.sparkSession.sparkContext
     except Exception:  # Spark Connect: no SparkContext; Spark checks the slots itself
-        return df, None
+        return df, None, None
     slots = task_slots(check_session(df.sparkSession, 1))
     planned = int(df._jdf.queryExecution().sparkPlan().outputPartitioning().numPartitions())
     partitions = planned or df.rdd.getNumPartitions()
     if partitions <= slots:
-        return df, partitions
+        return df, partitions, None
+    direct = file_input(df, slots)
+    how = "reading its files in" if direct is not None else "repartitioning to"
     warnings.warn(f"ts.spark.transform: the input has {partitions} partitions but the cluster runs {slots} tasks at "
-                  f"once; repartitioning to {slots} timely workers (pass workers= to choose)", stacklevel=3)
-    return df.repartition(slots), slots
+                  f"once; {how} {slots} timely workers (pass workers= to choose)", stacklevel=3)
+    return (df if direct is not None else df.repartition(slots)), slots, direct
 
 
 def _ticket(df: Any, secret: bytes, config: Config) -> Optional[Ticket]:
@@ -117,16 +123,24 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
 
     The result is an ordinary DataFrame: ``show``, ``first``, ``take``, ``limit``,
     ``coalesce``, ``union`` all work, because the barrier stage ends in a shuffle that
-    keeps each worker's rows in its own partition (:mod:`.stage_boundary`).
+    keeps each worker's rows in its own partition (:mod:`.stage_boundary`); the rows
+    cross it packed into arrays, a few hundred kilobytes a row, when the schema's fields
+    are all nullable (:mod:`.packed_rows`).
 
     Lazy, like any DataFrame transformation: calling it runs no Spark job.  With
     ``workers=N`` the input is repartitioned to N partitions (N workers) unless its plan
     has N partitions already (e.g. ``df.repartition(N, key)``: no second shuffle); by default
     the input's partitions are kept when they fit in the task slots, and repartitioned
-    to the slots otherwise.  ``timeout`` bounds each worker's run; ``peer_timeout`` is how
-    long a worker may stay silent.  Runs as ``mapInArrow(..., barrier=True)``, so it
-    also works over Spark Connect.  Before planning, ``SparkSetupError`` if the session
-    cannot run ``workers`` barrier tasks at once.
+    to the slots otherwise.  Instead of that repartition (a shuffle of every row), an
+    input that is a plain scan of local Parquet files (columns selected, renamed or
+    widened; ``file:`` paths) is read by the barrier tasks themselves, each an equal
+    share of the rows, in file order (see :mod:`.file_input`); the result's plan then
+    starts at a range of N rows, not at the scan.  Spark's Arrow batches are joined into
+    chunks of about ``INPUT_CHUNK_BYTES`` before the worker sees them.  ``timeout``
+    bounds each worker's run; ``peer_timeout`` is how long a worker may stay silent.
+    Runs as ``mapInArrow(..., barrier=True)``, so it also works over Spark Connect.
+    Before planning, ``SparkSetupError`` if the session cannot run ``workers`` barrier
+    tasks at once.
 
     Errors surface in the action that runs the result (``collect``, ``write``...):
     a worker's error as ``WorkerError`` (worker, operator, original traceback), an
@@ -157,12 +171,17 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     struct, out_schema = arrow_schema(df, schema)
     config = task_config(timeout=timeout, peer_timeout=peer_timeout)
     partitions: Optional[int] = workers
+    direct: Optional[FileInput] = None
     if workers is not None:
         check_session(df.sparkSession, workers)
         if _planned_partitions(df) != workers:     # a DataFrame partitioned already (by key) is kept
-            df = df.repartition(workers)
+            direct = file_input(df, workers)       # a plain Parquet scan: the tasks read it, no shuffle
+            if direct is None:
+                df = df.repartition(workers)
     else:
-        df, partitions = _fit_to_slots(df)
+        df, partitions, direct = _fit_to_slots(df)
+    source = df if direct is None else df.sparkSession.range(0, partitions or 1, 1, partitions or 1)
+    packed = packable(struct)
     build_bytes = cloudpickle.dumps(build, protocol=5)
     secret = new_secret()
     ticket = _ticket(df, secret, config)
@@ -174,7 +193,9 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
         started, start = time.time(), time.perf_counter()
         user_build = cloudpickle.loads(build_bytes)
         output = OutputStream()
-        task: dict = {"input": 0.0}
+        task: dict = {"input": 0.0, "cpu_from": time.process_time()}
+        ctx = BarrierTaskContext.get()
+        index = ctx.partitionId()
 
         def work(worker: Any) -> None:
             def dataflow(scope: Any) -> Any:
@@ -184,25 +205,29 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
 
             inp = worker.dataflow(dataflow)
             reading = time.perf_counter()
-            for rb in batches:
+            if direct is not None:
+                task["input_from"] = "files"
+                for _ in batches:       # the range's row: the task reads its files instead
+                    pass
+            for chunk in chunked(batches if direct is None else direct.read(index)):
                 task["input"] += time.perf_counter() - reading
-                if rb.num_rows:
-                    inp.send_batch(rb.to_pylist() if rows else [rb])
-                    worker.step()
+                inp.send_batch([r for rb in chunk for r in rb.to_pylist()] if rows else chunk)
+                worker.step()
                 reading = time.perf_counter()
             task["input"] += time.perf_counter() - reading
             inp.close()
 
-        ctx = BarrierTaskContext.get()
-        index = ctx.partitionId()
         try:
             with reporting_failures(ticket):
                 for taken in output.run(lambda: run_in_barrier_task(work, config, secret, stats=task,
                                                                      ticket=ticket)):
-                    yield from _to_batches(taken, out_schema, rows, index)
+                    for rb in _to_batches(taken, out_schema, rows, index):
+                        yield pack(rb) if packed else rb
         finally:
             output.close()      # after any failure was reported: the worker stops at its next output
         if accumulator is not None:
             accumulator.add({"tasks": [task_report(task, index, ctx.stageId(), started, start, output)]})
 
-    return after_barrier(df.mapInArrow(func, struct, barrier=True), partitions)
+    if not packed:
+        return after_barrier(source.mapInArrow(func, struct, barrier=True), partitions)
+    return unpack(after_barrier(source.mapInArrow(func, packed_struct(struct), barrier=True), partitions), struct)

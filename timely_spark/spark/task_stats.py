@@ -13,8 +13,11 @@ Each task reports (seconds, wall clock):
   batches, and its tail after the worker ended; ``run``: 0, the result is returned);
 * ``total`` -- the task, start to end (without ``stage_start``);
 
-and ``worker``, ``stage`` and, for ``transform``, ``rows_out`` and ``peak_rows_held``
-(the most output rows the task held at once: :class:`.output_stream.OutputStream`).
+and ``worker``, ``stage`` and, for ``transform``, ``rows_out``, ``peak_rows_held`` (the
+most output rows the task held at once: :class:`.output_stream.OutputStream`) and
+``input_from`` (``spark``, or ``files`` when the task read a plain Parquet scan itself:
+:mod:`.file_input`) and ``cpu``: the CPU seconds of the task's Python process (all its
+threads) -- on a busy machine, what the task cost rather than how long it waited.
 
 ``transform`` is lazy: its tasks report through a Spark accumulator
 (:class:`TaskStats`), so ``stats["tasks"]`` fills in when an action runs the result
@@ -83,7 +86,8 @@ def breakdown(tasks: list) -> dict:
 
 def task_report(task: dict, worker: int, stage: int, started: float, start: float, output: Any = None) -> dict:
     """A task's report from what it measured: ``task`` (``run_in_barrier_task``'s stats,
-    plus ``input`` seconds), its start (``time.time()`` and ``time.perf_counter()``),
+    plus ``input`` seconds, ``input_from`` and ``cpu_from``, the process's CPU time at
+    the start), its start (``time.time()`` and ``time.perf_counter()``),
     and its :class:`.output_stream.OutputStream` if it had one."""
     import time
 
@@ -96,5 +100,8 @@ def task_report(task: dict, worker: int, stage: int, started: float, start: floa
               "rendezvous": rendezvous, "input": task.get("input", 0.0),
               "compute": max(0.0, run - task.get("input", 0.0) - waited), "output": waited + tail, "total": total}
     if output is not None:
-        report.update(rows_out=output.rows, peak_rows_held=output.peak_rows)
+        report.update(rows_out=output.rows, peak_rows_held=output.peak_rows,
+                      input_from=task.get("input_from", "spark"))
+    if "cpu_from" in task:
+        report["cpu"] = time.process_time() - task["cpu_from"]
     return report
