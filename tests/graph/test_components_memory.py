@@ -142,3 +142,16 @@ def test_one_time_form_refuses_edges_at_a_second_time():
         ts.execute(work, threads=1, timeout=30)
     assert isinstance(info.value.cause, GraphInputError) and info.value.cause.what == "once"
     assert "second time (1)" in str(info.value.cause)
+
+
+@pytest.mark.timeout(60)
+def test_forest_of_batches_of_a_path_with_consecutive_ids_in_one_chunk():
+    """A path 0-1-2-...-n in one chunk hooks every root onto its neighbour in one round:
+    a chain of n pointers.  Finding the roots halves the paths it walks (pointer
+    jumping, O(log n) passes); walking the chain a step a pass was O(n^2) -- minutes
+    here (10 s for 32,000 edges)."""
+    n = spanning_forest.CHUNK
+    a = np.arange(n, dtype=np.int64)
+    for pair in ((a, a + 1), (a + 1, a)):
+        v, c = forest_of_batches([pair])
+        assert v.tolist() == list(range(n + 1)) and not c.any()
