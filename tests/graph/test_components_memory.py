@@ -155,3 +155,28 @@ def test_forest_of_batches_of_a_path_with_consecutive_ids_in_one_chunk():
     for pair in ((a, a + 1), (a + 1, a)):
         v, c = forest_of_batches([pair])
         assert v.tolist() == list(range(n + 1)) and not c.any()
+
+
+def test_one_time_form_refuses_a_second_time_on_a_worker_that_had_no_edges_at_the_first():
+    """Worker 0 gets the edges of time 0, worker 1 those of time 1: worker 1 sent no forest
+    at time 0, but the others' forests are gone all the same, so it must refuse too (it
+    answered time 1 without the edges of time 0)."""
+    def work(w):
+        def build(s):
+            inp, edges = s.new_input()
+            snapshot_components(edges, once=True).probe()
+            return inp
+
+        inp = w.dataflow(build)
+        if w.index == 0:
+            inp.send_batch(pa.record_batch({"src": [1], "dst": [2]}))
+        inp.advance_to(1)
+        if w.index == 1:
+            inp.send_batch(pa.record_batch({"src": [2], "dst": [3]}))
+        inp.close()
+        while w.step():
+            pass
+
+    with pytest.raises(WorkerError) as info:
+        ts.execute(work, threads=2, timeout=30)
+    assert isinstance(info.value.cause, GraphInputError) and "second time (1)" in str(info.value.cause)
