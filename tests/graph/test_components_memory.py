@@ -121,9 +121,12 @@ def test_batch_form_with_dense_ids_on_two_processes_of_two_threads():
     assert dict(zip(result["vertex"].to_pylist(), result["component"].to_pylist())) == want
 
 
-def test_one_time_form_refuses_edges_at_a_second_time():
+@pytest.mark.parametrize("threads", [1, 2])
+def test_one_time_form_refuses_edges_at_a_second_time(threads):
     """``once=True`` keeps no forest after sending it, so edges at a later time would be
-    contracted without the earlier ones: it says so instead of answering wrong."""
+    contracted without the earlier ones: it says so instead of answering wrong.  On two
+    workers time 0's edges go to worker 0 and time 1's to worker 1, which sent no forest
+    at time 0 but must refuse all the same (it answered time 1 without time 0's edges)."""
     def work(w):
         def build(s):
             inp, edges = s.new_input()
@@ -131,14 +134,30 @@ def test_one_time_form_refuses_edges_at_a_second_time():
             return inp
 
         inp = w.dataflow(build)
-        inp.send_batch(pa.record_batch({"src": [1], "dst": [2]}))
+        if w.index == 0:
+            inp.send_batch(pa.record_batch({"src": [1], "dst": [2]}))
         inp.advance_to(1)
-        inp.send_batch(pa.record_batch({"src": [2], "dst": [3]}))
+        if w.index == w.peers - 1:
+            inp.send_batch(pa.record_batch({"src": [2], "dst": [3]}))
         inp.close()
         while w.step():
             pass
 
     with pytest.raises(WorkerError) as info:
-        ts.execute(work, threads=1, timeout=30)
+        ts.execute(work, threads=threads, timeout=30)
     assert isinstance(info.value.cause, GraphInputError) and info.value.cause.what == "once"
     assert "second time (1)" in str(info.value.cause)
+
+
+@pytest.mark.timeout(60)
+def test_forest_of_batches_of_a_path_with_consecutive_ids_in_one_chunk():
+    """A path 0-1-2-...-n in one chunk hooks every root onto its neighbour in one round:
+    a chain of n pointers.  Finding the roots halves the paths it walks (pointer
+    jumping, O(log n) passes); walking the chain a step a pass was O(n^2) -- minutes
+    here (10 s for 32,000 edges)."""
+    n = spanning_forest.CHUNK
+    a = np.arange(n, dtype=np.int64)
+    for pair in ((a, a + 1), (a + 1, a)):
+        v, c = forest_of_batches([pair])
+        assert v.tolist() == list(range(n + 1)) and not c.any()
+

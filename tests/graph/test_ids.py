@@ -142,3 +142,21 @@ def test_sources_of_the_wrong_type_are_named():
         shortest_paths(edges, [1], timeout=30)
     with pytest.raises(GraphInputError, match=r"sources not in the graph: \['zz'\]"):
         shortest_paths(edges, ["a", "zz"], timeout=30)
+
+
+@pytest.mark.parametrize("base", [2**63 + 10, 2**63 - 100])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_dense_uint64_ids_at_and_above_2_63(workers, base):
+    """Dense uint64 ids all >= 2**63, or on both sides of it: the local front door's
+    placing of a result by rank works in int64 and must not take them (it raised
+    OverflowError, or ArrowInvalid for the ids that wrapped around)."""
+    table = awkward_graph(14)
+    ids, inverse = np.unique(np.concatenate([table["src"].to_numpy(), table["dst"].to_numpy()]), return_inverse=True)
+    table = pa.table({"src": inverse[:table.num_rows], "dst": inverse[table.num_rows:]})     # dense: 0..n-1
+    src, dst = (pa.array(table[c].to_numpy().astype(np.uint64) + np.uint64(base), pa.uint64()) for c in ("src", "dst"))
+    edges = pa.table({"src": src, "dst": dst})
+    want = {v + base: c + base for v, c in union_find(zip(table["src"].to_pylist(), table["dst"].to_pylist())).items()}
+    result = connected_components(edges, workers=workers, timeout=60)
+    assert result["vertex"].to_pylist() == sorted(want)
+    assert dict(zip(result["vertex"].to_pylist(), result["component"].to_pylist())) == want
+    assert pagerank(edges, workers=workers, timeout=60)["vertex"].to_pylist() == sorted(want)

@@ -92,10 +92,12 @@ def snapshot_components(edges: "Stream", src: str = "src", dst: str = "dst", onc
             raise GraphInputError(f"LocalForest: edges at a second time ({time!r}) in the one-time (batch) "
                                   f"form: snapshot_components(once=True) takes the edges at one time", "once")
         if once:                   # nothing kept: the forest goes out a window at a time, by owner
+            # a time with edges on any worker ticks every worker: each is then past its one time,
+            # also one given no edges (the others' forests are gone all the same)
+            state["sent"] = state.get("sent") or bool(pairs) or any(rb.num_rows for rb in ticks)
             out = [rb for v, c in forest_windows(pairs) for rb in by_owner(v, c, scope.peers)]
             del pairs
             if out:
-                state["sent"] = True
                 log_state(scope, "LocalForest", time, sum(rb.num_rows for rb in out))
             return out
         v, c = forest_of_batches([(state["v"], state["c"]), *pairs])

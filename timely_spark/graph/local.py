@@ -84,9 +84,9 @@ def _placed(parts: list, schema: pa.Schema) -> Optional[pa.Table]:
     keys = [rb.column(0).to_numpy() for rb in parts if rb.num_rows]
     if not keys:
         return None
-    lo = min(int(k.min()) for k in keys)
-    span = max(int(k.max()) for k in keys) - lo + 1
-    if span > DIRECT_SPAN * rows + 1024:
+    lo, hi = min(int(k.min()) for k in keys), max(int(k.max()) for k in keys)
+    span = hi - lo + 1
+    if span > DIRECT_SPAN * rows + 1024 or hi >= 2**63:      # (uint64 keys: the placing works in int64)
         return None
     present = np.zeros(span, bool)
     for k in keys:

@@ -142,7 +142,7 @@ def _chunks(pairs: list) -> "Sequence[tuple[np.ndarray, np.ndarray]]":
 def _union(label: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
     """Join the trees of ``x[i]`` and ``y[i]`` in ``label``: each round hooks the larger
     root of every pair not yet joined to the smallest root it is paired with; pointers
-    only go down, so no cycle forms.  The endpoints point at their roots afterwards."""
+    only go down, so no cycle forms."""
     rx, ry = _find(label, label[x]), _find(label, label[y])
     label[x] = rx                                  # path compression of the endpoints
     label[y] = ry
@@ -158,11 +158,17 @@ def _union(label: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
 
 
 def _find(label: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """The roots of the entries ``r`` (modified in place and returned)."""
+    """The roots of the entries ``r`` (modified in place and returned).  Each pass moves
+    every entry not yet at a root two steps up and points the entry it leaves at that
+    grandparent (path halving): a chain of n pointers -- a path with consecutive ids
+    hooks into one in a single round of :func:`_union` -- takes O(log n) passes, not n."""
     todo = np.flatnonzero(label[r] != r)
     while len(todo):
-        r[todo] = label[r[todo]]
-        todo = todo[label[r[todo]] != r[todo]]
+        at = r[todo]
+        up = label[label[at]]
+        label[at] = up                             # pointers only go down: still in the tree
+        r[todo] = up
+        todo = todo[label[up] != up]
     return r
 
 
