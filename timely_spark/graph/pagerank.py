@@ -64,12 +64,26 @@ def _column(values: np.ndarray, dtype: Any) -> pa.Array:
     return pa.array(np.ascontiguousarray(values, dtype=dtype))
 
 
-def _first_of_runs(ordered: np.ndarray) -> np.ndarray:
-    first = np.empty(len(ordered), bool)
-    if len(ordered):
+#: Whole-edge-list passes of :meth:`_State.prepare` that would need a temporary as large as
+#: the keys work on this many edges at a time instead (their temporaries stay this small).
+PASS = 1 << 20
+
+
+def _first_of_runs(key: np.ndarray, shift: int) -> np.ndarray:
+    """Where a run of equal ``key >> shift`` starts in the sorted ``key`` (a bool a key;
+    the shifted keys are made :data:`PASS` at a time, never whole)."""
+    first = np.empty(len(key), bool)
+    if len(key):
         first[0] = True
-        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    for lo in range(1, len(key), PASS):
+        hi = min(lo + PASS, len(key))
+        np.not_equal(key[lo:hi] >> shift, key[lo - 1:hi - 1] >> shift, out=first[lo:hi])
     return first
+
+
+def _positions(n: int) -> Any:
+    """The smallest integer type of positions among ``n`` things."""
+    return np.int32 if n < 2**31 else np.int64
 
 
 def _one(parts: list, dtype: Any) -> np.ndarray:
@@ -141,14 +155,12 @@ class _State:
         key -= d_lo                                    # (int64 wraps around: the sum is right mod 2**64)
         del d_base
         key.sort()                                     # by (src, dst)
-        sources = key >> db
-        first = _first_of_runs(sources)
-        usrc = s_back(sources[first])
-        del sources
+        first = _first_of_runs(key, db)
+        usrc = s_back(key[first] >> db)
         runs = np.diff(np.append(np.flatnonzero(first), m))
         del first
         self.vertices = sorted_unique(np.concatenate([usrc, announced]))
-        at = np.searchsorted(self.vertices, usrc)
+        at = np.searchsorted(self.vertices, usrc).astype(_positions(len(self.vertices)))
         del usrc
         out = np.zeros(len(self.vertices))
         out[at] = runs
@@ -161,38 +173,37 @@ class _State:
         key |= np.repeat(at, runs)                     # and each edge's source position
         del at, runs
         key.sort()                                     # by (dst, source position)
-        targets = key >> vb
-        first = _first_of_runs(targets)
-        udst = d_back(targets[first])
-        del targets
-        group = np.cumsum(first)                       # each edge's destination among udst, + 1
+        first = _first_of_runs(key, vb)
+        udst = d_back(key[first] >> vb)
+        ints = _positions(len(udst))
+        group = np.cumsum(first, dtype=ints)           # each edge's destination among udst, + 1
         group -= 1
         del first
         owner = destinations(pa.record_batch({"vertex": udst}), ["vertex"], peers)
         by_owner = np.argsort(owner, kind="stable")
         self.udst = udst[by_owner]
         del udst
-        rename = np.empty(len(by_owner), np.int64)
-        rename[by_owner] = np.arange(len(by_owner))
+        rename = np.empty(len(by_owner), ints)
+        rename[by_owner] = np.arange(len(by_owner), dtype=ints)
         del by_owner
-        dst_pos = rename[group]                        # group ascends: rename is read in order
-        del rename, group
         low = (1 << BLOCK_BITS) - 1
         key &= (1 << vb) - 1                           # source positions, in (dst, source) order
-        key <<= BLOCK_BITS
-        block = dst_pos >> BLOCK_BITS
-        block <<= vb + BLOCK_BITS
-        key |= block
-        del block
-        dst_pos &= low
-        key |= dst_pos
-        del dst_pos
+        for lo in range(0, m, PASS):                   # | destination block << vb, << BLOCK_BITS | low bits
+            part = key[lo:lo + PASS]
+            dst_pos = rename[group[lo:lo + PASS]].astype(np.int64)      # group ascends: rename read in order
+            part |= (dst_pos >> BLOCK_BITS) << vb
+            part <<= BLOCK_BITS
+            part |= dst_pos & low
+        del group, rename
         key.sort()                                     # by (destination block, source position, destination)
-        blocks = np.bincount(key >> (vb + BLOCK_BITS), minlength=-(-len(self.udst) >> BLOCK_BITS))
-        self.low = (key & low).astype(np.uint16 if BLOCK_BITS <= 16 else np.uint32)
-        key >>= BLOCK_BITS
-        key &= (1 << vb) - 1
-        self.src_pos = key.astype(np.int32) if vb < 32 else key
+        starts = np.arange(-(-len(self.udst) >> BLOCK_BITS) + 1, dtype=np.int64) << (vb + BLOCK_BITS)
+        blocks = np.diff(np.searchsorted(key, starts))          # the edges of each destination block
+        self.low = np.empty(m, np.uint16 if BLOCK_BITS <= 16 else np.uint32)
+        self.src_pos = np.empty(m, np.int32) if vb < 32 else key
+        for lo in range(0, m, PASS):
+            part = key[lo:lo + PASS]
+            self.low[lo:lo + PASS] = part & low
+            self.src_pos[lo:lo + PASS] = (part >> BLOCK_BITS) & ((1 << vb) - 1)
         del key
         self.chunks: list = []                         # (first edge, end, first destination, destinations)
         for b, (lo, hi) in enumerate(zip([0] + np.cumsum(blocks)[:-1].tolist(), np.cumsum(blocks).tolist())):
@@ -242,7 +253,8 @@ class _State:
             vertex = pa.array(self.udst[lo:hi]) if self.iteration == 0 else pa.nulls(hi - lo)
             out.append(_msgs(vertex, pa.array(sums[lo:hi]), kind, to, sender))
         if self.iteration == 0:
-            self.udst = self.udst[:0]                  # the receivers keep where each sum goes
+            self.udst = np.zeros(0, np.int64)          # the receivers keep where each sum goes (a
+                                                       # view would keep the whole array)
         return out
 
     def dangling_mass(self) -> float:
@@ -259,7 +271,7 @@ class _State:
         rank.fill((1 - d) / self.n + d * dangling / self.n)
         for sender, vertex, value in parts:
             if vertex is not None:
-                self.at[sender] = np.searchsorted(self.vertices, vertex)
+                self.at[sender] = np.searchsorted(self.vertices, vertex).astype(_positions(len(rank)))
             np.add.at(rank, self.at[sender], value)        # a batch's vertices are distinct
         delta = 0.0
         if change:
