@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["pagerank", "pagerank_stream", "pagerank_reference", "power_iteration"]
 
-CONTRIB, EXISTS, COUNT, DANGLING, DELTA = 0, 1, 2, 3, 4
+CONTRIB, EXISTS, COUNT, DANGLING, DELTA, IDS = 0, 1, 2, 3, 4, 5
 
 #: The message column naming the worker that sent a row.
 FROM = "from"
@@ -223,7 +223,8 @@ class _State:
         self.rank = np.full(len(self.vertices), 1.0 / n)
         self.x = np.empty(len(self.vertices)) if keep else self.rank
         self.w = np.empty(CHUNK)
-        self.sums = (np.empty(len(self.udst)), np.empty(len(self.udst)))
+        targets = self.owners[-1][2] if self.owners else 0     # the distinct destinations
+        self.sums = (np.empty(targets), np.empty(targets))
 
     def contributions(self) -> list:
         """One batch per owner: the summed ``d * r(u)/out(u)`` of the edges into its vertices.
@@ -250,28 +251,38 @@ class _State:
         out = []
         for worker, lo, hi in self.owners:
             kind, to, sender = self.columns[worker]
-            vertex = pa.array(self.udst[lo:hi]) if self.iteration == 0 else pa.nulls(hi - lo)
-            out.append(_msgs(vertex, pa.array(sums[lo:hi]), kind, to, sender))
-        if self.iteration == 0:
-            self.udst = np.zeros(0, np.int64)          # the receivers keep where each sum goes (a
-                                                       # view would keep the whole array)
+            out.append(_msgs(pa.nulls(hi - lo), pa.array(sums[lo:hi]), kind, to, sender))
         return out
+
+    def ids(self) -> list:
+        """One batch per owner: the destinations this worker will send sums for, in the
+        order it sends them (before the rounds: the receivers keep where each sum goes
+        before any round's buffers exist); they are let go here."""
+        out = []
+        for worker, lo, hi in self.owners:
+            _, to, sender = self.columns[worker]
+            out.append(_msgs(pa.array(self.udst[lo:hi]), _column(np.zeros(hi - lo), np.float64),
+                             _column(np.full(hi - lo, IDS), np.int8), to, sender))
+        self.udst = np.zeros(0, np.int64)              # (a view would keep the whole array)
+        return out
+
+    def locate(self, sender: int, vertex: np.ndarray) -> None:
+        """Where the sums ``sender`` sends go: the positions of ``vertex`` among this worker's vertices."""
+        self.at[sender] = np.searchsorted(self.vertices, vertex).astype(_positions(len(self.vertices)))
 
     def dangling_mass(self) -> float:
         """The rank of this worker's vertices that have no out-edge."""
         return float(self.rank.take(self.dangling).sum())
 
     def advance(self, parts: list, dangling: float, change: bool) -> float:
-        """The next ranks from the contributions ``parts`` (``(sender, vertex, value)``,
-        ``vertex`` None after a sender's first round) and all workers' dangling mass;
+        """The next ranks from the contributions ``parts`` (``(sender, value)``, in the
+        order of the sender's :meth:`ids`) and all workers' dangling mass;
         the L1 change if ``change`` (else 0; then the ranks need not have been kept)."""
         d, rank = self.damping, self.rank
         if change:
             np.copyto(self.x, rank)
         rank.fill((1 - d) / self.n + d * dangling / self.n)
-        for sender, vertex, value in parts:
-            if vertex is not None:
-                self.at[sender] = np.searchsorted(self.vertices, vertex).astype(_positions(len(rank)))
+        for sender, value in parts:
             np.add.at(rank, self.at[sender], value)        # a batch's vertices are distinct
         delta = 0.0
         if change:
@@ -348,9 +359,8 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                           _column(np.full(peers, kind), np.int8), everyone, sender)]
 
         def contributions(st: _State, delta: Optional[float] = None) -> list:
-            ids = st.iteration == 0
-            dangling = broadcast(st.dangling_mass(), DANGLING, ids)       # before the ranks are overwritten
-            changed = broadcast(delta, DELTA, ids) if delta is not None else []
+            dangling = broadcast(st.dangling_mass(), DANGLING, False)     # before the ranks are overwritten
+            changed = broadcast(delta, DELTA, False) if delta is not None else []
             return st.contributions() + dangling + changed
 
         def announce(targets: np.ndarray) -> list:
@@ -382,7 +392,7 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                     out_msgs.session(cap).give_batch(announce(sorted_unique(c)) + broadcast(0.0, COUNT))
                 return
             kinds = [rb["kind"][0].as_py() if rb.num_rows else None for rb in msg_parts]
-            small = [rb for rb, kd in zip(msg_parts, kinds) if kd is not None and kd not in (CONTRIB, EXISTS)]
+            small = [rb for rb, kd in zip(msg_parts, kinds) if kd is not None and kd not in (CONTRIB, EXISTS, IDS)]
             table = pa.Table.from_batches(small) if small else None
             kind = table["kind"].to_numpy() if table is not None else np.zeros(0, np.int8)
             value = table["value"].to_numpy() if table is not None else np.zeros(0)
@@ -403,21 +413,24 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                 del src_parts, dst_parts
                 st.prepare(edges_here, announced, peers)
                 log_state(inner, name, t, len(st.src_pos) + len(st.vertices))
-                out_msgs.session(cap).give_batch(broadcast(float(len(st.vertices)), COUNT))
+                out_msgs.session(cap).give_batch(broadcast(float(len(st.vertices)), COUNT) + st.ids())
                 return
             current = states.get(outer)
             if current is None or current.done:
                 return
             st = current
             if k == 2:
+                for rb, kd in zip(msg_parts, kinds):
+                    if kd == IDS:
+                        st.locate(rb[FROM][0].as_py(), rb["vertex"].to_numpy())
+                msg_parts.clear()
                 st.start(float(value[kind == COUNT].sum()), tolerance is not None)
                 out_msgs.session(cap).give_batch(contributions(st))
                 return
             if tolerance is not None and k >= 4 and float(value[kind == DELTA].sum()) < tolerance:
                 finish(st, cap)
                 return
-            parts = [(rb[FROM][0].as_py(), None if rb["vertex"].null_count else rb["vertex"].to_numpy(),
-                      rb["value"].to_numpy()) for rb in msg_parts if rb.num_rows and rb["kind"][0].as_py() == CONTRIB]
+            parts = [(rb[FROM][0].as_py(), rb["value"].to_numpy()) for rb, kd in zip(msg_parts, kinds) if kd == CONTRIB]
             delta = st.advance(parts, float(value[kind == DANGLING].sum()), tolerance is not None)
             del parts
             if st.iteration >= iterations:
