@@ -183,11 +183,11 @@ class _State:
         self.vertices = sorted_unique(np.concatenate([usrc, announced]))
         at = np.searchsorted(self.vertices, usrc).astype(_positions(len(self.vertices)))
         del usrc
-        out = np.zeros(len(self.vertices))
+        out = np.zeros(len(self.vertices), _positions(m + 1))
         out[at] = runs
         self.dangling = np.flatnonzero(out == 0)
-        self.scale = np.divide(self.damping, out, out=np.zeros_like(out), where=out != 0)   # d / out(u)
-        del out
+        out[self.dangling] = 1                         # (their r/out is never read)
+        self.out = out                                 # out-degrees
         vb = max(len(self.vertices) - 1, 0).bit_length()
         key &= (1 << db) - 1                           # destination ids, in (src, dst) order
         key <<= vb
@@ -245,7 +245,7 @@ class _State:
         self.x = np.empty(len(self.vertices)) if keep else self.rank
         self.w = np.empty(CHUNK)
         targets = self.owners[-1][2] if self.owners else 0     # the distinct destinations
-        self.sums = (np.empty(targets), np.empty(targets))
+        self.sums = np.empty(targets)
 
     def contributions(self) -> list:
         """One batch per owner: the summed ``d * r(u)/out(u)`` of the edges into its vertices.
@@ -254,11 +254,13 @@ class _State:
         ``keep``, the ranks are overwritten (:meth:`advance` makes the next ones).
 
         A chunk of at most :data:`CHUNK` edges of one destination block at a time: the
-        gathered contributions stay in the cache, and the block's sums too.  The sums
-        alternate between two buffers: a batch sent at round ``k`` (no copy, between
-        threads) is read by its receiver before this worker can start round ``k + 2``."""
-        np.multiply(self.rank, self.scale, out=self.x)
-        sums, x, w, src_pos, low = self.sums[self.iteration % 2], self.x, self.w, self.src_pos, self.low
+        gathered contributions stay in the cache, and the block's sums too.  One buffer of
+        sums: this worker's own batch is sent without a copy (it reads it before its next
+        round writes the buffer again), another worker's is a copy (that worker may read
+        it after this one has started its next round)."""
+        np.divide(self.rank, self.out, out=self.x)
+        self.x *= self.damping
+        sums, x, w, src_pos, low = self.sums, self.x, self.w, self.src_pos, self.low
         filled = -1
         for lo, hi, base, size in self.chunks:
             part = w[:hi - lo]
@@ -272,7 +274,8 @@ class _State:
         out = []
         for worker, lo, hi in self.owners:
             kind, to, sender = self.columns[worker]
-            out.append(_msgs(pa.nulls(hi - lo), pa.array(sums[lo:hi]), kind, to, sender))
+            values = sums[lo:hi] if worker == self.me else sums[lo:hi].copy()
+            out.append(_msgs(pa.nulls(hi - lo), pa.array(values), kind, to, sender))
         return out
 
     def ids(self) -> list:
@@ -317,7 +320,7 @@ class _State:
         """Drop everything but the vertices and their ranks."""
         self.done = True
         self.src_pos = self.low = self.w = self.x = np.zeros(0, np.int64)
-        self.sums = (np.zeros(0), np.zeros(0))
+        self.sums = self.out = np.zeros(0)
         self.chunks = []
         self.at.clear()
 
