@@ -407,12 +407,15 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
             outer, k = t.outer, t.inner
             if k == 0:                       # this worker's new edges of outer time `outer`
                 if edge_parts:
-                    a = _one([a for a, _ in edge_parts], np.int64)
-                    c = _one([c for _, c in edge_parts], np.int64)
-                    edge_pieces.append((outer, a, c))
-                    if len(edge_parts) > 1:      # copied: the exchanged batches go back to the system now
-                        edge_parts.clear()
+                    columns = [[a for a, _ in edge_parts], [c for _, c in edge_parts]]
+                    edge_parts.clear()
+                    for i, parts in enumerate(columns):      # a column's exchanged arrays go back to
+                        columns[i] = _one(parts, np.int64)   # the system once it is copied, before the
+                        parts.clear()                        # next one is
                         pa.default_memory_pool().release_unused()
+                    a, c = columns
+                    del columns
+                    edge_pieces.append((outer, a, c))
                     out_msgs.session(cap).give_batch(announce(sorted_unique(c)) + broadcast(0.0, COUNT))
                 return
             kinds = [rb["kind"][0].as_py() if rb.num_rows else None for rb in msg_parts]
@@ -456,8 +459,9 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                 finish(st, cap)
                 return
             parts = [(rb[FROM][0].as_py(), rb["value"].to_numpy()) for rb, kd in zip(msg_parts, kinds) if kd == CONTRIB]
+            msg_parts.clear()                # the senders' copies go once read, before this round's are made
             delta = st.advance(parts, float(value[kind == DANGLING].sum()), tolerance is not None)
-            del parts
+            del parts, small, table
             if st.iteration >= iterations:
                 finish(st, cap)
                 return
@@ -477,6 +481,7 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                         entry[1].append(edge_arrays(batch, src, dst, name))
             for cap, data in msg_in:
                 hold(cap)[2].extend(data)
+            data = record = batch = None     # not held through the steps (a step frees what it used)
             ef, mf = edge_in.frontier, msg_in.frontier
             for t in sorted((t for t in pending if not ef.less_equal(t) and not mf.less_equal(t)), key=sort_key):
                 cap, edge_parts, msg_parts = pending.pop(t)
