@@ -425,9 +425,12 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
             value = table["value"].to_numpy() if table is not None else np.zeros(0)
             if k == 1:                       # every (outer', 1) with outer' <= outer is processed by now
                 exists = [rb["vertex"].to_numpy() for rb, kd in zip(msg_parts, kinds) if kd == EXISTS]
-                vertex_pieces.append((outer, sorted_unique(_one(exists, np.int64))))
-                del exists
                 msg_parts.clear()
+                merged = np.concatenate([np.zeros(0, np.int64)] + exists)     # fresh: sorted in place
+                exists.clear()                                                # (the messages go)
+                merged.sort()
+                vertex_pieces.append((outer, merged[_first_of_runs(merged, 0)]))
+                del merged
                 st = states[outer] = _State(damping, me)
                 mine = [p for p in edge_pieces if less_equal(p[0], outer)]
                 src_parts, dst_parts = [p[1] for p in mine], [p[2] for p in mine]
