@@ -148,11 +148,12 @@ class _State:
         self.n = 0.0
         self.at: dict = {}                         # sender -> positions of the vertices it sends sums for
 
-    def prepare(self, edges: list, announced: np.ndarray, peers: int) -> None:
+    def prepare(self, edges: list, announced: np.ndarray, peers: int, owned: bool = False) -> None:
         """Index this worker's edges ``[src, dst]`` (all sources owned here; ``announced``:
         the destinations other workers' edges have that this worker owns).  The arrays
         are taken out of ``edges``, so that (in a batch run, where nothing else holds them)
-        each is freed as soon as it is used.
+        each is freed as soon as it is used; if ``owned`` (nothing else holds them at
+        all), a writable ``src`` that owns its memory becomes the keys (no new array).
 
         Three in-place sorts of one int64 key per edge and no permutation of the edges
         (an argsort, or a gather in random order, costs several times a sort): by
@@ -168,8 +169,12 @@ class _State:
         if sb + db > KEY_BITS or db + vertex_bits > KEY_BITS:     # ids too far apart to share a key
             s_base, s_lo, s_back, sb = _small(src, force=True)
             d_base, d_lo, d_back, db = _small(dst, force=True)
+        if owned and s_base is src and src.dtype == np.int64 and src.flags.writeable and src.base is None:
+            key = s_base                               # nobody else's: the keys are made in it
+            key -= s_lo
+        else:
+            key = np.subtract(s_base, s_lo, dtype=np.int64)        # fresh: sorted in place
         del src, dst
-        key = np.subtract(s_base, s_lo, dtype=np.int64)            # fresh: sorted in place
         del s_base
         key <<= db
         key += d_base                                  # (src - lo) << db | (dst - lo), with no temporary
@@ -436,12 +441,13 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                 src_parts, dst_parts = [p[1] for p in mine], [p[2] for p in mine]
                 announced = _one([p[1] for p in vertex_pieces if less_equal(p[0], outer)], np.int64)
                 del mine
-                if no_more_edges():          # a batch run: the edges live on as positions only
+                owned = no_more_edges()
+                if owned:                    # a batch run: the edges live on as positions only
                     edge_pieces.clear()
                     vertex_pieces.clear()
                 edges_here = [_one(src_parts, np.int64), _one(dst_parts, np.int64)]
                 del src_parts, dst_parts
-                st.prepare(edges_here, announced, peers)
+                st.prepare(edges_here, announced, peers, owned)
                 _give_back()
                 log_state(inner, name, t, len(st.src_pos) + len(st.vertices))
                 out_msgs.session(cap).give_batch(broadcast(float(len(st.vertices)), COUNT) + st.ids())
