@@ -70,6 +70,12 @@ def _column(values: np.ndarray, dtype: Any) -> pa.Array:
 PASS = 1 << 20
 
 
+def _constant(n: int, value: int, typ: pa.DataType) -> pa.Array:
+    """``n`` times ``value``, run-end encoded: a few bytes whatever ``n`` (the ``kind`` and
+    ``from`` columns of the contributions, read only at their first row)."""
+    return pa.RunEndEncodedArray.from_arrays(pa.array([n], pa.int32()), pa.array([value], typ))
+
+
 def _first_of_runs(key: np.ndarray, shift: int) -> np.ndarray:
     """Where a run of equal ``key >> shift`` starts in the sorted ``key`` (a bool a key;
     the shifted keys are made :data:`PASS` at a time, never whole)."""
@@ -205,7 +211,9 @@ class _State:
         group = np.cumsum(first, dtype=ints)           # each edge's destination among udst, + 1
         group -= 1
         del first
-        owner = destinations(pa.record_batch({"vertex": udst}), ["vertex"], peers)
+        owner = np.concatenate([np.zeros(0, np.uint8)] + [    # hashed a pass at a time (the hashes are 8 bytes)
+            destinations(pa.record_batch({"vertex": udst[lo:lo + PASS]}), ["vertex"], peers)
+            for lo in range(0, len(udst), PASS)])
         by_owner = np.argsort(owner, kind="stable")
         self.udst = udst[by_owner]
         del udst
@@ -239,8 +247,8 @@ class _State:
         bounds = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=peers))]).tolist()
         self.owners = [(w, lo, hi) for w, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])) if hi > lo]
         me = self.me
-        self.columns = {w: (_column(np.full(hi - lo, CONTRIB), np.int8), _column(np.full(hi - lo, w), np.uint16),
-                            _column(np.full(hi - lo, me), np.uint16)) for w, lo, hi in self.owners}
+        self.columns = {w: (_constant(hi - lo, CONTRIB, pa.int8()), _column(np.full(hi - lo, w), np.uint16),
+                            _constant(hi - lo, me, pa.uint16())) for w, lo, hi in self.owners}
 
     def start(self, n: float, keep: bool) -> None:
         """Ranks ``1/n`` (``n``: the vertex count of all workers), and the round's buffers;
