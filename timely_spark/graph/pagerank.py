@@ -191,7 +191,10 @@ class _State:
         usrc = s_back(key[first] >> db)
         runs = np.diff(np.append(np.flatnonzero(first), m))
         del first
-        self.vertices = sorted_unique(np.concatenate([usrc, announced]))
+        merged = np.concatenate([usrc, announced])     # fresh: sorted in place
+        merged.sort()
+        self.vertices = merged[_first_of_runs(merged, 0)]
+        del merged
         at = np.searchsorted(self.vertices, usrc).astype(_positions(len(self.vertices)))
         del usrc
         out = np.zeros(len(self.vertices), _positions(m + 1))
@@ -233,11 +236,18 @@ class _State:
         starts = np.arange(-(-len(self.udst) >> BLOCK_BITS) + 1, dtype=np.int64) << (vb + BLOCK_BITS)
         blocks = np.diff(np.searchsorted(key, starts))          # the edges of each destination block
         self.low = np.empty(m, np.uint16 if BLOCK_BITS <= 16 else np.uint32)
-        self.src_pos = np.empty(m, np.int32) if vb < 32 else key
-        for lo in range(0, m, PASS):
-            part = key[lo:lo + PASS]
+        narrow = vb < 32 and key.base is None and key.flags.writeable
+        src_pos = key.view(np.int32) if narrow else key
+        for lo in range(0, m, PASS):                   # in order: the int32 positions of a pass are
+            part = key[lo:lo + PASS]                   # written over keys already read
             self.low[lo:lo + PASS] = part & low
-            self.src_pos[lo:lo + PASS] = (part >> BLOCK_BITS) & ((1 << vb) - 1)
+            src_pos[lo:lo + len(part)] = (part >> BLOCK_BITS) & ((1 << vb) - 1)
+        part = src_pos = None
+        if narrow:                                     # the keys' memory shrunk to the positions
+            key.resize((m + 1) // 2, refcheck=False)   # (nothing else views it)
+            self.src_pos = key.view(np.int32)[:m]
+        else:
+            self.src_pos = key
         del key
         self.chunks: list = []                         # (first edge, end, first destination, destinations)
         for b, (lo, hi) in enumerate(zip([0] + np.cumsum(blocks)[:-1].tolist(), np.cumsum(blocks).tolist())):
