@@ -4,18 +4,21 @@ Edges live on the worker their ``src`` hashes to, each vertex's rank on the work
 its id hashes to (the same hash, so a vertex's out-edges and rank are together).
 Each round a worker sends, per destination vertex, the summed contributions
 ``d * r(u)/out(u)`` of its edges (one row per distinct destination, to the owner, in
-one batch per owner worked out once: :class:`.to_worker.ToWorker`; the vertex ids only
-in the first round, then the sums alone, in the same order) and broadcasts the few
+one batch per owner worked out once: :class:`.to_worker.ToWorker`; the vertex ids once,
+before the rounds, then the sums alone, in the same order) and broadcasts the few
 scalars everyone needs (vertex count, dangling mass, change).  A worker holds its
 edges as 6 bytes each (an int32 source position, a uint16 offset in a block of
-destinations), ordered for the cache (:data:`BLOCK_BITS`), and per vertex its id,
-rank and ``d/out``.
+destinations), ordered for the cache (:data:`BLOCK_BITS`), per vertex its id, rank and
+out-degree (int32), and per distinct destination of its edges one float64 sum (and
+an int32 position per row it receives).  Indexing the edges needs one int64 key an
+edge besides them, no other array as large (:meth:`_State.prepare`).
 Definition (directed ``src -> dst``; N distinct vertices; r0 = 1/N)::
 
     r'(v) = (1 - d)/N + d * (sum_{u->v} r(u)/out(u) + D/N),  D = rank of vertices with no out-edge
 
 Loop rounds of an outer time ``T``: 0 edges in, vertices announced to owners;
-1 owners count vertices; 2 N known, first contributions; 3.. one iteration each.
+1 owners count vertices, destination ids go to their owners; 2 N known, first
+contributions; 3.. one iteration each.
 """
 
 from __future__ import annotations
@@ -201,7 +204,7 @@ class _State:
         out[at] = runs
         self.dangling = np.flatnonzero(out == 0)
         out[self.dangling] = 1                         # (their r/out is never read)
-        self.out = out                                 # out-degrees
+        self.out: np.ndarray = out                     # out-degrees
         vb = max(len(self.vertices) - 1, 0).bit_length()
         key &= (1 << db) - 1                           # destination ids, in (src, dst) order
         key <<= vb
@@ -235,7 +238,7 @@ class _State:
         key.sort()                                     # by (destination block, source position, destination)
         starts = np.arange(-(-len(self.udst) >> BLOCK_BITS) + 1, dtype=np.int64) << (vb + BLOCK_BITS)
         blocks = np.diff(np.searchsorted(key, starts))          # the edges of each destination block
-        self.low = np.empty(m, np.uint16 if BLOCK_BITS <= 16 else np.uint32)
+        self.low: np.ndarray = np.empty(m, np.uint16 if BLOCK_BITS <= 16 else np.uint32)
         narrow = vb < 32 and key.base is None and key.flags.writeable
         src_pos = key.view(np.int32) if narrow else key
         for lo in range(0, m, PASS):                   # in order: the int32 positions of a pass are
@@ -430,7 +433,7 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
             outer, k = t.outer, t.inner
             if k == 0:                       # this worker's new edges of outer time `outer`
                 if edge_parts:
-                    columns = [[a for a, _ in edge_parts], [c for _, c in edge_parts]]
+                    columns: list = [[a for a, _ in edge_parts], [c for _, c in edge_parts]]
                     edge_parts.clear()
                     for i, parts in enumerate(columns):      # a column's exchanged arrays go back to
                         columns[i] = _one(parts, np.int64)   # the system once it is copied, before the
@@ -508,7 +511,7 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
                         entry[1].append(edge_arrays(batch, src, dst, name))
             for cap, data in msg_in:
                 hold(cap)[2].extend(data)
-            data = record = batch = None     # not held through the steps (a step frees what it used)
+            data = record = batch = None     # type: ignore[assignment]  # not held through the steps
             ef, mf = edge_in.frontier, msg_in.frontier
             for t in sorted((t for t in pending if not ef.less_equal(t) and not mf.less_equal(t)), key=sort_key):
                 cap, edge_parts, msg_parts = pending.pop(t)
