@@ -58,3 +58,52 @@ def test_connected_components_job_on_separate_executors(tmp_path):
     assert "272 vertices, 6 components, largest 200 vertices" in done.stdout
     table = pq.read_table(out)
     assert dict(zip(table.column("vertex").to_pylist(), table.column("component").to_pylist())) == components(edges)
+
+
+GRAPHS = r"""
+import json, os, sys, timely_spark as ts
+spark = ts.spark.get_session("cluster graphs", master="local-cluster[2,1,1024]", conf_dir=os.environ["CONF"])
+files = spark.read.parquet(sys.argv[1])                      # a plain Parquet scan: the tasks read the file
+rows = spark.createDataFrame(files.toPandas())               # local rows: shuffled into the workers' partitions
+out = {}
+for name, df in (("files", files), ("rows", rows)):
+    out[name] = {
+        "components": [[r.vertex, r.component] for r in ts.graph.connected_components(df, workers=2).collect()],
+        "ranks": [[r.vertex, r.rank] for r in ts.graph.pagerank(df, workers=2).collect()],
+        "paths": [[r.vertex, r.source, r.distance]
+                  for r in ts.graph.shortest_paths(df, json.loads(sys.argv[2]), workers=2).collect()]}
+print(json.dumps(out))
+spark.stop()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_graph_algorithms_on_separate_executors_agree_with_references(tmp_path):
+    """connected_components, pagerank and shortest_paths with their workers in two executor
+    JVMs, on a graph built to cross them (a giant random part, a long path with shuffled
+    ids, a star whose hub has the largest id, tiny pairs, self-loops and duplicates), read
+    both from Parquet files (the barrier tasks read them) and from rows Spark shuffles."""
+    import pyarrow as pa
+
+    from timely_spark.graph import dijkstra_reference, pagerank_reference
+
+    from ..graph.graphs import awkward_graph
+
+    table = awkward_graph(5)
+    table = pa.concat_tables([table, pa.table({"src": pa.array([40_000] * 30, pa.int64()),
+                                               "dst": pa.array(range(100, 130), pa.int64())})])
+    path = tmp_path / "edges.parquet"
+    pq.write_table(table, path, row_group_size=300)          # several row groups, split between the tasks
+    src, dst = table["src"].to_pylist(), table["dst"].to_pylist()
+    sources = [src[0], 30_000]
+    done = subprocess.run([sys.executable, "-c", GRAPHS, str(path), json.dumps(sources)], capture_output=True,
+                          text=True, timeout=280, env=env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    ranks = pagerank_reference(table["src"].to_numpy(), table["dst"].to_numpy())
+    for name in ("files", "rows"):
+        assert dict(map(tuple, got[name]["components"])) == components(zip(src, dst)), name
+        mine = dict(map(tuple, got[name]["ranks"]))
+        assert sorted(mine) == sorted(ranks) and max(abs(mine[v] - ranks[v]) for v in ranks) < 1e-9, name
+        assert {(v, s): d for v, s, d in got[name]["paths"]} == dijkstra_reference(src, dst, sources), name
