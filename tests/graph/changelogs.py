@@ -115,14 +115,19 @@ def _work(worker: Any, epochs: list, build: Callable) -> list:
         build(edges).inspect_time(lambda t, rb: seen.append((t, rb)))
         return inp
 
-    inp = worker.dataflow(dataflow)
+    feed(worker, worker.dataflow(dataflow), epochs)
+    return seen
+
+
+def feed(worker: Any, inp: Any, epochs: list) -> None:
+    """Send this worker's share of each epoch's table at its time, close the input and
+    step ``worker`` until its dataflows are done."""
     for epoch, table in enumerate(epochs):
         send_share(inp, worker, table)
         inp.advance_to(epoch + 1)
     inp.close()
     while worker.step():
         pass
-    return seen
 
 
 def run_epochs(epochs: list, build: Callable, threads: int = 1, processes: int = 1) -> dict:

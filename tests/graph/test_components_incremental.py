@@ -14,7 +14,7 @@ import timely_spark as ts
 from timely_spark.errors import ChangelogError, GraphInputError, WorkerError
 from timely_spark.graph import GRAPH_LOG, components, connected_components, union_find
 
-from .changelogs import collection, edge_table, fold_upto, run_epochs, send_share
+from .changelogs import collection, edge_table, feed, fold_upto, run_epochs
 
 
 def changelog(seed: int, epochs: int = 22) -> list:
@@ -259,13 +259,7 @@ def state_per_round(epochs: list, peers: int) -> dict:
             components(edges)
             return inp
 
-        inp = worker.dataflow(dataflow)
-        for epoch, table in enumerate(epochs):
-            send_share(inp, worker, table)
-            inp.advance_to(epoch + 1)
-        inp.close()
-        while worker.step():
-            pass
+        feed(worker, worker.dataflow(dataflow), epochs)
         worker.log_register().flush()
         return events
 

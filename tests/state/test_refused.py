@@ -152,28 +152,31 @@ def _keys(epoch):
     return keys_of(epoch)
 
 
+def whole_stream_sum(scope):
+    """``(input, sums)``: an operator "WholeStreamSum" keeping state that holds time 0
+    until its input ends, then sends the sum of everything it got."""
+    inp, stream = scope.new_input()
+    b = ts.OperatorBuilder(scope, "WholeStreamSum")
+    port = b.new_input(stream)
+    out, summed = b.new_output()
+    cap, total = [b.initial_capability()], [0]
+    b.keep_state(lambda t: total[0])
+
+    def logic():
+        for _, batch in port:
+            total[0] += sum(batch)
+        if cap and not port.frontier.elements():
+            out.session(cap.pop()).give(total[0])
+    b.build(logic, notify=True)
+    return inp, summed
+
+
 def test_a_snapshot_that_cannot_complete_says_which_operator_holds_it(tmp_path, monkeypatch):
     from timely_spark.state import manager
     monkeypatch.setattr(manager, "SNAPSHOT_STALL", 0.2)
 
     def work(worker):
-        def build(scope):
-            inp, stream = scope.new_input()
-            b = ts.OperatorBuilder(scope, "WholeStreamSum")        # holds time 0 until its input ends
-            port = b.new_input(stream)
-            out, _ = b.new_output()
-            cap, total = [b.initial_capability()], [0]
-            b.keep_state(lambda t: total[0])
-
-            def logic():
-                for _, batch in port:
-                    total[0] += sum(batch)
-                if cap and not port.frontier.elements():
-                    out.session(cap.pop()).give(total[0])
-            b.build(logic, notify=True)
-            return inp
-
-        inp = worker.dataflow(build)
+        inp = worker.dataflow(lambda scope: whole_stream_sum(scope)[0])
         for epoch in range(3):
             inp.send(epoch)
             inp.advance_to(epoch + 1)
@@ -233,19 +236,7 @@ def test_a_final_snapshot_that_cannot_complete_held_is_taken_once_the_inputs_end
         sent = []
 
         def build(scope):
-            inp, stream = scope.new_input()
-            b = ts.OperatorBuilder(scope, "WholeStreamSum")        # holds time 0 until its input ends
-            port = b.new_input(stream)
-            out, summed = b.new_output()
-            cap, total = [b.initial_capability()], [0]
-            b.keep_state(lambda t: total[0])
-
-            def logic():
-                for _, batch in port:
-                    total[0] += sum(batch)
-                if cap and not port.frontier.elements():
-                    out.session(cap.pop()).give(total[0])
-            b.build(logic, notify=True)
+            inp, summed = whole_stream_sum(scope)
             summed.inspect(sent.append)
             return inp
 
