@@ -68,13 +68,13 @@ def for_workers(frame: Any, workers: int) -> Any:
     """``frame`` (from :func:`spark_edges`) as ``ts.spark.transform`` should take it for
     ``workers`` workers: as it is when the barrier tasks can read it themselves (a plain
     scan of local Parquet files: no shuffle at all, see
-    :mod:`timely_spark.spark.file_input`), else hash-partitioned by ``src`` into
+    :func:`timely_spark.spark.file_input`), else hash-partitioned by ``src`` into
     ``workers`` partitions (a round-robin repartition would sort every edge first).
     Reads at most the files' footers; runs no Spark job.
 
         for_workers(spark.read.parquet("edges.parquet"), 2)     # the same DataFrame
     """
-    from ..spark.file_input import file_input
+    from ..spark import file_input
 
     if file_input(frame, workers) is not None:
         return frame

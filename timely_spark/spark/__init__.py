@@ -2,7 +2,9 @@
 
 * :func:`run` -- ``run(spark, fn, workers=N)``: ``fn(worker)`` in N barrier tasks;
 * :func:`transform` -- a DataFrame through a timely dataflow (``mapInArrow``, barrier);
-* :func:`get_session` -- a session for jobs, from ``conf/spark-defaults.conf``.
+* :func:`get_session` -- a session for jobs, from ``conf/spark-defaults.conf``;
+* :func:`file_input` -- whether (and how) ``transform``'s barrier tasks read a
+  DataFrame's Parquet files themselves, with no shuffle before them.
 
 Tasks meet through the driver's rendezvous (:mod:`.rendezvous`); their errors come
 back as the package's own exceptions (:mod:`.job_errors`).
@@ -20,6 +22,7 @@ except ImportError as exc:
 from .dataframe import SchemaMismatch, transform
 from .datasource import register
 from .event_log import event_log_frontier, read_event_log
+from .file_input import file_input
 from .preflight import SparkSetupError, check_session, task_slots
 from .rendezvous import RENDEZVOUS_CONF, RendezvousError
 from .runner import SparkJobError, run
@@ -27,5 +30,5 @@ from .session import get_session, read_conf
 from .sink import close_sink_log
 
 __all__ = ["event_log_frontier", "read_event_log", "RENDEZVOUS_CONF", "RendezvousError", "SchemaMismatch",
-           "SparkJobError", "SparkSetupError", "close_sink_log",
+           "SparkJobError", "SparkSetupError", "close_sink_log", "file_input",
            "check_session", "get_session", "read_conf", "register", "run", "task_slots", "transform"]

@@ -153,7 +153,13 @@ class FileInput:
 def file_input(df: Any, workers: int) -> Optional[FileInput]:
     """How ``workers`` barrier tasks read ``df`` themselves, or None if Spark must read
     it (see the module's text).  Reads the files' footers (not their data); runs no
-    Spark job."""
+    Spark job.  ``ts.spark.transform`` uses it instead of repartitioning its input, and
+    a caller that would repartition a DataFrame for ``transform`` can ask it first:
+
+        edges = spark.read.parquet("edges.parquet")
+        if ts.spark.file_input(edges, 2) is None:       # Spark must read it: shuffle by key
+            edges = edges.repartition(2, "src")
+    """
     found = plain_parquet_scan(df)
     if found is None:
         return None
