@@ -19,6 +19,7 @@ except ImportError as exc:
     raise ImportError("timely_spark.spark needs PySpark, which is not installed here: pip install pyspark "
                       "(the engine -- ts.execute, ts.dataflow -- runs without it)") from exc
 
+from .connect import is_connect
 from .dataframe import SchemaMismatch, transform
 from .datasource import register
 from .event_log import event_log_frontier, read_event_log
@@ -31,4 +32,4 @@ from .sink import close_sink_log
 
 __all__ = ["event_log_frontier", "read_event_log", "RENDEZVOUS_CONF", "RendezvousError", "SchemaMismatch",
            "SparkJobError", "SparkSetupError", "close_sink_log", "file_input",
-           "check_session", "get_session", "read_conf", "register", "run", "task_slots", "transform"]
+           "check_session", "get_session", "is_connect", "read_conf", "register", "run", "task_slots", "transform"]

@@ -23,6 +23,8 @@ import re
 from typing import Any, Callable, Optional
 
 from ..capture.parquet import EventLogError
+from .connect import conf_get
+from .connect import install_error_translation as install_connect_translation
 from .preflight import SparkSetupError
 from .rendezvous import reported_failure
 
@@ -46,10 +48,10 @@ def _executor_python() -> str:
     from pyspark.sql import SparkSession
 
     spark = SparkSession.getActiveSession()
-    conf = spark.sparkContext.getConf() if spark is not None else None
     for key in ("spark.pyspark.python", "spark.executorEnv.PYSPARK_PYTHON"):
-        if conf is not None and conf.get(key, None):
-            return str(conf.get(key))
+        value = conf_get(spark, key) if spark is not None else None
+        if value:
+            return value
     return os.environ.get("PYSPARK_PYTHON", "python3")
 
 
@@ -130,7 +132,8 @@ def install() -> None:
     PySpark installs its own handler again whenever a ``SparkSession`` object is made
     (``DataFrame.sparkSession`` makes one, and so does every ``foreachBatch`` call), by
     wrapping py4j's function with ``capture_sql_exception``; that function is wrapped
-    too, so that each handler PySpark installs later translates as well."""
+    too, so that each handler PySpark installs later translates as well.  The Spark
+    Connect client's errors are translated too (see :mod:`.connect`)."""
     import py4j.java_gateway
     from pyspark.errors.exceptions import captured
 
@@ -144,3 +147,11 @@ def install() -> None:
     current = py4j.java_gateway.get_return_value
     if not getattr(current, "timely_spark_translating", False):
         py4j.java_gateway.get_return_value = _translating(current)
+    install_connect_translation(_translated)
+
+
+def _translated(exc: BaseException) -> Optional[BaseException]:
+    """The package's error for a Spark Connect client's ``exc`` (None: keep it).  The
+    client raises it ``from None``: Spark's error is not its ``__cause__``."""
+    cause = timely_cause(exc)
+    return None if cause is None else chained(cause, exc)
