@@ -28,10 +28,11 @@ import ipaddress
 import logging
 import re
 import socket
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-__all__ = ["is_connect", "conf_get", "master_slots", "connect_slots", "client_on_driver_host",
-           "install_error_translation"]
+__all__ = ["ConnectSession", "connect_session", "is_connect", "conf_get", "master_slots", "connect_slots",
+           "client_on_driver_host", "install_error_translation"]
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +40,33 @@ _LOCAL = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?$")
 _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\]$")
 
 
+@dataclass(frozen=True)
+class ConnectSession:
+    """A Spark Connect session with its settings, read once (one round trip to the
+    server instead of one a setting); anything else is asked of the session itself."""
+
+    spark: Any
+    settings: dict
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.spark, name)
+
+
+def connect_session(spark: Any) -> ConnectSession:
+    """Connect session ``spark`` and its settings now (those set in the session or the
+    Spark application: ``spark.conf.getAll``)."""
+    return ConnectSession(spark, {str(k): str(v) for k, v in spark.conf.getAll.items()})
+
+
 def is_connect(spark: Any) -> bool:
     """Whether ``spark`` (a session, or a DataFrame's session) is a Spark Connect session."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
+    return isinstance(spark, ConnectSession) or type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def conf_get(spark: Any, key: str, default: Optional[str] = None) -> Optional[str]:
     """Setting ``key`` of session ``spark`` (runtime, else the Spark application's), or ``default``."""
+    if isinstance(spark, ConnectSession):
+        return spark.settings.get(key, default)
     try:
         value = spark.conf.get(key, default)
     except Exception:  # a setting the server will not tell

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from ..errors import SparkSetupError
 from ..runtime import check_count
-from .connect import conf_get, connect_slots, is_connect
+from .connect import ConnectSession, conf_get, connect_session, connect_slots, is_connect
 
 __all__ = ["SparkSetupError", "check_session", "task_slots", "check_free_slots", "holding_slots", "held_slots",
            "free_slots", "barrier_stage_slots", "RUN_RDD_NAME"]
@@ -73,8 +73,9 @@ def check_session(spark: Any, workers: int, wait: float = 60.0) -> Any:
     (ParameterError if ``workers`` is not a whole number >= 1).
 
     Waits up to ``wait`` seconds for executors to register (a cluster that is still
-    starting).  Returns the SparkContext -- or, over Spark Connect, which has none, the
-    session, whose slots come from its configuration (see :mod:`.connect`; where it does
+    starting).  Returns the SparkContext -- or, over Spark Connect, which has none, a
+    :class:`.connect.ConnectSession` (the session, its settings read once), whose slots
+    come from its configuration (see :mod:`.connect`; where it does
     not say, Spark checks the slots when the job starts).
     """
     check_count("workers", workers)
@@ -106,9 +107,11 @@ def check_session(spark: Any, workers: int, wait: float = 60.0) -> Any:
     return sc
 
 
-def _check_connect(spark: Any, workers: int) -> Any:
+def _check_connect(spark: Any, workers: int) -> ConnectSession:
     try:
         stopped = bool(spark.is_stopped)
+        if not stopped and not isinstance(spark, ConnectSession):
+            spark = connect_session(spark)
     except Exception as exc:
         raise SparkSetupError(f"the Spark Connect session is not usable: {exc}") from exc
     if stopped:

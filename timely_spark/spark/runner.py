@@ -70,9 +70,12 @@ def _barrier_collect(spark: Any, sc: Any, workers: int, fn_bytes: bytes, config:
     Connect (``sc`` the session), a ``mapInArrow(..., barrier=True)`` over a DataFrame of
     one row per task; on a classic session, an RDD's barrier stage (named :data:`RUN_RDD_NAME`)."""
     if is_connect(sc):
-        frame = spark.range(0, workers, 1, workers)
+        from pyspark.sql.types import BinaryType, StructField, StructType
+
+        frame = spark.range(0, workers, 1, workers)     # a StructType: no round trip to parse a DDL string
         return [row[0] for row in frame.mapInArrow(_arrow_fn(fn_bytes, config, secret, ticket),
-                                                   f"{OUTCOME} binary", barrier=True).collect()]
+                                                   StructType([StructField(OUTCOME, BinaryType())]),
+                                                   barrier=True).collect()]
     return (sc.parallelize(range(workers), workers).barrier()
             .mapPartitions(_partition_fn(fn_bytes, config, secret, ticket))
             .setName(RUN_RDD_NAME).collect())
