@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import uuid
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from .connect import is_connect
 
@@ -42,58 +42,51 @@ def cancelled_on_interrupt_or_deadline(sc: Any, deadline: Optional[float]) -> It
     SparkContext, or a Spark Connect session.)"""
     tag = f"timely_spark-{uuid.uuid4().hex}"
     expired = threading.Event()
+    cancel: Callable[[], Any]
+    undo: Callable[[], Any]
     if is_connect(sc):
-        with _tagged(sc, tag, deadline, expired):
-            yield expired
-        return
-    own_group = caller_job_group(sc) is None
-    interrupt = sc.getLocalProperty("spark.job.interruptOnCancel")
-
-    def cancel() -> None:
-        expired.set()
-        sc.cancelJobsWithTag(tag)
-
-    timer = threading.Timer(deadline, cancel) if deadline is not None else None
-    if own_group:
-        sc.setJobGroup(tag, "timely_spark barrier job", interruptOnCancel=True)
-    sc.addJobTag(tag)
-    sc.setInterruptOnCancel(True)
-    if timer is not None:
-        timer.daemon = True
-        timer.start()
-    try:
-        yield expired
-    except KeyboardInterrupt:
-        sc.cancelJobsWithTag(tag)
-        raise
-    finally:
-        if timer is not None:
-            timer.cancel()
-        sc.removeJobTag(tag)
-        sc.setLocalProperty("spark.job.interruptOnCancel", interrupt)
+        sc.addTag(tag)
+        cancel, undo = (lambda: sc.interruptTag(tag)), (lambda: sc.removeTag(tag))
+    else:
+        own_group = caller_job_group(sc) is None
+        interrupt = sc.getLocalProperty("spark.job.interruptOnCancel")
         if own_group:
-            sc.setLocalProperty("spark.jobGroup.id", None)
+            sc.setJobGroup(tag, "timely_spark barrier job", interruptOnCancel=True)
+        sc.addJobTag(tag)
+        sc.setInterruptOnCancel(True)
+
+        def undo() -> None:
+            sc.removeJobTag(tag)
+            sc.setLocalProperty("spark.job.interruptOnCancel", interrupt)
+            if own_group:
+                sc.setLocalProperty("spark.jobGroup.id", None)
+
+        def cancel() -> None:
+            sc.cancelJobsWithTag(tag)
+    try:
+        with _cancelled(cancel, deadline, expired):
+            yield expired
+    finally:
+        undo()
 
 
 @contextmanager
-def _tagged(spark: Any, tag: str, deadline: Optional[float], expired: threading.Event) -> Iterator[None]:
-    """Over Spark Connect: the block's operations tagged ``tag``, interrupted at
-    ``deadline`` (setting ``expired``) or on KeyboardInterrupt."""
-    def cancel() -> None:
+def _cancelled(cancel: Callable[[], Any], deadline: Optional[float], expired: threading.Event) -> Iterator[None]:
+    """``cancel()`` when the block is interrupted (KeyboardInterrupt, re-raised) or, after
+    setting ``expired``, when ``deadline`` seconds pass."""
+    def on_deadline() -> None:
         expired.set()
-        spark.interruptTag(tag)
+        cancel()
 
-    timer = threading.Timer(deadline, cancel) if deadline is not None else None
-    spark.addTag(tag)
+    timer = threading.Timer(deadline, on_deadline) if deadline is not None else None
     if timer is not None:
         timer.daemon = True
         timer.start()
     try:
         yield
     except KeyboardInterrupt:
-        spark.interruptTag(tag)
+        cancel()
         raise
     finally:
         if timer is not None:
             timer.cancel()
-        spark.removeTag(tag)

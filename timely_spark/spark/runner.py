@@ -190,8 +190,9 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
                 failure.__cause__ = exc
             elif isinstance(exc, TimelyError):   # translated already (see job_errors)
                 failure = exc
-            elif "cancelled" in str(exc) and caller_job_group(sc) is not None:
-                failure = chained(SparkJobError(f"the timely job was cancelled with its Spark job group "
+            elif "cancel" in str(exc).lower() and caller_job_group(sc) is not None:   # or Connect's "CANCELED"
+                how = "job tags" if is_connect(sc) else "Spark job group"
+                failure = chained(SparkJobError(f"the timely job was cancelled with its {how} "
                                                 f"{caller_job_group(sc)!r}; its workers were stopped"), exc)
                 break       # the caller stopped it: no retry
             else:
