@@ -28,7 +28,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _end(proc: subprocess.Popen) -> None:
+def end_group(proc: subprocess.Popen) -> None:
     """End ``proc``'s whole process group (bounded waits)."""
     for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
         try:
@@ -75,7 +75,7 @@ def standalone_cluster(workdir: Path, workers: int = 2, cores: int = 1, memory: 
 
     def end_all() -> None:
         for proc in reversed(procs):
-            _end(proc)
+            end_group(proc)
 
     atexit.register(end_all)
     try:
@@ -99,3 +99,15 @@ def standalone_cluster(workdir: Path, workers: int = 2, cores: int = 1, memory: 
     finally:
         end_all()
         atexit.unregister(end_all)
+
+
+def submit(args: list, env: dict, timeout: float) -> tuple[int, str, str]:
+    """``spark-submit ARGS`` in a process group of its own, ended whatever happens:
+    ``(return code, stdout, stderr)``."""
+    proc = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-submit"), *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out, err
+    finally:
+        end_group(proc)

