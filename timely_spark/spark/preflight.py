@@ -34,8 +34,8 @@ def _spark_context(spark: Any) -> Any:
     except Exception:  # Spark Connect sessions have no SparkContext
         sc = None
     if sc is None:
-        raise SparkSetupError("ts.spark.run needs a classic SparkSession (with a SparkContext); "
-                              "over Spark Connect use ts.spark.transform on a DataFrame")
+        raise SparkSetupError(f"timely_spark needs a SparkSession (classic or Spark Connect) or a SparkContext, "
+                              f"got {type(spark).__name__}")
     return sc
 
 
