@@ -410,3 +410,52 @@ def test_a_window_is_sent_at_the_time_that_proved_it_complete_and_holds_nothing_
     assert got == [("session", 4, 14, "b"), ("session", 7, 2, "a"),
                    ("tumbling", 3, 0, "a"), ("tumbling", 3, 0, "b"), ("tumbling", 5, 20, "a"),
                    ("tumbling", 7, 40, "a")]
+
+
+@pytest.mark.parametrize("params, parameter", [
+    (dict(every=timedelta.max), "every"),                          # past int64 microseconds
+    (dict(every=timedelta(seconds=1), epoch=timedelta.max), "epoch"),
+    (dict(gap=timedelta(days=200_000_000)), "gap"),
+])
+def test_a_length_past_int64_of_the_column_unit_names_the_parameter(params, parameter):
+    with pytest.raises(WorkerError, match="longer than an int64 of us") as e:
+        run_on(pa.table({"t": pa.array([1], pa.timestamp("us"))}), time_column="t", **params)
+    assert isinstance(e.value.cause, ParameterError) and e.value.cause.parameter == parameter
+
+
+def test_an_int_length_past_int64_names_the_parameter():
+    with pytest.raises(WorkerError, match=r"every=36893488147419103232 does not fit an int64"):
+        run_on(pa.table({"t": [1]}), time_column="t", every=2**65)
+
+
+@pytest.mark.parametrize("every, period", [(timedelta(microseconds=1), timedelta(hours=1)), (1, 10**9)])
+def test_sliding_windows_with_too_many_windows_per_row_are_refused(every, period):
+    from timely_spark.dataflow.operators.window_spec import MAX_WINDOWS_PER_ROW
+
+    t = pa.table({"t": pa.array([1], pa.timestamp("us") if isinstance(every, timedelta) else pa.int64())})
+    with pytest.raises(WorkerError, match=f"over the limit of {MAX_WINDOWS_PER_ROW}") as e:
+        run_on(t, time_column="t", every=every, period=period)
+    assert isinstance(e.value.cause, ParameterError) and e.value.cause.parameter == "period"
+    at_limit = run_on(pa.table({"t": [5]}), time_column="t", every=1, period=MAX_WINDOWS_PER_ROW)
+    assert sum(rb.num_rows for _, rb in at_limit) == MAX_WINDOWS_PER_ROW
+
+
+@pytest.mark.parametrize("params, x", [
+    (dict(every=10), 2**63 - 5),                     # the window [2**63 - 8, 2**63 + 2) ends past int64
+    (dict(every=10), -2**63 + 3),                    # the window starts at -2**63 - 5
+    (dict(every=10, period=30), 2**63 - 25),         # the latest window ends at 2**63 - 28 + 30
+    (dict(gap=10), 2**63 - 5),                       # the session ends at 2**63 + 5
+])
+def test_an_event_time_whose_windows_do_not_fit_int64_is_refused_naming_the_row(params, x):
+    data = pa.table({"t": pa.array([1, x], pa.int64()), "v": [10, 20]})
+    with pytest.raises(WorkerError, match=rf"row 1 at time 0 \({{'t': {x}, 'v': 20}}\) has event time {x}") as e:
+        run_on(data, time_column="t", **params)
+    assert isinstance(e.value.cause, WindowError)
+
+
+def test_event_times_at_the_edges_of_int64_whose_windows_fit_are_windowed():
+    lo, hi = -2**63 + 8, 2**63 - 8 - 1                # every=10: [-2**63 + 8, ...) and [..., 2**63 - 8)
+    data = pa.table({"t": pa.array([lo, hi], pa.int64())})
+    got = sorted((r["window_start"], r["window_end"], r["count_all"])
+                 for _, rb in run_on(data, time_column="t", every=10) for r in rb.to_pylist())
+    assert got == [(lo, lo + 10, 1), (hi - 9, hi + 1, 1)]

@@ -74,7 +74,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ...errors import BuildError, CapabilityError, ParameterError
+from ...errors import BuildError, CapabilityError, ParameterError, WindowError
 from ...progress import Product, less_equal, sort_key
 from ..capability import CapabilitySet
 from ..channels import Exchange
@@ -239,6 +239,7 @@ class Windowed:
                             batch, x = batch.filter(pa.array(keep)), x[keep]
                             if not batch.num_rows:
                                 continue
+                    _check_limits(x, *self._state.limits(), batch, w.column, cap.time, operator)
                     if not any(less_equal(c.time, cap.time) for c in held):
                         held.insert(cap.retain())
                     self._state.add(cap.time, batch.select(needed), x)
@@ -289,11 +290,25 @@ def _advance(held: CapabilitySet, frontier: Sequence[Any]) -> None:
         held.downgrade(sorted(targets, key=sort_key))
 
 
+def _check_limits(x: np.ndarray, lo: int, hi: int, batch: Any, column: str, time: Any, operator: str) -> None:
+    """A WindowError naming the first row of ``batch`` whose event time ``x`` is outside
+    ``[lo, hi]``: its windows' bounds would not fit an int64 of the column's unit."""
+    if x.min() >= lo and x.max() <= hi:
+        return
+    i = int(np.flatnonzero((x < lo) | (x > hi))[0])
+    raise WindowError(f"operator {operator!r}: row {i} at time {time!r} ({batch.slice(i, 1).to_pylist()[0]}) has "
+                      f"event time {int(x[i])} in column {column!r} (as int64), outside [{lo}, {hi}]: its windows "
+                      f"would start or end beyond an int64")
+
+
 def _proof_times(ends: np.ndarray, epoch: int, lateness: int, session: bool) -> np.ndarray:
     """Per window end (column units), the least int logical time ``t`` whose frontier
     ``{t}`` proves the window complete, for ``epoch_start(t) = t * epoch``: ``end <= t *
     epoch - lateness`` (tumbling, sliding), ``end < t * epoch - lateness`` (session)."""
-    shifted = ends.astype(np.int64) + lateness
+    shifted = ends.astype(np.int64)
+    if lateness and int(shifted.max()) > np.iinfo(np.int64).max - lateness:     # past int64: Python ints
+        shifted = shifted.astype(object)
+    shifted = shifted + lateness
     return shifted // epoch + 1 if session else -((-shifted) // epoch)
 
 

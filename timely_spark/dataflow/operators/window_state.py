@@ -38,6 +38,7 @@ from .agg_spec import aggregate_table
 from .group_by import tables_of
 from .key_hash import hash_columns
 from .op_state import KEY_HASH, before, pickled_times, time_codes
+from .window_spec import INT64_MAX, INT64_MIN
 
 __all__ = ["Panes", "Sessions", "Sent"]
 
@@ -127,6 +128,13 @@ class Panes:
             entry[1].extend(part.drop_columns([_TIME]).append_column(_TID, pa.array(codes, pa.int32()))
                             .combine_chunks().to_batches())
         return list(restored)
+
+    def limits(self) -> tuple[int, int]:
+        """The least and the greatest event time whose windows' bounds all fit an int64:
+        the earliest window of ``x`` starts at the least multiple of ``every`` above ``x -
+        period``, the latest ends at ``floor(x / every) * every + period``."""
+        every, period = self.every, self.period
+        return (-(INT64_MIN // -every) - 1) * every + period, ((INT64_MAX - period) // every + 1) * every - 1
 
     def _starts(self, pane: int) -> range:
         """The starts of the windows that hold ``pane``, latest first."""
@@ -227,6 +235,11 @@ class Sessions:
         self.pending.append(rows)
         self.min_end = min(self.min_end, float(pc.min(rows.column(_X)).as_py()) + self.gap)
         return list(times)
+
+    def limits(self) -> tuple[int, int]:
+        """The least and the greatest event time whose session bounds fit an int64 (a
+        session ends ``gap`` after its last row)."""
+        return INT64_MIN, INT64_MAX - self.gap
 
     def _sessions(self) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
         """The pending rows sorted by key and event time, each row's session number,
