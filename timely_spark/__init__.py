@@ -47,6 +47,7 @@ from .dataflow import (
 )
 from .dataflow.collection import collection
 from .errors import (
+    AggregateOverflow,
     BuildError,
     CapabilityError,
     ChangelogError,
@@ -88,6 +89,7 @@ __all__ = [
     "execute", "execute_from_args", "graph", "logging", "progress", "source", "stable_hash", "sync",
 ]
 __all__ += ["ChangelogError", "collection"]
+__all__ += ["AggregateOverflow"]
 
 # ---- snapshots and recovery (issue 24) ----
 from . import state  # noqa: E402

@@ -14,6 +14,7 @@ __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "Operat
            "EventStreamError", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError",
            "GraphInputError", "ChangelogError", "FrameLimitReached"]
 __all__ += ["WindowError"]   # event-time windows (group_by_window)
+__all__ += ["AggregateOverflow"]
 __all__ += ["CheckpointError", "RestoreError"]   # snapshots and recovery (issue 24)
 
 
@@ -196,6 +197,12 @@ class WindowError(TimelyError, ValueError):
     time column that is not a timestamp or an integer, or that holds nulls, or a
     logical time the declared ``epoch`` cannot turn into an event time.  The message
     names the operator, the column and, where known, the logical time."""
+
+
+class AggregateOverflow(TimelyError, OverflowError):
+    """An integer aggregate (a sum, or a count of rows kept by ``diff`` s) that would not
+    fit an int64 -- raised instead of a wrapped number (as Spark's ANSI mode does).  The
+    message names the operator, the column, the key and, where known, the time."""
 
 
 class FrameLimitReached(WorkerFailure):

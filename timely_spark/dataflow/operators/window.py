@@ -239,7 +239,8 @@ class Windowed:
                             batch, x = batch.filter(pa.array(keep)), x[keep]
                             if not batch.num_rows:
                                 continue
-                    _check_limits(x, *self._state.limits(), batch, w.column, cap.time, operator)
+                    lo, hi = self._state.limits()
+                    _check_limits(x, lo, hi, batch, w.column, cap.time, operator)
                     if not any(less_equal(c.time, cap.time) for c in held):
                         held.insert(cap.retain())
                     self._state.add(cap.time, batch.select(needed), x)

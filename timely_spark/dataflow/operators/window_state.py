@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...errors import AggregateOverflow
 from ...progress import less_equal, sort_key
 from ...runtime import WINDOW_PANE_BATCHES
 from .agg_spec import aggregate_table
@@ -176,13 +177,16 @@ class Panes:
             batches = [b for _, bs in windows for b in bs]
             table = tables_of(batches, self.operator, first)
             if len(windows) == 1:                    # the streaming case: one chunk, grouped by the keys alone
-                out = aggregate_table(table.combine_chunks(), self.keys, self.spec)
+                try:
+                    out = aggregate_table(table.combine_chunks(), self.keys, self.spec, self.operator, first)
+                except AggregateOverflow as exc:
+                    raise AggregateOverflow(f"{exc} in the window starting at {windows[0][0]}") from None
                 out = out.add_column(0, _WS, pa.array(np.full(out.num_rows, windows[0][0], np.int64)))
             else:
                 lengths = [sum(b.num_rows for b in bs) for _, bs in windows]
                 ws = np.repeat(np.array([s for s, _ in windows], np.int64), lengths)
                 table = table.append_column(_WS, pa.array(ws))
-                out = aggregate_table(table, [_WS] + self.keys, self.spec)
+                out = aggregate_table(table, [_WS] + self.keys, self.spec, self.operator, first)
             end = pc.add(out.column(_WS), pa.scalar(period, pa.int64()))
             send(first, out.add_column(1, _WE, end))
         for p in [p for p in self.panes if max(self._starts(p)) + period <= bound]:
@@ -293,7 +297,7 @@ class Sessions:
         rank_of[[self.tids[t] for t in order]] = np.arange(len(order))
         done = done.set_column(done.schema.get_field_index("__tid"), "__tid",
                                pa.array(rank_of[done.column("__tid").to_numpy()]))
-        out = aggregate_table(done, ["__sid"] + self.keys, self.spec + [("__tid", "min")])
+        out = aggregate_table(done, ["__sid"] + self.keys, self.spec + [("__tid", "min")], self.operator)
         s = out.column("__sid").to_numpy()
         first_rank = out.column("__tid_min").to_numpy()
         out = out.drop_columns(["__sid", "__tid_min"])
