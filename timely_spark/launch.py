@@ -141,17 +141,7 @@ def _launch(fn: Callable, config: Config) -> list:
     children = [_Child(p) for p in range(config.processes)]
     ok = False
     try:
-        start_deadline = time.monotonic() + config.connect_timeout
-        for c in children:
-            c.send({"config": replace(config, process=c.index), "secret": secret, "fn": fn_bytes})
-        addresses = []
-        for c in children:
-            kind, value = _read(c.fd, start_deadline)
-            if kind != "address":
-                raise _child_error(c, value)
-            addresses.append(value)
-        for c in children:
-            c.send(addresses)
+        _start(children, config, secret, fn_bytes)
         backstop = (None if config.timeout is None
                     else time.monotonic() + config.timeout + 2 * STOP_GRACE + RUN_BACKSTOP_SLACK)
         results: list = []
@@ -197,6 +187,33 @@ def _launch(fn: Callable, config: Config) -> list:
     finally:
         for c in children:
             c.close(kill=not ok)
+
+
+def _start(children: list[_Child], config: Config, secret: bytes, fn_bytes: bytes) -> None:
+    """Send each child its start, gather the addresses they bound and send them to all;
+    a child that dies or stays silent meanwhile (its pipes closed, no address in time)
+    is a WorkerFailure naming it and its exit code."""
+    deadline = time.monotonic() + config.connect_timeout
+    child = children[0]
+    try:
+        for child in children:
+            child.send({"config": replace(config, process=child.index), "secret": secret, "fn": fn_bytes})
+        addresses = []
+        for child in children:
+            kind, value = _read(child.fd, deadline)
+            if kind != "address":
+                raise _child_error(child, value)
+            addresses.append(value)
+        for child in children:
+            child.send(addresses)
+    except (OSError, EOFError, TimeoutError) as exc:
+        try:
+            code: Any = child.proc.poll() if isinstance(exc, TimeoutError) else child.proc.wait(CHILD_EXIT_WAIT)
+        except subprocess.TimeoutExpired:
+            code = None
+        code = "none: still running" if code is None else code
+        raise WorkerFailure(f"process {child.index} failed while the run started (exit code {code}): "
+                            f"{type(exc).__name__}: {exc}") from exc
 
 
 def _child_error(child: _Child, value: Any) -> BaseException:
