@@ -336,6 +336,10 @@ def group_by_window(stream: "Stream", time_column: str, every: Optional[Duration
     column's unit.  ``epoch`` and ``allowed_lateness`` turn the input frontier into an
     event-time bound (the module's documentation says exactly how); without ``epoch``
     windows close when the input ends (and ``allowed_lateness`` is a ParameterError).
+    A sliding window puts each row in ``ceil(period / every)`` windows, at most
+    :data:`~timely_spark.dataflow.operators.window_spec.MAX_WINDOWS_PER_ROW` (10,000;
+    more is a ParameterError).  A row whose windows would start or end beyond an int64
+    of the column's unit is a WindowError naming it.
     ``epoch`` as a duration needs int logical times; inside ``iterative`` (``Product``
     times) pass a function of the logical time, or no epoch.  ``late``: ``"drop"`` (counted) or ``"output"``
     (:attr:`Windowed.late`).  Bad parameters raise ParameterError naming them; a time
