@@ -46,7 +46,7 @@ from .runtime import (
     new_secret,
 )
 
-__all__ = ["launch_local", "child_main"]
+__all__ = ["launch_local", "child_main", "ChildProcess", "read_message"]
 
 _LEN = struct.Struct("<Q")
 _PR_SET_PDEATHSIG = 1                 # prctl option (linux/prctl.h)
@@ -75,12 +75,17 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytes:
     return b"".join(chunks)
 
 
-def _read(fd: int, deadline: float) -> Any:
+def read_message(fd: int, deadline: float) -> Any:
+    """One message from pipe ``fd`` (a length, then a pickle), by ``deadline`` (monotonic);
+    EOFError if the pipe closes first, TimeoutError past the deadline."""
     (n,) = _LEN.unpack(_read_exact(fd, _LEN.size, deadline))
     return pickle.loads(_read_exact(fd, n, deadline))
 
 
-class _Child:
+class ChildProcess:
+    """A worker process of a local run: its ``proc``, the read end ``fd`` of its private
+    pipe, ``send`` writes to its stdin."""
+
     def __init__(self, index: int) -> None:
         read_fd, write_fd = os.pipe()
         self.index = index
@@ -138,7 +143,7 @@ def launch_local(fn: Callable, config: Config) -> list:
 def _launch(fn: Callable, config: Config) -> list:
     secret = new_secret()
     fn_bytes = cloudpickle.dumps(fn, protocol=5)
-    children = [_Child(p) for p in range(config.processes)]
+    children = [ChildProcess(p) for p in range(config.processes)]
     ok = False
     try:
         _start(children, config, secret, fn_bytes)
@@ -154,7 +159,7 @@ def _launch(fn: Callable, config: Config) -> list:
             for fd in ready:
                 c = pending.pop(fd)
                 try:
-                    kind, value = _read(fd, time.monotonic() + CHILD_MESSAGE_WAIT)
+                    kind, value = read_message(fd, time.monotonic() + CHILD_MESSAGE_WAIT)
                 except (EOFError, TimeoutError):
                     code = c.proc.wait(timeout=CHILD_EXIT_WAIT)
                     errors.append(WorkerFailure(f"process {c.index} exited with code {code} without a result"))
@@ -189,7 +194,7 @@ def _launch(fn: Callable, config: Config) -> list:
             c.close(kill=not ok)
 
 
-def _start(children: list[_Child], config: Config, secret: bytes, fn_bytes: bytes) -> None:
+def _start(children: list[ChildProcess], config: Config, secret: bytes, fn_bytes: bytes) -> None:
     """Send each child its start, gather the addresses they bound and send them to all;
     a child that dies or stays silent meanwhile (its pipes closed, no address in time)
     is a WorkerFailure naming it and its exit code."""
@@ -200,7 +205,7 @@ def _start(children: list[_Child], config: Config, secret: bytes, fn_bytes: byte
             child.send({"config": replace(config, process=child.index), "secret": secret, "fn": fn_bytes})
         addresses = []
         for child in children:
-            kind, value = _read(child.fd, deadline)
+            kind, value = read_message(child.fd, deadline)
             if kind != "address":
                 raise _child_error(child, value)
             addresses.append(value)
@@ -216,7 +221,7 @@ def _start(children: list[_Child], config: Config, secret: bytes, fn_bytes: byte
                             f"{type(exc).__name__}: {exc}") from exc
 
 
-def _child_error(child: _Child, value: Any) -> BaseException:
+def _child_error(child: ChildProcess, value: Any) -> BaseException:
     return value if isinstance(value, BaseException) else WorkerFailure(f"process {child.index}: {value!r}")
 
 
@@ -256,11 +261,11 @@ def child_main(write_fd: int, parent: int = 0) -> None:
 
     out = os.fdopen(write_fd, "wb")
     stdin = sys.stdin.buffer
-    start = _read(stdin.fileno(), time.monotonic() + CHILD_START_WAIT)
+    start = read_message(stdin.fileno(), time.monotonic() + CHILD_START_WAIT)
     config: Config = start["config"]
     listener = bind_listener("127.0.0.1", 0)
     _write(out, ("address", listener.getsockname()[:2]))
-    addresses = _read(stdin.fileno(), time.monotonic() + config.connect_timeout + CHILD_START_WAIT)
+    addresses = read_message(stdin.fileno(), time.monotonic() + config.connect_timeout + CHILD_START_WAIT)
     threading.Thread(target=_watch_parent, args=(stdin.fileno(),), name="timely-parent-watch", daemon=True).start()
     message: tuple[str, Any]
     try:

@@ -29,7 +29,7 @@ def kill(child):
 def test_a_worker_process_killed_during_start_up_is_a_worker_failure_naming_it(monkeypatch, step, victim):
     children = []
     sends: dict[int, int] = {}
-    new_child, send, read = launch._Child.__init__, launch._Child.send, launch._read
+    new_child, send, read = launch.ChildProcess.__init__, launch.ChildProcess.send, launch.read_message
 
     def spawned(self, index):
         new_child(self, index)
@@ -51,9 +51,9 @@ def test_a_worker_process_killed_during_start_up_is_a_worker_failure_naming_it(m
             kill(child)
         return read(fd, deadline)
 
-    monkeypatch.setattr(launch._Child, "__init__", spawned)
-    monkeypatch.setattr(launch._Child, "send", sending)
-    monkeypatch.setattr(launch, "_read", reading)
+    monkeypatch.setattr(launch.ChildProcess, "__init__", spawned)
+    monkeypatch.setattr(launch.ChildProcess, "send", sending)
+    monkeypatch.setattr(launch, "read_message", reading)
     with pytest.raises(ts.WorkerFailure) as e:
         ts.execute(lambda worker: worker.index, processes=2, timeout=60)
     assert f"process {victim}" in str(e.value), e.value
