@@ -30,6 +30,7 @@ from timely_spark.communication.tcp import (
     handshake_mac,
 )
 from timely_spark.communication.thread import ThreadFabric
+from timely_spark.process import run_process
 from timely_spark.runtime import MAX_HANDSHAKES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -303,7 +304,7 @@ def test_an_oversized_frame_announcement_fails_the_connection_before_allocating(
     m.shutdown(clean=False)
 
 
-def test_handshakes_in_flight_are_bounded_and_the_real_peer_still_gets_in():
+def test_handshakes_in_flight_are_bounded_by_dropping_the_oldest_and_the_real_peer_gets_in():
     listener = bind_listener()
     port = listener.getsockname()[1]
     m, _ = mesh(0, [("127.0.0.1", port), ("127.0.0.1", 1)], listener, handshake_timeout=20, connect_timeout=20)
@@ -315,22 +316,85 @@ def test_handshakes_in_flight_are_bounded_and_the_real_peer_still_gets_in():
         assert c.recv(len(MAGIC) + NONCE)[:len(MAGIC)] == MAGIC
         idle.append(c)
     extra = socket.create_connection(("127.0.0.1", port), timeout=5)
-    assert extra.recv(len(MAGIC) + NONCE) == b""       # closed at once, no greeting
-    assert any(f"over {MAX_HANDSHAKES}" in r for r in m.rejected)
-    for c in idle:                                     # the slots free up as they go
-        c.close()
-    deadline = time.monotonic() + 10
-    while True:
-        s, _, _, answer = handshake_as_connector(port, b"k")
-        if answer:
-            break
-        s.close()
-        assert time.monotonic() < deadline, m.rejected
-        time.sleep(0.1)
+    assert extra.recv(len(MAGIC) + NONCE)[:len(MAGIC)] == MAGIC     # admitted...
+    assert idle[0].recv(1) == b""                      # ...by dropping the oldest of the busiest source
+    assert any(f"dropped its oldest handshake (over {MAX_HANDSHAKES}" in r for r in m.rejected)
+    s, _, _, answer = handshake_as_connector(port, b"k")     # the newest: admitted, it completes
+    assert answer
     t.join(timeout=10)
     assert 1 in m.connections
-    s.close()
+    for c in idle + [extra, s]:
+        c.close()
     m.shutdown(clean=False)
+
+
+def test_a_connecting_process_whose_handshake_is_closed_connects_again_until_its_deadline():
+    """Process 1's first connection is accepted and closed before any greeting (as a
+    listener dropping a pending handshake does): it connects again and gets in."""
+    listeners = [bind_listener() for _ in range(2)]
+    addresses = [s.getsockname()[:2] for s in listeners]
+    meshes = [mesh(p, addresses, listeners[p], connect_timeout=30)[0] for p in range(2)]
+    failures = []
+
+    def connect(m):
+        try:
+            m.connect()
+        except ts.WorkerFailure as exc:
+            failures.append(exc)
+
+    connector = threading.Thread(target=connect, args=(meshes[1],), daemon=True)
+    connector.start()
+    listeners[0].settimeout(20)
+    dropped, _ = listeners[0].accept()                 # process 1's first attempt...
+    dropped.close()                                    # ...closed before its handshake
+    acceptor = threading.Thread(target=connect, args=(meshes[0],), daemon=True)
+    acceptor.start()
+    connector.join(timeout=40)
+    acceptor.join(timeout=40)
+    assert not failures, failures
+    assert 0 in meshes[1].connections and 1 in meshes[0].connections
+    for m in meshes:
+        m.shutdown(clean=False)
+
+
+IDLE_CONNECTIONS = 40
+
+
+@pytest.mark.timeout(120)
+def test_idle_connections_filling_a_listener_do_not_fail_the_run():
+    """40 idle connections to process 0's listener, made before the run starts (they wait
+    in its backlog ahead of process 1's): the run completes on both processes, its
+    exchange intact -- the listener drops the oldest idle handshakes, and process 1 tries
+    again if its own handshake is dropped."""
+    listeners = [bind_listener() for _ in range(2)]
+    addresses = [s.getsockname()[:2] for s in listeners]
+    idle = [socket.create_connection(addresses[0], timeout=5) for _ in range(IDLE_CONNECTIONS)]
+
+    def work(worker):
+        out = []
+        probe = worker.dataflow(lambda scope: scope.to_stream(range(worker.index * 10, worker.index * 10 + 10))
+                                .exchange(lambda x: x).inspect(out.append).probe())
+        worker.step_while(lambda: not probe.done())
+        return sorted(out)
+
+    results, errors = {}, []
+
+    def run(p):
+        try:
+            results[p], = run_process(work, p, 2, 1, addresses, listeners[p], b"k", connect_timeout=60, timeout=90)
+        except BaseException as exc:  # noqa: BLE001 -- the test reports it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=100)
+    for c in idle:
+        c.close()
+    assert not errors, errors
+    assert sorted(results[0] + results[1]) == list(range(20))
+    assert results[0] == [x for x in range(20) if x % 2 == 0]
 
 
 def test_a_slow_handshake_is_dropped_at_its_deadline():

@@ -48,9 +48,11 @@ no worker does (a quarter of ``peer_timeout`` at most apart: a peer's error, goo
 or closing is seen while the workers compute) and watches for silence.
 
 The listener gives each connection one deadline for its whole handshake, handshakes
-at most :data:`~timely_spark.runtime.MAX_HANDSHAKES` at once (more are closed at
-once), and keeps accepting after transient errors (too many open files, aborted
-connections), backing off.
+at most :data:`~timely_spark.runtime.MAX_HANDSHAKES` at once (one more drops the
+oldest pending handshake of the source holding the most, as the driver's rendezvous
+does, so idle connections cannot lock the peers out), and keeps accepting after
+transient errors (too many open files, aborted connections), backing off.  A connecting
+process whose handshake is closed or times out connects again until its deadline.
 
 Failure: a peer that closes without saying goodbye, or stays silent (no frame,
 not even a heartbeat) for ``peer_timeout`` seconds, fails the run with
@@ -70,6 +72,7 @@ import socket
 import struct
 import threading
 import time
+from collections import Counter
 from typing import Any, Optional
 
 from ..errors import FrameLimitReached, TimelyError, WorkerAborted, WorkerError, WorkerFailure
@@ -542,7 +545,8 @@ class Mesh:
         self.handshake_timeout = handshake_timeout
         self.magic = mesh_magic(encrypt)
         self.frame_limit = frame_limit
-        self._handshakes = threading.BoundedSemaphore(MAX_HANDSHAKES)
+        self._pending: dict[socket.socket, tuple[str, float]] = {}   # handshakes under way: (source, since)
+        self._pending_lock = threading.Lock()
         self.connections: dict[int, _Connection] = {}
         self.closing = False
         self.parked: set[int] = set()     # local workers waiting on the sockets themselves (they read)
@@ -584,52 +588,64 @@ class Mesh:
         self._threads.append(hb)
 
     def _connect_to(self, j: int, deadline: float) -> None:
+        """Connect to process ``j`` and authenticate; a refused connection, or a handshake
+        that is closed or times out (the listener's handshake slots may be held by
+        others), is tried again until ``deadline``."""
         host, port = self.addresses[j]
         delay = RETRY_BACKOFF
         while True:
             try:
                 wait = max(POLL_INTERVAL, min(self.handshake_timeout, deadline - time.monotonic()))
                 sock = socket.create_connection((host, port), timeout=wait)
+                magic, challenge, mine = self._handshake_out(sock, j, deadline)
                 break
-            except OSError as exc:
+            except WorkerFailure:
+                raise
+            except (OSError, EOFError) as exc:
                 if time.monotonic() + delay > deadline:
-                    raise WorkerFailure(f"process {self.process}: cannot connect to process {j} at {host}:{port} "
-                                        f"within {self.connect_timeout} s ({exc})") from exc
+                    raise WorkerFailure(f"process {self.process}: cannot connect to and authenticate with process "
+                                        f"{j} at {host}:{port} within {self.connect_timeout} s ({exc})") from exc
                 time.sleep(delay)
                 delay = min(delay * 2, MAX_RETRY_BACKOFF)
+        send_key, recv_key = frame_keys(self.secret, challenge, mine, magic)
+        with self._ready:
+            self.connections[j] = _Connection(self, sock, j, send_key, recv_key, magic)
+            self._ready.notify_all()
+
+    def _handshake_out(self, sock: socket.socket, j: int, deadline: float) -> tuple[bytes, bytes, bytes]:
+        """The connecting side's handshake with process ``j`` on ``sock`` (closed if it
+        fails): the greeting the two use, the listener's challenge and this side's nonce.
+        WorkerFailure for a listener that is not a mesh, that is in the other encryption
+        mode or that does not prove the secret; OSError or EOFError for a closed or slow one."""
+        host, port = self.addresses[j]
         magic = self.magic
         try:
-            until = time.monotonic() + self.handshake_timeout
+            until = min(time.monotonic() + self.handshake_timeout, deadline)
             hello = recv_exact(sock, len(magic) + NONCE, until)
             theirs = bytes(hello[:len(magic)])
             if not theirs.startswith(PREFIX) or mode(theirs) is None:
                 raise WorkerFailure(f"{host}:{port} is not a timely_spark mesh listener")
+            challenge = bytes(hello[len(magic):])
+            mine = os.urandom(NONCE)
+            me = struct.pack("<I", self.process)
+            proof = me + mine + handshake_mac(self.secret, b"connect", challenge, me, mine)
             if mode(theirs)[1] != mode(magic)[1]:     # type: ignore[index]
                 said = "encrypts" if mode(theirs)[1] else "does not encrypt"     # type: ignore[index]
                 raise WorkerFailure(f"process {j} at {host}:{port} {said} its frames and this process "
                                     f"{'does' if mode(magic)[1] else 'does not'}: set TIMELY_SPARK_ENCRYPTION "  # type: ignore[index]
                                     "the same for every process of the run")
             magic = theirs                      # the acceptor names the cipher
-            challenge = bytes(hello[len(magic):])
-            mine = os.urandom(NONCE)
-            me = struct.pack("<I", self.process)
-            sock.sendall(magic + me + mine + handshake_mac(self.secret, b"connect", challenge, me, mine))
+            sock.sendall(magic + proof)
             answer = bytes(recv_exact(sock, MAC, until))
             them = struct.pack("<I", j)
             if not hmac.compare_digest(answer, handshake_mac(self.secret, b"accept", mine, challenge, them)):
                 raise WorkerFailure(f"the listener at {host}:{port} (process {j}) did not prove the run's secret: "
                                     "refusing to join it")
             sock.settimeout(None)
-        except (OSError, EOFError) as exc:
-            sock.close()
-            raise WorkerFailure(f"handshake with process {j} at {host}:{port} failed: {exc}") from exc
-        except WorkerFailure:
+        except BaseException:
             sock.close()
             raise
-        send_key, recv_key = frame_keys(self.secret, challenge, mine, magic)
-        with self._ready:
-            self.connections[j] = _Connection(self, sock, j, send_key, recv_key, magic)
-            self._ready.notify_all()
+        return magic, challenge, mine
 
     def start_accepting(self) -> None:
         """Start the thread that accepts and authenticates peers (``connect`` does)."""
@@ -640,7 +656,7 @@ class Mesh:
     def _accept_loop(self) -> None:
         """Accept connections until stopped; transient errors (EMFILE, ECONNABORTED...)
         back off and go on.  Each connection's handshake runs in its own thread, at most
-        MAX_HANDSHAKES at once; more are closed at once."""
+        MAX_HANDSHAKES at once (see :meth:`_admit`)."""
         self.listener.settimeout(POLL_INTERVAL)
         backoff = RETRY_BACKOFF
         while not self._stop.is_set():
@@ -656,20 +672,41 @@ class Mesh:
                 backoff = min(backoff * 2, MAX_RETRY_BACKOFF)
                 continue
             backoff = RETRY_BACKOFF
-            if not self._handshakes.acquire(blocking=False):
-                self._refuse(sock, addr, f"too many connections in their handshake (over {MAX_HANDSHAKES})")
-                continue
+            self._admit(sock, addr)
             try:
                 threading.Thread(target=self._bounded_handshake, args=(sock, addr), daemon=True).start()
             except RuntimeError as exc:      # no thread to be had
-                self._handshakes.release()
+                self._authenticated(sock)
                 self._refuse(sock, addr, f"cannot start its handshake ({exc})")
+
+    def _admit(self, sock: socket.socket, addr: Any) -> None:
+        """Count ``sock`` among the handshakes under way; when that makes more than
+        MAX_HANDSHAKES, drop the oldest of the source holding the most (its handshake
+        then ends), so that idle connections cannot keep a peer out."""
+        source = str(addr[0]) if isinstance(addr, tuple) and addr else str(addr)
+        with self._pending_lock:
+            if len(self._pending) >= MAX_HANDSHAKES:
+                busiest = Counter(src for src, _ in self._pending.values()).most_common(1)[0][0]
+                victim = min((s for s, (src, _) in self._pending.items() if src == busiest),
+                             key=lambda s: self._pending[s][1])
+                del self._pending[victim]
+                self.rejected.append(f"{busiest}: dropped its oldest handshake (over {MAX_HANDSHAKES} under way)")
+                try:
+                    victim.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self._pending[sock] = (source, time.monotonic())
+
+    def _authenticated(self, sock: socket.socket) -> bool:
+        """Stop counting ``sock`` among the handshakes under way; False if it was dropped."""
+        with self._pending_lock:
+            return self._pending.pop(sock, None) is not None
 
     def _bounded_handshake(self, sock: socket.socket, addr: Any) -> None:
         try:
             self._handshake(sock, addr)
         finally:
-            self._handshakes.release()
+            self._authenticated(sock)
 
     def _refuse(self, sock: socket.socket, addr: Any, why: str) -> None:
         self.rejected.append(f"{addr}: {why}")
@@ -691,14 +728,18 @@ class Mesh:
             return self._refuse(sock, addr, f"handshake not done within {self.handshake_timeout} s")
         except (OSError, EOFError) as exc:
             return self._refuse(sock, addr, f"no valid greeting ({exc})")
-        if reply[:len(magic)] != magic:
-            return self._refuse(sock, addr, "not a timely_spark peer in this mode (bad greeting)")
+        greeted = bytes(reply[:len(magic)])
         me_bytes = reply[len(magic):len(magic) + 4]
         theirs = reply[len(magic) + 4:len(magic) + 4 + NONCE]
         mac = reply[len(magic) + 4 + NONCE:]
-        if not hmac.compare_digest(mac, handshake_mac(self.secret, b"connect", challenge, me_bytes, theirs)):
+        proven = hmac.compare_digest(mac, handshake_mac(self.secret, b"connect", challenge, me_bytes, theirs))
+        if greeted != magic:
+            return self._refuse(sock, addr, "not a timely_spark peer in this mode (bad greeting)")
+        if not proven:
             return self._refuse(sock, addr, "failed authentication (wrong secret, or another run)")
         (peer,) = struct.unpack("<I", me_bytes)
+        if not self._authenticated(sock):
+            return self._refuse(sock, addr, "authenticated, but its handshake was dropped meanwhile")
         with self._ready:
             if self._stop.is_set():             # the mesh shut down meanwhile: nobody would close this one
                 return self._refuse(sock, addr, "the mesh has shut down")
