@@ -11,7 +11,8 @@ challenge and ``HMAC(secret, ...)`` over both; the acceptor checks it (and that 
 index is expected and not already connected) and answers with its own HMAC.  The
 secret never crosses the wire.  The greeting's last byte names the cipher (or that
 encryption is off), which both sides then use.  Connections that fail this are closed; the run
-goes on.
+goes on -- except a peer that proves the run's secret in the other encryption mode: the
+connecting side still sends its proof, and both sides fail at once naming the mismatch.
 
 Every frame after the handshake is sealed with an AEAD (see :mod:`.aead`):
 AES-256-GCM (ChaCha20-Poly1305 on a CPU without AES instructions) under a key per
@@ -547,6 +548,7 @@ class Mesh:
         self.frame_limit = frame_limit
         self._pending: dict[socket.socket, tuple[str, float]] = {}   # handshakes under way: (source, since)
         self._pending_lock = threading.Lock()
+        self._mismatch: Optional[str] = None     # an authenticated peer in the other encryption mode
         self.connections: dict[int, _Connection] = {}
         self.closing = False
         self.parked: set[int] = set()     # local workers waiting on the sockets themselves (they read)
@@ -573,6 +575,8 @@ class Mesh:
             self._connect_to(j, deadline)
         with self._ready:
             while len(self.connections) < len(self.addresses) - 1:
+                if self._mismatch is not None:
+                    raise WorkerFailure(self._mismatch)
                 left = deadline - time.monotonic()
                 if left <= 0:
                     missing = [j for j in range(len(self.addresses)) if j != self.process and j not in self.connections]
@@ -602,6 +606,8 @@ class Mesh:
             except WorkerFailure:
                 raise
             except (OSError, EOFError) as exc:
+                if self._mismatch is not None:
+                    raise WorkerFailure(self._mismatch) from exc
                 if time.monotonic() + delay > deadline:
                     raise WorkerFailure(f"process {self.process}: cannot connect to and authenticate with process "
                                         f"{j} at {host}:{port} within {self.connect_timeout} s ({exc})") from exc
@@ -616,7 +622,8 @@ class Mesh:
         """The connecting side's handshake with process ``j`` on ``sock`` (closed if it
         fails): the greeting the two use, the listener's challenge and this side's nonce.
         WorkerFailure for a listener that is not a mesh, that is in the other encryption
-        mode or that does not prove the secret; OSError or EOFError for a closed or slow one."""
+        mode (after sending this side's proof, so that it can name the mismatch too) or
+        that does not prove the secret; OSError or EOFError for a closed or slow one."""
         host, port = self.addresses[j]
         magic = self.magic
         try:
@@ -630,6 +637,7 @@ class Mesh:
             me = struct.pack("<I", self.process)
             proof = me + mine + handshake_mac(self.secret, b"connect", challenge, me, mine)
             if mode(theirs)[1] != mode(magic)[1]:     # type: ignore[index]
+                sock.sendall(magic + proof)           # in this side's mode: the listener names the mismatch
                 said = "encrypts" if mode(theirs)[1] else "does not encrypt"     # type: ignore[index]
                 raise WorkerFailure(f"process {j} at {host}:{port} {said} its frames and this process "
                                     f"{'does' if mode(magic)[1] else 'does not'}: set TIMELY_SPARK_ENCRYPTION "  # type: ignore[index]
@@ -734,6 +742,17 @@ class Mesh:
         mac = reply[len(magic) + 4 + NONCE:]
         proven = hmac.compare_digest(mac, handshake_mac(self.secret, b"connect", challenge, me_bytes, theirs))
         if greeted != magic:
+            other = mode(greeted) if greeted.startswith(PREFIX) else None
+            if proven and other is not None and other[1] != mode(magic)[1]:     # type: ignore[index]
+                (peer,) = struct.unpack("<I", me_bytes)
+                host, port = self.addresses[peer] if peer < len(self.addresses) else addr[:2]
+                said = "encrypts" if other[1] else "does not encrypt"
+                with self._ready:
+                    self._mismatch = (f"process {peer} at {host}:{port} {said} its frames and this process "
+                                      f"{'does not' if other[1] else 'does'}: set TIMELY_SPARK_ENCRYPTION the same "
+                                      f"for every process of the run")
+                    self._ready.notify_all()
+                return self._refuse(sock, addr, self._mismatch)
             return self._refuse(sock, addr, "not a timely_spark peer in this mode (bad greeting)")
         if not proven:
             return self._refuse(sock, addr, "failed authentication (wrong secret, or another run)")
