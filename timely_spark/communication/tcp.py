@@ -73,7 +73,6 @@ import socket
 import struct
 import threading
 import time
-from collections import Counter
 from typing import Any, Optional
 
 from ..errors import FrameLimitReached, TimelyError, WorkerAborted, WorkerError, WorkerFailure
@@ -98,6 +97,7 @@ from ..runtime import (
 from .aead import AES_GCM, TAG, Opener, Sealer, buffer, derive_keys, greeting, mode
 from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
 from .codec import decode, encode
+from .pending import PendingHandshakes
 from .thread import ThreadFabric
 
 __all__ = ["Mesh", "TcpAllocator", "bind_listener", "frame_keys", "handshake_mac", "recv_exact", "mesh_magic"]
@@ -546,8 +546,7 @@ class Mesh:
         self.handshake_timeout = handshake_timeout
         self.magic = mesh_magic(encrypt)
         self.frame_limit = frame_limit
-        self._pending: dict[socket.socket, tuple[str, float]] = {}   # handshakes under way: (source, since)
-        self._pending_lock = threading.Lock()
+        self._pending = PendingHandshakes(MAX_HANDSHAKES)
         self._mismatch: Optional[str] = None     # an authenticated peer in the other encryption mode
         self.connections: dict[int, _Connection] = {}
         self.closing = False
@@ -684,37 +683,20 @@ class Mesh:
             try:
                 threading.Thread(target=self._bounded_handshake, args=(sock, addr), daemon=True).start()
             except RuntimeError as exc:      # no thread to be had
-                self._authenticated(sock)
+                self._pending.authenticated(sock)
                 self._refuse(sock, addr, f"cannot start its handshake ({exc})")
 
     def _admit(self, sock: socket.socket, addr: Any) -> None:
-        """Count ``sock`` among the handshakes under way; when that makes more than
-        MAX_HANDSHAKES, drop the oldest of the source holding the most (its handshake
-        then ends), so that idle connections cannot keep a peer out."""
-        source = str(addr[0]) if isinstance(addr, tuple) and addr else str(addr)
-        with self._pending_lock:
-            if len(self._pending) >= MAX_HANDSHAKES:
-                busiest = Counter(src for src, _ in self._pending.values()).most_common(1)[0][0]
-                victim = min((s for s, (src, _) in self._pending.items() if src == busiest),
-                             key=lambda s: self._pending[s][1])
-                del self._pending[victim]
-                self.rejected.append(f"{busiest}: dropped its oldest handshake (over {MAX_HANDSHAKES} under way)")
-                try:
-                    victim.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-            self._pending[sock] = (source, time.monotonic())
-
-    def _authenticated(self, sock: socket.socket) -> bool:
-        """Stop counting ``sock`` among the handshakes under way; False if it was dropped."""
-        with self._pending_lock:
-            return self._pending.pop(sock, None) is not None
+        """Count ``sock`` among the handshakes under way (see :mod:`.pending`)."""
+        dropped = self._pending.admit(sock, str(addr[0]) if isinstance(addr, tuple) and addr else str(addr))
+        if dropped is not None:
+            self.rejected.append(f"{dropped}: dropped its oldest handshake (over {MAX_HANDSHAKES} under way)")
 
     def _bounded_handshake(self, sock: socket.socket, addr: Any) -> None:
         try:
             self._handshake(sock, addr)
         finally:
-            self._authenticated(sock)
+            self._pending.authenticated(sock)
 
     def _refuse(self, sock: socket.socket, addr: Any, why: str) -> None:
         self.rejected.append(f"{addr}: {why}")
@@ -757,7 +739,7 @@ class Mesh:
         if not proven:
             return self._refuse(sock, addr, "failed authentication (wrong secret, or another run)")
         (peer,) = struct.unpack("<I", me_bytes)
-        if not self._authenticated(sock):
+        if not self._pending.authenticated(sock):
             return self._refuse(sock, addr, "authenticated, but its handshake was dropped meanwhile")
         with self._ready:
             if self._stop.is_set():             # the mesh shut down meanwhile: nobody would close this one

@@ -48,11 +48,12 @@ import socket
 import struct
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ..communication.aead import TAG, Opener, Sealer, derive_keys, greeting, mode
+from ..communication.pending import PendingHandshakes
 from ..communication.tcp import bind_listener, handshake_mac, recv_exact
 from ..errors import RendezvousError, WorkerFailure, describe_error, most_telling, rebuild_error
 from ..runtime import (
@@ -211,8 +212,7 @@ class DriverRendezvous:
         self._attempts: dict[tuple[bytes, int], int] = {}        # (token, stage) -> newest attempt
         self._failures: deque[tuple[tuple[str, int, int], int, BaseException]] = deque(maxlen=REMEMBERED_FAILURES)
         self._cond = threading.Condition()
-        self._pending: dict[socket.socket, tuple[str, float]] = {}  # not yet authenticated: (source, since)
-        self._pending_lock = threading.Lock()
+        self._pending = PendingHandshakes(RENDEZVOUS_PENDING)      # not yet authenticated
         threading.Thread(target=self._accept_loop, name="timely-rendezvous", daemon=True).start()
 
     # ---- the driver's side -------------------------------------------------------
@@ -282,28 +282,8 @@ class DriverRendezvous:
                 backoff = min(backoff * 2, MAX_RETRY_BACKOFF)
                 continue
             backoff = RETRY_BACKOFF
-            self._admit(sock, str(source[0]))
+            self._pending.admit(sock, str(source[0]))
             threading.Thread(target=self._serve, args=(sock,), name="timely-rendezvous-task", daemon=True).start()
-
-    def _admit(self, sock: socket.socket, source: str) -> None:
-        """Count ``sock`` among the connections authenticating; when that makes too many,
-        drop the oldest of the source holding the most (its thread then ends)."""
-        with self._pending_lock:
-            if len(self._pending) >= RENDEZVOUS_PENDING:
-                busiest = Counter(src for src, _ in self._pending.values()).most_common(1)[0][0]
-                victim = min((s for s, (src, _) in self._pending.items() if src == busiest),
-                             key=lambda s: self._pending[s][1])
-                del self._pending[victim]
-                try:
-                    victim.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-            self._pending[sock] = (source, time.monotonic())
-
-    def _authenticated(self, sock: socket.socket) -> bool:
-        """Stop counting ``sock`` as authenticating; False if it was dropped meanwhile."""
-        with self._pending_lock:
-            return self._pending.pop(sock, None) is not None
 
     def _serve(self, sock: socket.socket) -> None:
         try:
@@ -322,7 +302,7 @@ class DriverRendezvous:
             sock.sendall(KNOWN + nonce + handshake_mac(job.secret, b"hello", token, nonces))
             up, down = message_keys(job.secret, token, nonces, magic)
             request = _recv_message(sock, _opener(up), deadline, RENDEZVOUS_MAX_REQUEST)
-            if request is None or not self._authenticated(sock):
+            if request is None or not self._pending.authenticated(sock):
                 return
             with self._cond:
                 job.used = time.monotonic()
@@ -332,7 +312,7 @@ class DriverRendezvous:
         except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
             log.debug("timely_spark rendezvous: a connection ended (%s)", exc)
         finally:
-            self._authenticated(sock)
+            self._pending.authenticated(sock)
             sock.close()
 
     def _answer(self, token: bytes, job: _Job, request: dict) -> dict:
