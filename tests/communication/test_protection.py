@@ -357,6 +357,27 @@ def test_a_connecting_process_whose_handshake_is_closed_connects_again_until_its
         m.shutdown(clean=False)
 
 
+def test_a_listener_remembers_only_its_latest_refusals():
+    from timely_spark.communication.tcp import REJECTIONS_KEPT
+
+    listener = bind_listener()
+    port = listener.getsockname()[1]
+    m, _ = mesh(0, [("127.0.0.1", port), ("127.0.0.1", 1)], listener, connect_timeout=30)
+    m.start_accepting()
+    for i in range(REJECTIONS_KEPT + 20):             # each proves nothing and is refused
+        c = socket.create_connection(("127.0.0.1", port), timeout=5)
+        c.recv(len(MAGIC) + NONCE, socket.MSG_WAITALL)
+        c.sendall(b"x" * CONNECTOR_HELLO)
+        assert c.recv(1) == b""
+        c.close()
+    deadline = time.monotonic() + 10
+    while "bad greeting" not in (m.rejected[-1] if m.rejected else ""):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert len(m.rejected) == REJECTIONS_KEPT
+    m.shutdown(clean=False)
+
+
 IDLE_CONNECTIONS = 40
 
 

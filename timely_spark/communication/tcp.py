@@ -73,6 +73,7 @@ import socket
 import struct
 import threading
 import time
+from collections import deque
 from typing import Any, Optional
 
 from ..errors import FrameLimitReached, TimelyError, WorkerAborted, WorkerError, WorkerFailure
@@ -113,6 +114,7 @@ CONTROL = 0xFFFFFFFF                  # channel of control frames
 HEARTBEAT, GOODBYE, ERROR = 10, 11, 12
 MORE = 0x80                           # kind flag: the message continues in the next frame
 IOV_MAX = 1024                        # buffers one sendmsg may take (Linux's UIO_MAXIOV; more: EMSGSIZE)
+REJECTIONS_KEPT = 256                 # refused connections a mesh remembers (Mesh.rejected): the latest
 STAGE = 256 * 1024                    # bytes read at once; a larger frame is read into a buffer of its own
 
 
@@ -555,7 +557,7 @@ class Mesh:
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         self._threads: list[threading.Thread] = []
-        self.rejected: list[str] = []     # why connections were refused (for tests and logs)
+        self.rejected: deque[str] = deque(maxlen=REJECTIONS_KEPT)   # why connections were refused (the latest)
 
     def stopped(self) -> bool:
         """Whether the mesh is shutting down."""
