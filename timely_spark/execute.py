@@ -28,6 +28,7 @@ from .errors import ParameterError
 from .launch import launch_local
 from .process import run_process, run_workers
 from .runtime import DEFAULT_PEER_TIMEOUT, DEFAULT_PORT, SECRET_ENV, Config, check_port
+from .state.key import resolve_key
 
 __all__ = ["Config", "execute", "execute_config", "execute_from_args", "example", "parse_args", "run_process"]
 
@@ -77,6 +78,7 @@ def execute_config(fn: Callable[[Worker], R], config: Config) -> list[R]:
     [(0, 2), (1, 2)]
     """
     config.check()
+    resolve_key(config)
     if config.processes == 1:
         return run_workers(fn, config)
     if config.process is None:

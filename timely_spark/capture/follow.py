@@ -17,7 +17,9 @@ order).  Exchange the stream by key for keyed work.
 
 **Records.**  A log of Arrow records (a Structured Streaming sink's, or a capture of a
 columnar stream) gives one ``pyarrow.RecordBatch`` per time and worker (the record
-columns only); other layouts give their Python records (dicts, tuples, values).
+columns only); other layouts give their Python records (dicts, tuples, values).  A log
+of pickled records is followed only with ``allow_pickle=True`` (unpickling runs code
+the file names: allow it only for a log no one but your own runs can write).
 
 **The end.**  A log is *closed* when its frontier is empty: every capturing writer's
 stream ended (its last progress released its last time; ``ParquetEventWriter.close``,
@@ -61,6 +63,7 @@ from .event import Messages, Progress
 from .log_index import LogIndex, LogSnapshot, local_path
 from .parquet import RESERVED
 from .part_file import DATA, open_part, read_columns
+from .record_columns import pickle_refused
 
 if TYPE_CHECKING:
     from ..dataflow.stream import Stream
@@ -69,12 +72,13 @@ __all__ = ["follow", "LogFollower"]
 
 
 def follow(path: Any, scope: Any, since: Any = None, poll: float = FOLLOW_POLL_INTERVAL, time: Any = 0,
-           name: str = "Follow") -> "Stream":
+           name: str = "Follow", *, allow_pickle: bool = False) -> "Stream":
     """A stream in ``scope`` of the records of the event log at ``path`` at their times,
     this worker's share of each time (see the module's docstring), sent once the log
     proves the time complete; it ends when the log is closed.  ``since``: start at this
     frontier.  ``poll``: seconds between looks at the log.  ``time``: an example of the
     log's time type (int by default), so a log not started yet can be followed.
+    ``allow_pickle``: follow a log of pickled records (their files run code when read).
 
     >>> import tempfile, timely_spark as ts
     >>> from timely_spark.capture import ParquetEventWriter
@@ -97,7 +101,8 @@ def follow(path: Any, scope: Any, since: Any = None, poll: float = FOLLOW_POLL_I
     restored = of(scope) if of is not None else None
     if since is None and restored is not None:
         since = restored                 # a restored run: the times before it are in the snapshot
-    source = LogFollower(path, scope.index, scope.peers, since=since, poll=poll, time=time)
+    source = LogFollower(path, scope.index, scope.peers, since=since, poll=poll, time=time,
+                         allow_pickle=allow_pickle)
     register = getattr(worker, "register_source", None)
     if register is not None:
         register(source)                 # a snapshot may pin it (see LogFollower.pin)
@@ -118,8 +123,9 @@ class LogFollower:
     closed and everything was sent."""
 
     def __init__(self, path: Any, index: int, peers: int, since: Any = None, poll: float = FOLLOW_POLL_INTERVAL,
-                 time: Any = 0) -> None:
+                 time: Any = 0, allow_pickle: bool = False) -> None:
         self.path = local_path(path)
+        self.allow_pickle = allow_pickle
         self.index, self.peers, self.poll = index, peers, poll
         self.desc = timestamp.describe(time)
         self._index = LogIndex(self.path, self.desc)
@@ -258,6 +264,8 @@ class LogFollower:
             try:
                 with open_part(path) as part:
                     self._layout = _layout(path, part)
+                    if self._layout == "pickle" and not self.allow_pickle:
+                        raise pickle_refused(path)
                     table = read_columns(path, part)
             except EventLogError as exc:
                 if not os.path.lexists(path):

@@ -52,7 +52,7 @@ from .log_files import (
     worker_files,
 )
 from .part_file import FORMAT, PROGRESS, check_meta, check_rows, open_part, read_columns
-from .record_columns import RecordColumns, layout_of
+from .record_columns import RecordColumns, layout_of, pickle_refused
 
 __all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_dirs", "time_type", "part_files",
            "log_files", "worker_files", "missing_workers", "part_range", "not_started", "read_footer", "read_meta",
@@ -460,9 +460,13 @@ class ParquetEventReader:
     and raises StopIteration once every file is read and the writer closed the log.
     Hidden temporary files (a writer's unfinished or crashed tail) are ignored.
     ``time`` (an example timestamp) makes a mismatched time type an error.
+    A log of pickled records (records that are not dicts, tuples, scalars or record
+    batches) is read only with ``allow_pickle=True``: unpickling runs code the file
+    names, so allow it only for a log no one but your own runs can write; otherwise
+    its first file is an :class:`EventLogError` naming it, before anything is unpickled.
     """
 
-    def __init__(self, path: Any, worker: Optional[int] = 0, time: Any = None) -> None:
+    def __init__(self, path: Any, worker: Optional[int] = 0, time: Any = None, *, allow_pickle: bool = False) -> None:
         root = Path(path)
         self.dir = root / f"worker={worker}" if worker is not None else root
         if not self.dir.is_dir():
@@ -470,6 +474,7 @@ class ParquetEventReader:
                 worker_dirs(root)   # raises "not an event log" when it is not one
             raise EventLogError(f"{self.dir}: no such event log directory")
         self._expected_time = time_type(time) if time is not None else None
+        self._allow_pickle = allow_pickle
         self._meta: Optional[dict] = None
         self._metas: dict[str, dict] = {}
         self._schema: Any = None
@@ -489,6 +494,8 @@ class ParquetEventReader:
     def _load(self, file: Path) -> None:
         with open_part(file) as part:
             meta = check_meta(file, part.schema_arrow)
+            if meta["records"] == "pickle" and not self._allow_pickle:
+                raise pickle_refused(file)
             if self._meta is None:
                 if self._expected_time is not None and meta["time"] != self._expected_time:
                     raise EventLogError(f"{file}: times are {meta['time']}, expected {self._expected_time}")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import cloudpickle
 
 from ..errors import CheckpointError, RunTimeout, SparkJobError, TimelyError, most_telling, picklable
 from ..runtime import DEFAULT_PEER_TIMEOUT, STOP_GRACE, Config, check_count, new_secret
+from ..state.key import file_key
 from ..state.manifest import list_manifests, load_manifest, manifest_path
 from .barrier import run_in_barrier_task, task_config
 from .cancel import caller_job_group, cancelled_on_interrupt_or_deadline
@@ -48,8 +49,9 @@ def _first_line(exc: Optional[BaseException]) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
-def resumes_from(checkpoint: Optional[str]) -> str:
-    """Where a new attempt of a run with ``checkpoint`` starts, for the retry's log line:
+def resumes_from(checkpoint: Optional[str], key: Union[bytes, str, None] = None) -> str:
+    """Where a new attempt of a run with ``checkpoint`` (its ``checkpoint_key``: ``key``)
+    starts, for the retry's log line:
     the time of the newest snapshot committed there (the workers restore it, or fall
     back to an older one if it is damaged), or the beginning.
 
@@ -62,7 +64,7 @@ def resumes_from(checkpoint: Optional[str]) -> str:
     if not seqs:
         return f"it starts from the beginning (no snapshot committed in {checkpoint} yet)"
     try:
-        t = load_manifest(manifest_path(checkpoint, seqs[-1]))["time"]
+        t = load_manifest(manifest_path(checkpoint, seqs[-1]), file_key(key))["time"]
     except CheckpointError:
         return f"it resumes from the last usable snapshot committed in {checkpoint}"
     return f"it resumes from the snapshot at time {t!r} committed in {checkpoint}"
@@ -171,6 +173,6 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
                                                      "error": _first_line(failure)})
         if attempt < max_attempts:
             log.warning("timely_spark.run: attempt %d of %d failed (%s); retrying: %s", attempt, max_attempts,
-                        _first_line(failure), resumes_from(config.checkpoint))
+                        _first_line(failure), resumes_from(config.checkpoint, config.checkpoint_key))
     assert failure is not None
     raise failure
