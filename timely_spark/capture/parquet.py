@@ -293,8 +293,13 @@ class ParquetEventWriter:
 
         name = f"part-{self._part:06d}.parquet"
         tmp = self.dir / f".{name}.tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, self.dir / name)
+        try:
+            pq.write_table(table, tmp)
+            os.replace(tmp, self.dir / name)
+        except OSError as exc:          # a full disk, a lost mount: name the file, leave no temporary behind
+            tmp.unlink(missing_ok=True)
+            raise EventLogError(f"{self.dir / name}: cannot write the part file ({type(exc).__name__}: "
+                                f"{exc}); nothing of it was published") from exc
         self._part += 1
         self._last_flush = _time.monotonic()
 

@@ -117,11 +117,19 @@ def write_manifest(directory: str, seq: int, body: dict, key: bytes) -> str:
     document = dict(body, mac=mac(key, "manifest", _canonical(body)))
     path = manifest_path(directory, seq)
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(document, f, sort_keys=True, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(document, f, sort_keys=True, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:              # a full disk: name the file; the snapshot is not committed
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise CheckpointError(f"{path}: cannot write the manifest of snapshot {seq} ({type(exc).__name__}: "
+                              f"{exc}); the snapshot is not committed") from exc
     fsync_dir(directory)
     return path
 
