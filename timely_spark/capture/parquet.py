@@ -51,6 +51,7 @@ from .log_files import (
     worker_dirs,
     worker_files,
 )
+from .owner_lock import OwnerLock
 from .part_file import FORMAT, PROGRESS, check_meta, check_rows, open_part, read_columns
 from .record_columns import RecordColumns, layout_of, pickle_refused
 
@@ -88,6 +89,11 @@ class ParquetEventWriter:
     would capture, a ``diff`` column for a changelog), so that a worker that gets no
     data never holds the log's frontier back (see :meth:`flush`).
 
+    A worker directory belongs to one open writer at a time: a second one (another run
+    writing the same log) is an :class:`EventLogError` naming the directory and the run
+    holding it (:class:`~.owner_lock.OwnerLock`; the hold ends at :meth:`close` or with
+    the holder's process).
+
     A run restored from a checkpoint goes on with the log its crashed attempt wrote,
     every epoch exactly once (:meth:`restore`, :meth:`recover`; ``capture_into`` calls
     them): a log already at ``path`` is otherwise an error at the first write.
@@ -114,6 +120,9 @@ class ParquetEventWriter:
         self.root = Path(path)
         self.dir = self.root / f"worker={worker}"
         self.dir.mkdir(parents=True, exist_ok=True)
+        # one writer (one run) at a time in a worker directory, until close (or its process ends)
+        self._owner_lock: Optional[OwnerLock] = OwnerLock(self.dir, f"worker {worker}'s directory of the event log",
+                                                          EventLogError)
         # a log here already: an error at the first write, unless a restored run resumes it (restore)
         self._existing = any(part_range(p.name) for p in self.dir.iterdir()) or (self.dir / "_CLOSED").exists()
         self.worker, self.peers = worker, peers
@@ -406,6 +415,8 @@ class ParquetEventWriter:
             self.flush(closing=True)
             self.closed = True
             (self.dir / "_CLOSED").touch()
+            if self._owner_lock is not None:
+                self._owner_lock.release()
 
 
 def _given_columns(where: Path, schema: Any) -> tuple[str, list, bool]:

@@ -12,6 +12,7 @@ from ..errors import CheckpointError, RunTimeout, SparkJobError, TimelyError, mo
 from ..runtime import DEFAULT_PEER_TIMEOUT, STOP_GRACE, Config, check_count, new_secret
 from ..state.key import file_key
 from ..state.manifest import list_manifests, load_manifest, manifest_path
+from ..state.owner import owning_checkpoint
 from .barrier import run_in_barrier_task, task_config
 from .cancel import caller_job_group, cancelled_on_interrupt_or_deadline
 from .job_errors import chained, spark_summary, timely_cause
@@ -126,6 +127,13 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     fn_bytes = cloudpickle.dumps(fn, protocol=5)
     install_error_translation()
     service = session_rendezvous(sc, getattr(spark, "conf", None))
+    with owning_checkpoint(config):               # every attempt: a retry is this run, another job is not
+        return _attempts(sc, fn_bytes, config, workers, max_attempts, service, stats)
+
+
+def _attempts(sc: Any, fn_bytes: bytes, config: Config, workers: int, max_attempts: int, service: Any,
+              stats: Optional[dict]) -> list:
+    """Run the barrier job up to ``max_attempts`` times (see :func:`run`)."""
     failure: Optional[BaseException] = None
     for attempt in range(1, max_attempts + 1):
         secret = new_secret()
