@@ -121,8 +121,7 @@ class ParquetEventWriter:
         self.dir = self.root / f"worker={worker}"
         self.dir.mkdir(parents=True, exist_ok=True)
         # one writer (one run) at a time in a worker directory, until close (or its process ends)
-        self._owner_lock: Optional[OwnerLock] = OwnerLock(self.dir, f"worker {worker}'s directory of the event log",
-                                                          EventLogError)
+        self._owner_lock = OwnerLock(self.dir, f"worker {worker}'s directory of the event log", EventLogError)
         # a log here already: an error at the first write, unless a restored run resumes it (restore)
         self._existing = any(part_range(p.name) for p in self.dir.iterdir()) or (self.dir / "_CLOSED").exists()
         self.worker, self.peers = worker, peers
@@ -415,8 +414,7 @@ class ParquetEventWriter:
             self.flush(closing=True)
             self.closed = True
             (self.dir / "_CLOSED").touch()
-            if self._owner_lock is not None:
-                self._owner_lock.release()
+            self._owner_lock.release()
 
 
 def _given_columns(where: Path, schema: Any) -> tuple[str, list, bool]:
