@@ -28,6 +28,8 @@ from .errors import ParameterError
 from .launch import launch_local
 from .process import run_process, run_workers
 from .runtime import DEFAULT_PEER_TIMEOUT, DEFAULT_PORT, SECRET_ENV, Config, check_port
+from .state.key import resolve_key
+from .state.owner import owning_checkpoint
 
 __all__ = ["Config", "execute", "execute_config", "execute_from_args", "example", "parse_args", "run_process"]
 
@@ -77,6 +79,12 @@ def execute_config(fn: Callable[[Worker], R], config: Config) -> list[R]:
     [(0, 2), (1, 2)]
     """
     config.check()
+    resolve_key(config)
+    with owning_checkpoint(config):
+        return _execute(fn, config)
+
+
+def _execute(fn: Callable[[Worker], R], config: Config) -> list[R]:
     if config.processes == 1:
         return run_workers(fn, config)
     if config.process is None:

@@ -15,7 +15,7 @@ import math
 import os
 import secrets
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from .errors import ParameterError
 
@@ -285,7 +285,9 @@ class Config:
     peer may stay silent; ``connect_timeout`` how long to wait for all peers at the start.
     ``checkpoint`` is a directory for snapshots of operator state (None: none are
     taken); ``snapshot_every`` the seconds between snapshots (None: one only when the
-    inputs close); ``snapshots_kept`` how many committed snapshots are kept.
+    inputs close); ``snapshots_kept`` how many committed snapshots are kept;
+    ``checkpoint_key`` the secret its files are authenticated under (None: filled where
+    the run starts, see :mod:`timely_spark.state.key`).
 
     >>> Config(threads=2, processes=3).check().threads
     2
@@ -305,6 +307,7 @@ class Config:
     checkpoint: Optional[str] = None
     snapshot_every: Optional[float] = None
     snapshots_kept: int = SNAPSHOTS_KEPT
+    checkpoint_key: Union[bytes, str, None] = field(default=None, repr=False)
 
     def check(self) -> "Config":
         """Raise a ValueError naming the first bad parameter; return the config."""

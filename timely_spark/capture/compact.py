@@ -45,13 +45,14 @@ reader starting below ``retain_before`` sees those times complete and empty.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time as _time
 import uuid
 from pathlib import Path
 from typing import Any, Optional
 
-from ..errors import EventLogError
+from ..errors import EventLogError, ParameterError
 from ..progress import Antichain, timestamp
 from ..runtime import COMPACT_GRACE, COMPACT_MIN_FILES
 from .arrow_times import mask_at
@@ -86,6 +87,10 @@ def compact(path: Any, retain_before: Any = None, min_files: int = COMPACT_MIN_F
     ...
     timely_spark.errors.EventLogError: ...: an empty directory: the event log has not started yet ...
     """
+    if isinstance(min_files, bool) or not isinstance(min_files, int) or min_files < 1:
+        raise ParameterError(f"compact: min_files must be a whole number >= 1, got {min_files!r}", "min_files")
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not 0 <= grace < math.inf:
+        raise ParameterError(f"compact: grace must be a finite number of seconds >= 0, got {grace!r}", "grace")
     root = Path(local_path(path))
     dirs = worker_dirs(root)
     counts = {"compacted": 0, "dropped": 0, "removed": 0}
