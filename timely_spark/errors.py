@@ -207,7 +207,7 @@ class AggregateOverflow(TimelyError, OverflowError):
 
 class FrameLimitReached(WorkerFailure):
     """A connection sealed as many frames in one direction as one key may
-    (:data:`~timely_spark.runtime.MAX_FRAMES_PER_KEY`): it closes rather than reuse a
+    (:data:`~timely_spark.communication.aead.MAX_FRAMES_PER_KEY`): it closes rather than reuse a
     nonce.  The message names the peer."""
 
 

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..capture import ParquetEventWriter, compact, follow
-from ..runtime import FOLLOW_POLL_INTERVAL
+from ..capture.follow import FOLLOW_POLL_INTERVAL
 from ..spark import close_sink_log, read_event_log, register
 from ..spark import run as spark_run
 from .components_columnar import forest
