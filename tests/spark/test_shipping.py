@@ -36,7 +36,8 @@ README_REWRITES = {
     "spark://host:7077": shlex.quote("local-cluster[2,2,1024]"),
     "hdfs:///graphs/edges.parquet": "edges.parquet",
     "hdfs:///out/cc": "out/cc",
-    "jobs/connected_components.py ...": "jobs/connected_components.py --edges-path edges.parquet --out out/cc",
+    "jobs/examples/connected_components.py ...":
+        "jobs/examples/connected_components.py --edges-path edges.parquet --out out/cc",
 }
 
 JOB = r"""

@@ -166,7 +166,7 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
             if ticket is not None:
                 assert service is not None
                 service.close(ticket)
-        if stats is not None:     # when the driver learnt of the failure (jobs/bench_recovery.py)
+        if stats is not None:     # when the driver learnt of the failure (jobs/benchmarks/bench_recovery.py)
             stats.setdefault("failures", []).append({"attempt": attempt, "noticed": time.time(),
                                                      "error": _first_line(failure)})
         if attempt < max_attempts:

@@ -5,7 +5,7 @@ Each round, worker i sleeps (1 + i) units and pushes "worker i, round r" into a
 ``ts.sync.Sequencer``; every worker prints what it receives.  Group the output by
 observing worker: the sequences are identical.  Takes timely's flags.
 
-    python jobs/sequencer_demo.py -w 2 --rounds 4
+    python jobs/examples/sequencer_demo.py -w 2 --rounds 4
 """
 
 from __future__ import annotations

@@ -10,15 +10,13 @@
    keyed count through the bridge next to the bridge identity, with Spark's own
    ``groupBy().count()`` for reference.
 
-    python jobs/bench_columnar.py [--rows N] [--spark]
+    python jobs/benchmarks/bench_columnar.py [--rows N] [--spark]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -108,8 +106,7 @@ def exchange_rate(rows: int) -> float:
 def spark_figures(rows: int) -> None:
     from pyspark.sql import functions as F
 
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-    spark = ts.spark.get_session("bench columnar", master="local[2]", conf_dir=conf_dir)
+    spark = ts.spark.get_session("bench columnar", master="local[2]")
     df = spark.range(rows).select(F.col("id"), (F.col("id") % 1000).alias("key")).repartition(2).cache()
     df.count()
 

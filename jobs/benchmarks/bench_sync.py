@@ -1,16 +1,14 @@
 """Barrier.wait() round times: 2 processes, and 2 Spark barrier tasks, next to a raw
 Python socket round trip between two processes measured in the same run.
 
-    python jobs/bench_sync.py [--rounds N] [--no-spark]
+    python jobs/benchmarks/bench_sync.py [--rounds N] [--no-spark]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
-from pathlib import Path
 
 from bench_mesh import raw_ping_pong  # beside this script
 
@@ -48,8 +46,7 @@ def main() -> None:
     results = ts.execute(barrier_times(args.rounds), processes=2)
     print(summary("Barrier, 2 processes", results[0]))
     if not args.no_spark:
-        conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-        spark = ts.spark.get_session("bench sync", master="local[2]", conf_dir=conf_dir)
+        spark = ts.spark.get_session("bench sync", master="local[2]")
         results = ts.spark.run(spark, barrier_times(args.rounds), workers=2)
         print(summary("Barrier, 2 Spark tasks", results[0]))
         spark.stop()

@@ -17,7 +17,7 @@ and key:
     as the worker keeps up; the delay from the ``advance_to`` that completes a window
     to its result leaving the operator, median over the windows.
 
-    python jobs/bench_windows.py [--rows N] [--keys N] [--stream-minutes N] [--no-spark]
+    python jobs/benchmarks/bench_windows.py [--rows N] [--keys N] [--stream-minutes N] [--no-spark]
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import argparse
 import statistics
 import time
 from datetime import timedelta
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -102,8 +101,7 @@ def throughput(table: pa.Table) -> None:
 def spark_figures(table: pa.Table) -> None:
     from pyspark.sql import functions as F
 
-    spark = ts.spark.get_session("bench windows", master="local[2]",
-                                 conf_dir=Path(__file__).resolve().parents[1] / "conf")
+    spark = ts.spark.get_session("bench windows", master="local[2]")
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     df = spark.createDataFrame(table.to_pandas()).repartition(2).cache()
     df.count()

@@ -7,7 +7,7 @@
 2. Loop: one record circulating through ``iterative`` + ``feedback`` for 100,000
    rounds: microseconds per round.
 
-    python jobs/bench_engine.py [--records N] [--rounds N]
+    python jobs/benchmarks/bench_engine.py [--records N] [--rounds N]
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ anywhere.  Frames are authenticated with the secret both runs share in
 $TIMELY_SPARK_SECRET; without it, both fail at once.
 
     export TIMELY_SPARK_SECRET=$(python -c 'import secrets; print(secrets.token_hex(16))')
-    python jobs/capture_recv.py 5 -w 3 &
-    python jobs/capture_send.py -w 5
+    python jobs/examples/capture_recv.py 5 -w 3 &
+    python jobs/examples/capture_send.py -w 5
 """
 
 from __future__ import annotations

@@ -8,15 +8,13 @@
 Also prints how long the mesh set-up inside the barrier tasks takes: the address
 swap (``allGather``) and the authenticated connections.
 
-    python jobs/bench_connected_components.py [--vertices N] [--edges N]
+    python jobs/benchmarks/bench_connected_components.py [--vertices N] [--edges N]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
-from pathlib import Path
 
 import timely_spark as ts
 from timely_spark.graph import connected_components, union_find
@@ -49,8 +47,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
 
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-    spark = ts.spark.get_session("bench connected components", master="local[2]", conf_dir=conf_dir)
+    spark = ts.spark.get_session("bench connected components", master="local[2]")
     edges_df = ts.graph.random_edges(spark, args.vertices, args.edges, args.seed).localCheckpoint()
     edges = [(r["src"], r["dst"]) for r in edges_df.collect()]
     def identity(df):

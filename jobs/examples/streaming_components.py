@@ -24,16 +24,15 @@ streaming queries need at least one more slot between them.  On the embedded def
 (``local[2]``) that means one timely worker (the default here: the free slots); give
 ``--master local[4]`` (more slots than cores is fine on one machine) for two.
 
-    spark-submit jobs/streaming_components.py --seconds 60
-    python jobs/streaming_components.py --seconds 30 --rate 500 --workdir /tmp/idres
+    spark-submit jobs/examples/streaming_components.py --seconds 60
+    python jobs/examples/streaming_components.py --seconds 30 --rate 500 --workdir /tmp/idres
 
-The stages live in ``timely_spark.graph.streaming`` (shared with ``jobs/bench_streaming.py``).
+The stages live in ``timely_spark.graph.streaming`` (shared with ``jobs/benchmarks/bench_streaming.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -50,11 +49,10 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=2000, help="distinct emails and phones (fewer: more merges)")
     parser.add_argument("--workers", type=int, help="timely workers (default: the free task slots)")
     parser.add_argument("--workdir", help="directory for input, logs and checkpoints (default: a new temporary one)")
-    parser.add_argument("--master", help="Spark master (default: conf/spark-defaults.conf, or spark-submit's)")
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[2])")
     args = parser.parse_args()
 
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-    spark = ts.spark.get_session("timely streaming components", master=args.master, conf_dir=conf_dir)
+    spark = ts.spark.get_session("timely streaming components", master=args.master)
     spark.sparkContext.setLogLevel("ERROR")
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="streaming_components-"))
     try:

@@ -8,8 +8,8 @@ into any number of workers.  Frames are authenticated with $TIMELY_SPARK_SECRET,
 which both runs need (without it, this fails at once).
 
     export TIMELY_SPARK_SECRET=$(python -c 'import secrets; print(secrets.token_hex(16))')
-    python jobs/capture_recv.py 5 -w 3 &
-    python jobs/capture_send.py -w 5
+    python jobs/examples/capture_recv.py 5 -w 3 &
+    python jobs/examples/capture_send.py -w 5
 """
 
 from __future__ import annotations

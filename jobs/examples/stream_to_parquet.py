@@ -6,13 +6,12 @@ worker) that any Spark job can read -- complete epochs only -- with
 ``ts.spark.read_event_log``.  ``--open`` leaves the last epoch unfinished, as a
 running job would: its views are in the log already, but not reported.
 
-    spark-submit jobs/stream_to_parquet.py --out /tmp/views-log --epochs 5
+    spark-submit jobs/examples/stream_to_parquet.py --out /tmp/views-log --epochs 5
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import time
 from pathlib import Path
@@ -66,8 +65,7 @@ def main() -> None:
     parser.add_argument("--master")
     args = parser.parse_args()
 
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-    spark = ts.spark.get_session("timely stream to parquet", master=args.master, conf_dir=conf_dir)
+    spark = ts.spark.get_session("timely stream to parquet", master=args.master)
     out = str(Path(args.out).resolve())
     if Path(out).exists():
         import shutil

@@ -4,16 +4,14 @@ Reads Parquet or CSV with columns ``src``, ``dst`` (and optionally a weight colu
 or generates a random graph), writes ``(vertex, source, distance)`` as Parquet and
 prints a one-line summary.  Hop counts without ``--weight``.
 
-    spark-submit jobs/shortest_paths.py --edges-path edges.parquet --sources 0,42 --weight w --out /tmp/sp
-    python jobs/shortest_paths.py --vertices 10000 --edges 50000 --sources 0 --out /tmp/sp
+    spark-submit jobs/examples/shortest_paths.py --edges-path edges.parquet --sources 0,42 --weight w --out /tmp/sp
+    python jobs/examples/shortest_paths.py --vertices 10000 --edges 50000 --sources 0 --out /tmp/sp
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
-from pathlib import Path
 
 import timely_spark as ts
 
@@ -30,11 +28,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workers", type=int, default=2, help="timely workers (barrier tasks)")
     parser.add_argument("--out", default="out/shortest_paths", help="Parquet output directory")
-    parser.add_argument("--master", help="Spark master (default: conf/spark-defaults.conf, or spark-submit's)")
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[2])")
     args = parser.parse_args()
 
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-    spark = ts.spark.get_session("timely shortest paths", master=args.master, conf_dir=conf_dir)
+    spark = ts.spark.get_session("timely shortest paths", master=args.master)
     if args.edges_path:
         path = args.edges_path
         csv = path.endswith(".csv")

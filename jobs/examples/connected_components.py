@@ -5,8 +5,8 @@ random graph), runs :func:`timely_spark.graph.connected_components` (numpy fores
 per barrier worker, merged on one; each vertex's label is the smallest vertex id in
 its component) and writes ``(vertex, component)`` as Parquet, then prints a summary.
 
-    spark-submit jobs/connected_components.py --vertices 10000 --edges 20000 --out /tmp/cc
-    python jobs/connected_components.py --edges-path edges.parquet --out /tmp/cc --workers 2
+    spark-submit jobs/examples/connected_components.py --vertices 10000 --edges 20000 --out /tmp/cc
+    python jobs/examples/connected_components.py --edges-path edges.parquet --out /tmp/cc --workers 2
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
 import timely_spark as ts
 
@@ -33,11 +32,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workers", type=int, default=2, help="timely workers (barrier tasks)")
     parser.add_argument("--out", default="out/connected_components", help="Parquet output directory")
-    parser.add_argument("--master", help="Spark master (default: conf/spark-defaults.conf, or spark-submit's)")
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[2])")
     args = parser.parse_args()
 
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-    spark = ts.spark.get_session("timely connected components", master=args.master, conf_dir=conf_dir)
+    spark = ts.spark.get_session("timely connected components", master=args.master)
     edges = read_edges(spark, args.edges_path) if args.edges_path else ts.graph.random_edges(
         spark, args.vertices, args.edges, args.seed)
     start = time.perf_counter()

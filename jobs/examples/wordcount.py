@@ -8,14 +8,13 @@ as Parquet ``(epoch, word, count, worker, emitted)`` -- ``emitted`` is when the 
 emitted the count, in seconds since it started -- and the top words of each epoch are
 printed.
 
-    spark-submit jobs/wordcount.py --input texts/ --out /tmp/wordcount
-    python jobs/wordcount.py            # generates a few sample files
+    spark-submit jobs/examples/wordcount.py --input texts/ --out /tmp/wordcount
+    python jobs/examples/wordcount.py            # generates a few sample files
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import tempfile
 import time
@@ -71,11 +70,10 @@ def main() -> None:
     parser.add_argument("--out", default="out/wordcount", help="Parquet output directory")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--top", type=int, default=3, help="words to print per epoch")
-    parser.add_argument("--master", help="Spark master (default: conf/spark-defaults.conf, or spark-submit's)")
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[2])")
     args = parser.parse_args()
 
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-    spark = ts.spark.get_session("timely wordcount", master=args.master, conf_dir=conf_dir)
+    spark = ts.spark.get_session("timely wordcount", master=args.master)
     source = Path(args.input) if args.input else sample_input(Path(tempfile.mkdtemp(prefix="wordcount-")))
     files = sorted(str(p.resolve()) for p in source.iterdir() if p.is_file())
     if not files:

@@ -4,7 +4,7 @@ Each round, worker i sleeps i units, then waits at a ``ts.sync.Barrier``; it pri
 the elapsed time before and after the wait.  The first times differ, the second
 ones are (nearly) the same.  Takes timely's flags (-w threads, -n processes, ...).
 
-    python jobs/barrier_demo.py -w 2 --rounds 4
+    python jobs/examples/barrier_demo.py -w 2 --rounds 4
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ by a stable hash so that each word is counted on one worker, and each epoch's
 counts are printed only when the epoch is complete everywhere (a notification).
 A loop then computes, for each count, how many halvings bring it to 1.
 
-    python jobs/hello_timely.py --threads 2
+    python jobs/examples/hello_timely.py --threads 2
 """
 
 from __future__ import annotations

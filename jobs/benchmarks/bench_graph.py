@@ -26,8 +26,8 @@ barrier tasks started and after the last one ended; cpu: a task's Python CPU sec
 ``state-4-workers`` runs components and PageRank on 4 local threads and prints each
 worker's peak state (rows kept, from the ``graph`` logging stream).
 
-    python jobs/bench_graph.py --sizes 2000000,20000000,100000000 --data /work/data-graphscale
-    python jobs/bench_graph.py --sizes 100000000 --only pagerank-spark,cc-spark --data ...
+    python jobs/benchmarks/bench_graph.py --sizes 2000000,20000000,100000000 --data DIR
+    python jobs/benchmarks/bench_graph.py --sizes 100000000 --only pagerank-spark,cc-spark --data DIR
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -45,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ITERATIONS = 20
 SAMPLE_EVERY = 0.1          # seconds between RSS samples
 SLOW_ABOVE = 2_000_000      # default --skip-slow-above: the DataFrame loops and pure Python
@@ -116,10 +117,8 @@ def as_ints(strings):
 def _spark():
     import timely_spark as ts
 
-    conf = os.environ.get("SPARK_CONF_DIR") or str(ROOT / "conf")
     extra = {"spark.driver.memory": os.environ.get("BENCH_DRIVER_MEMORY", "4g")}
-    return ts.spark.get_session("bench graph", master=os.environ.get("BENCH_MASTER", "local[2]"),
-                                conf_dir=conf, extra=extra)
+    return ts.spark.get_session("bench graph", master=os.environ.get("BENCH_MASTER", "local[2]"), extra=extra)
 
 
 def _spark_edges(spark, path, strings=False):
@@ -579,7 +578,8 @@ def main() -> None:
                         help="Spark methods collect their result with toArrow up to this many edges; "
                              "above it Spark writes the result as Parquet (the timed action)")
     parser.add_argument("--only", default="", help="comma-separated methods (default: all)")
-    parser.add_argument("--data", default="/tmp/bench-graph", help="where the graphs' Parquet files go")
+    parser.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "bench-graph"),
+                        help="where the graphs' Parquet files go (default: a folder in the temporary directory)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=3600, help="seconds a method may take")
     parser.add_argument("--method", help=argparse.SUPPRESS)

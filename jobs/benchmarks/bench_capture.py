@@ -14,20 +14,19 @@
     ``readStream.format("timely")`` micro-batch (``foreachBatch``, default trigger),
     median over ``--stream-epochs`` epochs.
 
-    python jobs/bench_capture.py [--records N] [--epochs N] [--repeats N] [--stream-epochs N]
+    python jobs/benchmarks/bench_capture.py [--records N] [--epochs N] [--repeats N] [--stream-epochs N]
 
 ``--many-files N`` measures only a log of N tiny part files (one record and one epoch
 each): the index's first scan, then ``ts.spark.read_event_log`` (its load, which checks
 every file) and two ``count()`` actions on it, then a new load and count of the same
 files -- what each action costs in opening files rather than in rows.
 
-    python jobs/bench_capture.py --many-files 5000
+    python jobs/benchmarks/bench_capture.py --many-files 5000
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import tempfile
@@ -173,8 +172,7 @@ def many_files(n: int) -> None:
         start = time.perf_counter()
         LogIndex(path).snapshot()
         print(f"{n:,} part files: the index's first scan {time.perf_counter() - start:.2f} s")
-        conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-        spark = ts.spark.get_session("bench capture", master="local[2]", conf_dir=conf_dir)
+        spark = ts.spark.get_session("bench capture", master="local[2]")
         for attempt in ("first", "again"):
             start = time.perf_counter()
             frame = ts.spark.read_event_log(spark, path)
@@ -211,8 +209,7 @@ def main() -> None:
     try:
         t_capture = capture(batches, work_dir / "log")
 
-        conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-        spark = ts.spark.get_session("bench capture", master="local[2]", conf_dir=conf_dir)
+        spark = ts.spark.get_session("bench capture", master="local[2]")
         rows = [(e, r["key"], r["value"]) for e, batch in enumerate(batches) for r in batch]
         frame = spark.createDataFrame(rows, "time long, key long, value double").cache()
         frame.count()

@@ -3,16 +3,14 @@
 Reads Parquet or CSV with columns ``src``, ``dst`` (or generates a random graph),
 writes ``(vertex, rank)`` as Parquet and prints a one-line summary.
 
-    spark-submit jobs/pagerank.py --edges-path edges.parquet --out /tmp/pr --iterations 20
-    python jobs/pagerank.py --vertices 10000 --edges 50000 --out /tmp/pr
+    spark-submit jobs/examples/pagerank.py --edges-path edges.parquet --out /tmp/pr --iterations 20
+    python jobs/examples/pagerank.py --vertices 10000 --edges 50000 --out /tmp/pr
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
-from pathlib import Path
 
 import timely_spark as ts
 
@@ -30,11 +28,10 @@ def main() -> None:
     parser.add_argument("--tolerance", type=float, help="stop when the L1 change drops below this")
     parser.add_argument("--workers", type=int, default=2, help="timely workers (barrier tasks)")
     parser.add_argument("--out", default="out/pagerank", help="Parquet output directory")
-    parser.add_argument("--master", help="Spark master (default: conf/spark-defaults.conf, or spark-submit's)")
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[2])")
     args = parser.parse_args()
 
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-    spark = ts.spark.get_session("timely pagerank", master=args.master, conf_dir=conf_dir)
+    spark = ts.spark.get_session("timely pagerank", master=args.master)
     if args.edges_path:
         path = args.edges_path
         csv = path.endswith(".csv")

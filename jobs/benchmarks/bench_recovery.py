@@ -15,7 +15,7 @@ committed snapshot (at time t) and replays epochs t..KILL_AT.  Printed, from the
    total = 1..4, the time to output again (target <= 15 s);
 5. replay: -> epoch KILL_AT is complete again (the work lost since the snapshot).
 
-    python jobs/bench_recovery.py [--keys N] [--rows N] [--epochs N] [--kill-at N]
+    python jobs/benchmarks/bench_recovery.py [--keys N] [--rows N] [--epochs N] [--kill-at N]
                                   [--snapshot-every S] [--epoch-seconds S] [--master URL]
 """
 
@@ -27,12 +27,9 @@ import shutil
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import timely_spark as ts
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def running_sums(stream: Any, keys: int) -> Any:
@@ -126,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     work_dir = tempfile.mkdtemp(prefix="bench_recovery_")
     checkpoint, marker = os.path.join(work_dir, "checkpoint"), os.path.join(work_dir, "killed")
     try:
-        spark = ts.spark.get_session("bench_recovery", master=args.master, conf_dir=ROOT / "conf")
+        spark = ts.spark.get_session("bench_recovery", master=args.master)
         stats: dict = {}
         results = ts.spark.run(spark, job(args, marker), workers=2, max_attempts=2, checkpoint=checkpoint,
                                snapshot_every=args.snapshot_every, stats=stats)

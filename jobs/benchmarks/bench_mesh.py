@@ -16,7 +16,7 @@ Every frame on the mesh is encrypted and authenticated (AES-256-GCM; set
 ``TIMELY_SPARK_ENCRYPTION=off`` to measure authentication alone); the raw socket figures
 are the unprotected floor.
 
-    python jobs/bench_mesh.py [--records N] [--arrow-mb N] [--trips N] [--epochs N]
+    python jobs/benchmarks/bench_mesh.py [--records N] [--arrow-mb N] [--trips N] [--epochs N]
 """
 
 from __future__ import annotations

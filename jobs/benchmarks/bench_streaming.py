@@ -1,4 +1,4 @@
-"""Benchmark: the streaming pipeline of jobs/streaming_components.py against a Spark-only stateful query.
+"""Benchmark: the streaming pipeline of jobs/examples/streaming_components.py against a Spark-only stateful query.
 
 (The pipeline's stages: ``timely_spark.graph.streaming``.)
 
@@ -20,13 +20,12 @@ Printed:
   the two logs with compaction on (the files readers use, and all on disk: replaced
   files stay ``COMPACT_GRACE`` seconds).
 
-    python jobs/bench_streaming.py --seconds 120
+    python jobs/benchmarks/bench_streaming.py --seconds 120
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import tempfile
@@ -37,8 +36,6 @@ from pathlib import Path
 import timely_spark as ts
 from timely_spark.capture import LogIndex
 from timely_spark.graph import streaming as pipeline
-
-HERE = Path(__file__).resolve().parent
 
 
 def quantiles(values: list) -> tuple[float, float]:
@@ -86,8 +83,7 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
 
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(HERE.parent / "conf")
-    spark = ts.spark.get_session("bench streaming", master=args.master, conf_dir=conf_dir)
+    spark = ts.spark.get_session("bench streaming", master=args.master)
     spark.sparkContext.setLogLevel("ERROR")
     workdir = Path(tempfile.mkdtemp(prefix="bench_streaming-"))
     try:

@@ -16,18 +16,16 @@ result changelog out), the batch form, and how to compare the two results --
 bound its docstring states) and ``shortest_paths_stream`` (hop counts from one source,
 the first edge's ``src``; exact).
 
-    python jobs/bench_incremental.py                      # 2,000,000 edges
-    python jobs/bench_incremental.py --sizes 2000000,20000000
+    python jobs/benchmarks/bench_incremental.py                      # 2,000,000 edges
+    python jobs/benchmarks/bench_incremental.py --sizes 2000000,20000000
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -186,8 +184,7 @@ def main() -> None:
     parser.add_argument("--algorithms", default=",".join(ALGORITHMS), help="comma-separated names of ALGORITHMS")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
-    spark = ts.spark.get_session("bench incremental", master="local[2]", conf_dir=conf_dir)
+    spark = ts.spark.get_session("bench incremental", master="local[2]")
     graphs = {}
     for m in (int(s) for s in args.sizes.split(",")):
         edges = ts.graph.random_edges(spark, vertices=m // 2, edges=m, seed=args.seed)

@@ -8,8 +8,8 @@
    written to Spark's ``noop`` sink (median of N runs): rows/s and the ratio
    (target: >= 0.8).
 
-    spark-submit jobs/bench_spark.py [--rows N] [--runs N]
-    python jobs/bench_spark.py --rows 10000000
+    spark-submit jobs/benchmarks/bench_spark.py [--rows N] [--runs N]
+    python jobs/benchmarks/bench_spark.py --rows 10000000
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
 from typing import Callable
 
 import timely_spark as ts
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def median_seconds(a: Callable[[], object], b: Callable[[], object], runs: int) -> tuple[float, float]:
@@ -41,7 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=10_000_000, help="rows through the bridge (default 10,000,000)")
     parser.add_argument("--runs", type=int, default=5, help="timed runs of each, after a warm-up (default 5)")
     args = parser.parse_args(argv)
-    spark = ts.spark.get_session("bench_spark", conf_dir=ROOT / "conf")
+    spark = ts.spark.get_session("bench_spark")
     sc = spark.sparkContext
 
     def bare() -> object:

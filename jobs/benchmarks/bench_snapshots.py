@@ -19,8 +19,8 @@ Two parts, one run:
    the size is the bytes of a committed snapshot's files.  Also the timely stage's
    wall time with and without snapshots.
 
-    python jobs/bench_snapshots.py                       # defaults: 60 s per pipeline run, 2 M vertices
-    python jobs/bench_snapshots.py --seconds 20 --vertices 200000   # a quick look
+    python jobs/benchmarks/bench_snapshots.py                       # defaults: 60 s per pipeline run, 2 M vertices
+    python jobs/benchmarks/bench_snapshots.py --seconds 20 --vertices 200000   # a quick look
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ import timely_spark as ts
 from timely_spark.capture import Messages, ParquetEventWriter, Progress
 from timely_spark.graph import streaming as pipeline
 
-HERE = Path(__file__).resolve().parent
 _NUMBERED = re.compile(r"^(snapshot|manifest)-(\d+)(?:\.json)?$")
 
 
@@ -167,8 +166,7 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench_snapshots-"))
     try:
         if not args.skip_pipeline:
-            conf_dir = os.environ.get("SPARK_CONF_DIR") or str(HERE.parent / "conf")
-            spark = ts.spark.get_session("bench snapshots", master=args.master, conf_dir=conf_dir)
+            spark = ts.spark.get_session("bench snapshots", master=args.master)
             spark.sparkContext.setLogLevel("ERROR")
             try:
                 plain = pipeline_run(spark, workdir / "plain", args, None)

@@ -1,6 +1,6 @@
 """Where the quick start's first job spends its time.
 
-The quick start (``jobs/connected_components.py``) times connected components of a
+The quick start (``jobs/examples/connected_components.py``) times connected components of a
 20,000-edge random graph and the Parquet write.  Run first in a fresh session, that
 part pays for start-up that later jobs do not; this script runs, in one fresh session,
 the start-up steps one at a time, each as its own small job, then the quick start's
@@ -16,8 +16,8 @@ timed part twice:
 
 With ``--cold`` it skips steps 3 to 5, as the quick start does.
 
-    python jobs/bench_first_job.py
-    python jobs/bench_first_job.py --cold
+    python jobs/benchmarks/bench_first_job.py
+    python jobs/benchmarks/bench_first_job.py --cold
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from pathlib import Path
 
 START = time.perf_counter()
 import timely_spark as ts  # noqa: E402  (timed: the driver's import)
@@ -48,12 +47,11 @@ def main() -> None:
     args = parser.parse_args()
 
     print(f"{'1. import timely_spark (driver)':58s} {IMPORTED - START:6.2f} s")
-    conf = str(Path(__file__).resolve().parent.parent / "conf")
     spark = None
 
     def session():
         nonlocal spark
-        spark = ts.spark.get_session("first job", conf_dir=conf)
+        spark = ts.spark.get_session("first job")
 
     step("2. SparkSession (JVM start)", session)
     assert spark is not None
