@@ -1,0 +1,43 @@
+"""A Griffe extension for the API reference: the package's docstrings are reStructuredText-flavoured
+(doctest examples, ``:class:`` roles); this shows each doctest example as a fenced ``pycon`` block and
+each role as inline code, so that MkDocs renders them as written."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from griffe import Extension
+
+ROLE = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj):`(~?)([^`]+)`")
+
+
+def _code(role: re.Match) -> str:
+    """A Sphinx role as inline code: ``:class:`~a.B``` as ```B```, ``:class:`a.B``` as ```a.B```."""
+    return f"`{role.group(2).split('.')[-1] if role.group(1) else role.group(2)}`"
+
+
+def fence_doctests(text: str) -> str:
+    """``text`` with each doctest example (a ``>>>`` line, its ``...`` continuations and its output, up to a
+    blank line) inside a fenced ``pycon`` block, and Sphinx roles turned into inline code (tested by
+    ``tests/test_docs.py`` through the built API reference).
+    """
+    out: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        if not inside and line.lstrip().startswith(">>>"):
+            out.append("```pycon")
+            inside = True
+        elif inside and not line.strip():
+            out.append("```")
+            inside = False
+        out.append(line if inside else ROLE.sub(_code, line))
+    if inside:
+        out.append("```")
+    return "\n".join(out)
+
+
+class DoctestFences(Extension):
+    def on_instance(self, *, obj: Any, **kwargs: Any) -> None:
+        if obj.docstring is not None:
+            obj.docstring.value = fence_doctests(obj.docstring.value)
