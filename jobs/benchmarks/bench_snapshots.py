@@ -1,4 +1,4 @@
-"""Benchmark: what snapshots (issue 24) cost the streaming pipeline, and their size and time.
+"""Benchmark: what snapshots cost the streaming pipeline, and their size and time.
 
 Two parts, one run:
 

@@ -1,4 +1,4 @@
-"""Review of the encrypted mesh (issue 26): what a run leaves behind, what is read
+"""Review of the encrypted mesh: what a run leaves behind, what is read
 before authentication on the event streams, and the handshake's binding of its mode."""
 
 import os

@@ -57,12 +57,11 @@ from .record_columns import RecordColumns, layout_of
 
 __all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_dirs", "time_type", "part_files",
            "log_files", "worker_files", "missing_workers", "part_range", "not_started", "read_footer", "read_meta",
-           "FORMAT"]
+           "FORMAT", "is_changelog", "CAPTURE_COLUMNS_RETRY"]
 
 #: Seconds between a capturing writer's looks for its log's record columns (in another
 #: worker's file) while it holds progress back because it has not written a record yet.
 CAPTURE_COLUMNS_RETRY = 0.5
-__all__ += ["is_changelog"]
 
 
 
