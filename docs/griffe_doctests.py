@@ -41,3 +41,27 @@ class DoctestFences(Extension):
     def on_instance(self, *, obj: Any, **kwargs: Any) -> None:
         if obj.docstring is not None:
             obj.docstring.value = fence_doctests(obj.docstring.value)
+
+
+class StreamMethods(Extension):
+    """``Stream``'s and ``Scope``'s class bodies make operator functions methods (``map = core.map``): show
+    them as the functions they are, with their docstrings, instead of as undocumented attributes."""
+
+    def on_package(self, *, pkg: Any, **kwargs: Any) -> None:
+        for path in ("dataflow.stream.Stream", "dataflow.scope.Scope"):
+            self.resolve(pkg[path])
+
+    @staticmethod
+    def resolve(cls: Any) -> None:
+        from griffe import Alias
+
+        module = cls.module
+        for name, member in list(cls.members.items()):
+            if member.is_alias or not member.is_attribute or member.value is None:
+                continue
+            head, _, attr = str(member.value).partition(".")
+            source = module.members.get(head)
+            if source is None or not source.is_alias:
+                continue
+            target = f"{source.target_path}.{attr}" if attr else source.target_path
+            cls.set_member(name, Alias(name, target, parent=cls))

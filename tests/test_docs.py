@@ -166,3 +166,4 @@ def test_the_guide_builds_with_warnings_as_errors(tmp_path):
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     assert "timely_spark.execute" in api and "ts.execute" in api     # mkdocstrings rendered the docstrings,
     assert '<span class="gp">&gt;&gt;&gt; </span>' in api and ":class:`" not in api   # doctests as code
+    assert 'id="timely_spark.dataflow.stream.Stream.map"' in api       # operators shown as Stream's methods
