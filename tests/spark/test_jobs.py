@@ -1,4 +1,4 @@
-"""The Spark jobs, run as programs the way the README shows them: exact results."""
+"""The Spark jobs of jobs/examples, run as programs the way the guide shows them: exact results."""
 
 import os
 import subprocess
