@@ -35,18 +35,24 @@ from typing import IO, Any, Callable, Iterator
 import cloudpickle
 
 from .errors import RunTimeout, WorkerFailure, most_telling
-from .runtime import (
-    CHILD_EXIT_WAIT,
-    CHILD_MESSAGE_WAIT,
-    CHILD_START_WAIT,
-    POLL_INTERVAL,
-    RUN_BACKSTOP_SLACK,
-    STOP_GRACE,
-    Config,
-    new_secret,
-)
+from .runtime import POLL_INTERVAL, STOP_GRACE, Config, new_secret
 
 __all__ = ["launch_local", "child_main", "ChildProcess", "read_message"]
+
+#: Seconds the starting process waits for the rest of a message a worker process
+#: has begun to send (its results or its error).
+CHILD_MESSAGE_WAIT = 60.0
+
+#: Seconds a worker process waits for its configuration from the starting process.
+CHILD_START_WAIT = 120.0
+
+#: Seconds the starting process adds to ``timeout`` + twice :data:`~timely_spark.runtime.STOP_GRACE` before it
+#: kills worker processes that have not reported their own deadline (a backstop: they
+#: normally end themselves at ``timeout`` + :data:`~timely_spark.runtime.STOP_GRACE`).
+RUN_BACKSTOP_SLACK = 5.0
+
+#: Seconds to wait for a worker process to exit after the run, before killing it.
+CHILD_EXIT_WAIT = 10.0
 
 _LEN = struct.Struct("<Q")
 _PR_SET_PDEATHSIG = 1                 # prctl option (linux/prctl.h)

@@ -1,4 +1,4 @@
-"""Review of the encrypted mesh (issue 26): what a run leaves behind, what is read
+"""Review of the encrypted mesh: what a run leaves behind, what is read
 before authentication on the event streams, and the handshake's binding of its mode."""
 
 import os
@@ -59,7 +59,7 @@ def test_a_run_over_the_mesh_leaves_no_descriptor_or_thread_behind():
 def test_an_event_reader_refuses_an_oversized_announcement_before_buffering_it():
     from timely_spark.capture import EventReader
     from timely_spark.capture.stream_io import _PREFIX as PREFIX
-    from timely_spark.runtime import MAX_EVENT_FRAME
+    from timely_spark.capture.stream_io import MAX_EVENT_FRAME
 
     a, b = socket.socketpair()
     try:

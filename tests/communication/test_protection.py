@@ -23,6 +23,7 @@ from timely_spark.communication.tcp import (
     INNER,
     MAC,
     MAGIC,
+    MAX_HANDSHAKES,
     NONCE,
     Mesh,
     bind_listener,
@@ -31,7 +32,6 @@ from timely_spark.communication.tcp import (
 )
 from timely_spark.communication.thread import ThreadFabric
 from timely_spark.process import run_process
-from timely_spark.runtime import MAX_HANDSHAKES
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = Path(__file__).with_name("mesh_job.py")
@@ -448,7 +448,7 @@ ACCEPT_UNDER_PRESSURE = r"""
 import resource, socket, sys, threading, time
 from timely_spark.communication.tcp import Mesh, bind_listener
 from timely_spark.communication.thread import ThreadFabric
-from timely_spark.runtime import MAX_HANDSHAKES
+from timely_spark.communication.tcp import MAX_HANDSHAKES
 
 listener = bind_listener()
 port = listener.getsockname()[1]

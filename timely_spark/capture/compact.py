@@ -20,7 +20,7 @@ not pass the log's frontier: retention never drops an incomplete time
 (``EventLogError`` otherwise).
 
 **What a reader that is behind sees.**  The replaced files stay for ``grace`` seconds
-(:data:`~timely_spark.runtime.COMPACT_GRACE`) after the compacted file appears, so a
+(:data:`~timely_spark.capture.log_files.COMPACT_GRACE`) after the compacted file appears, so a
 Spark read planned on them, or a ``ParquetEventReader`` in the middle of them, finishes
 with the files it started on; after that they are removed by the next compaction.  A
 reader that resumes from a frontier (``readStream``'s offsets, ``follow(since=)``) is
@@ -54,13 +54,16 @@ from typing import Any, Optional
 
 from ..errors import EventLogError, ParameterError
 from ..progress import Antichain, timestamp
-from ..runtime import COMPACT_GRACE, COMPACT_MIN_FILES
 from .arrow_times import mask_at
+from .log_files import COMPACT_GRACE
 from .log_index import LogIndex, LogSnapshot, local_path
 from .parquet import not_started, part_range, worker_dirs
 from .part_file import DATA, PROGRESS, open_part, read_columns
 
 __all__ = ["compact", "compact_due"]
+
+#: Files of a worker (all at complete times) that make a compaction worth doing.
+COMPACT_MIN_FILES = 16
 
 
 def _frontier(value: Any) -> Antichain:

@@ -3,7 +3,7 @@ become complete, for any number of workers, until the log is closed.
 
 Each worker of the dataflow polls the log (a :class:`~.log_index.LogIndex`: a listing
 of its directories, new files read once) every ``poll`` seconds
-(:data:`~timely_spark.runtime.FOLLOW_POLL_INTERVAL` by default; between polls the
+(:data:`~timely_spark.capture.follow.FOLLOW_POLL_INTERVAL` by default; between polls the
 worker sleeps on its channels, it never spins).  When the log's frontier moves from
 ``F`` to ``G``, every time complete at ``G`` and not at ``F`` is sent, then the stream's
 frontier moves to ``G``: the stream's frontier is the log's, and never passes a time
@@ -58,13 +58,18 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import EventLogError, ParameterError
 from ..progress import Antichain, timestamp
-from ..runtime import FOLLOW_POLL_INTERVAL, check_timeout
+from ..runtime import check_timeout
 from .event import Messages, Progress
 from .log_files import not_started
 from .log_index import LogIndex, LogSnapshot, local_path
 from .parquet import RESERVED
 from .part_file import DATA, open_part, read_columns
 from .record_columns import pickle_refused
+
+#: Seconds between a follower's looks at a live event log (a directory listing; new
+#: files are read once): a time completed in the log reaches the stream within about
+#: this long.  Between looks the worker sleeps; it never spins.
+FOLLOW_POLL_INTERVAL = 0.1
 
 if TYPE_CHECKING:
     from ..dataflow.stream import Stream

@@ -36,12 +36,22 @@ from typing import Any, Optional
 
 from ..errors import EventLogError
 from ..progress import Antichain, MutableAntichain, timestamp
-from ..runtime import LOG_INDEX_CACHE_FILES, MISSING_WORKER_WAIT
 from .arrow_times import time_counts
 from .log_files import missing_workers, worker_files
 from .part_file import DATA, THREADED_READ_ROWS, check_meta, check_rows, open_part, read_columns
 
 __all__ = ["LogIndex", "LogSnapshot", "PartSummary", "Scan", "local_path", "cached_part_files"]
+
+#: Seconds a stream over an event log (``readStream.format("timely")`` with a schema)
+#: waits for a capturing worker that has not made its ``worker=<i>`` directory yet
+#: (its writer may start after the query; until it does, it holds the frontier back)
+#: before the query fails with an ``EventLogError`` naming the worker.
+MISSING_WORKER_WAIT = 600.0
+
+#: Part files whose footer and summary (times, row counts, progress) one process keeps,
+#: so that later reads of a log open only its new files (the least recently used are
+#: forgotten first).
+LOG_INDEX_CACHE_FILES = 200_000
 
 
 def local_path(path: Any) -> str:
@@ -233,7 +243,7 @@ class LogIndex:
     start before the job -- say its frontier (the minimum time); without it such a log
     is an :class:`EventLogError`.  With ``desc``, a capturing worker whose ``worker=<i>``
     directory is not there yet holds the frontier back for up to ``missing_worker_wait``
-    seconds (:data:`~timely_spark.runtime.MISSING_WORKER_WAIT`) from when this index
+    seconds (:data:`~timely_spark.capture.log_index.MISSING_WORKER_WAIT`) from when this index
     first missed it, then is an ``EventLogError`` naming it; without ``desc``, or once
     the index saw its directory, it is one at once.  A file that changes or goes away
     after it was read (the log was rewritten) starts the index over; a damaged, foreign

@@ -36,9 +36,10 @@ from typing import Any, Optional
 
 from ..errors import EventLogError
 from ..progress import MutableAntichain, timestamp
-from ..runtime import CAPTURE_COLUMNS_RETRY, COMPACT_GRACE, check_count
+from ..runtime import check_count
 from .event import Messages, Progress
 from .log_files import (
+    COMPACT_GRACE,
     RESERVED,
     is_changelog,
     log_files,
@@ -57,8 +58,11 @@ from .record_columns import RecordColumns, layout_of, pickle_refused
 
 __all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_dirs", "time_type", "part_files",
            "log_files", "worker_files", "missing_workers", "part_range", "not_started", "read_footer", "read_meta",
-           "FORMAT"]
-__all__ += ["is_changelog"]
+           "FORMAT", "is_changelog", "CAPTURE_COLUMNS_RETRY"]
+
+#: Seconds between a capturing writer's looks for its log's record columns (in another
+#: worker's file) while it holds progress back because it has not written a record yet.
+CAPTURE_COLUMNS_RETRY = 0.5
 
 
 
@@ -195,7 +199,7 @@ class ParquetEventWriter:
         the same columns: until this writer's first record shows them, progress is
         written with the columns given as ``schema`` or found in another worker's file
         of the log, and otherwise waits in the buffer (looked at again every
-        :data:`~timely_spark.runtime.CAPTURE_COLUMNS_RETRY` seconds), except when
+        :data:`~timely_spark.capture.parquet.CAPTURE_COLUMNS_RETRY` seconds), except when
         closing.  So a worker that never gets a record still moves the log's frontier
         once some worker wrote one.  A record that does not fit the log (see
         :mod:`.record_columns`) raises EventLogError naming it."""
@@ -345,7 +349,7 @@ class ParquetEventWriter:
         complete are dropped, never written twice.  RestoreError naming the log and both
         worker counts if it was captured by another number of workers.  Call it before
         the first event.  The files the cut replaced are removed ``grace`` seconds
-        after it (:data:`~timely_spark.runtime.COMPACT_GRACE`), at a flush: a read
+        after it (:data:`~timely_spark.capture.log_files.COMPACT_GRACE`), at a flush: a read
         planned on them finishes first."""
         from .resume import resume_worker
 

@@ -24,7 +24,7 @@ encrypted: someone recording the traffic learns sizes and timing, nothing more. 
 receiver checks the tag before it decodes (let alone unpickles) anything, so a frame
 injected, altered, reordered, replayed or dropped by someone on the path fails the
 connection, naming the peer.  A direction that would seal more than
-:data:`~timely_spark.runtime.MAX_FRAMES_PER_KEY` frames closes instead (the run fails
+:data:`~timely_spark.communication.aead.MAX_FRAMES_PER_KEY` frames closes instead (the run fails
 with :class:`~timely_spark.errors.FrameLimitReached`).  With
 ``TIMELY_SPARK_ENCRYPTION=off`` the payload travels in clear, still authenticated the
 same way; the mode is in the greeting, and a peer in the other mode is refused.
@@ -34,9 +34,9 @@ source worker, target worker, sequence number, kind)`` and payload (see :mod:`.c
 and the tag.  Frames are numbered and written under the connection's lock, so frames of
 one sender stay in order (FIFO per channel and peer).  The frames a worker sends in one
 step are gathered and written with one ``sendmsg`` when it finishes the step or waits
-(up to :data:`~timely_spark.runtime.SEND_BATCH_BYTES`; larger messages go at once), so
+(up to :data:`~timely_spark.communication.tcp.SEND_BATCH_BYTES`; larger messages go at once), so
 the peer wakes once per step, not once per message.  A message larger than
-:data:`~timely_spark.runtime.MAX_FRAME` goes as several frames; a header announcing
+:data:`~timely_spark.communication.tcp.MAX_FRAME` goes as several frames; a header announcing
 more than that fails the connection before anything is allocated.
 
 Reading: the workers read the sockets themselves, so no thread stands between a
@@ -49,7 +49,7 @@ no worker does (a quarter of ``peer_timeout`` at most apart: a peer's error, goo
 or closing is seen while the workers compute) and watches for silence.
 
 The listener gives each connection one deadline for its whole handshake, handshakes
-at most :data:`~timely_spark.runtime.MAX_HANDSHAKES` at once (one more drops the
+at most :data:`~timely_spark.communication.tcp.MAX_HANDSHAKES` at once (one more drops the
 oldest pending handshake of the source holding the most, as the driver's rendezvous
 does, so idle connections cannot lock the peers out), and keeps accepting after
 transient errors (too many open files, aborted connections), backing off.  A connecting
@@ -77,31 +77,65 @@ from collections import deque
 from typing import Any, Optional
 
 from ..errors import FrameLimitReached, TimelyError, WorkerAborted, WorkerError, WorkerFailure
-from ..runtime import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_PEER_TIMEOUT,
-    HANDSHAKE_TIMEOUT,
-    HEARTBEATS_PER_PEER_TIMEOUT,
-    LISTEN_BACKLOG,
-    MAX_FRAME,
+from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, POLL_INTERVAL
+from .aead import (
+    AES_GCM,
     MAX_FRAMES_PER_KEY,
-    MAX_HANDSHAKES,
-    MAX_RETRY_BACKOFF,
-    MIN_HEARTBEAT_INTERVAL,
-    PEER_ERROR_GRACE,
-    POLL_INTERVAL,
-    RETRY_BACKOFF,
-    SEND_BATCH_BYTES,
-    THREAD_JOIN_WAIT,
+    TAG,
+    Opener,
+    Sealer,
+    buffer,
+    derive_keys,
     encryption_enabled,
+    greeting,
+    mode,
 )
-from .aead import AES_GCM, TAG, Opener, Sealer, buffer, derive_keys, greeting, mode
 from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
 from .codec import decode, encode
 from .pending import PendingHandshakes
 from .thread import ThreadFabric
 
 __all__ = ["Mesh", "TcpAllocator", "bind_listener", "frame_keys", "handshake_mac", "recv_exact", "mesh_magic"]
+
+#: Seconds one connection may take for the whole authentication handshake.
+HANDSHAKE_TIMEOUT = 10.0
+
+#: Connections that may be in their handshake at once; more are refused at once.
+MAX_HANDSHAKES = 16
+
+#: The largest frame (bytes) the mesh sends or accepts; larger messages go as several
+#: frames.  A peer announcing more is failed before anything is allocated.
+MAX_FRAME = 256 * 1024 * 1024
+
+#: Heartbeats a process sends each peer per ``peer_timeout`` (so one lost or late
+#: heartbeat never fails a run) ...
+HEARTBEATS_PER_PEER_TIMEOUT = 4
+
+#: ... but never more often than every this many seconds.
+MIN_HEARTBEAT_INTERVAL = 0.05
+
+#: Seconds of the first wait before retrying a refused connection or a failed
+#: ``accept()`` (too many open files, aborted connection); it doubles on each retry ...
+RETRY_BACKOFF = 0.01
+
+#: ... up to this many seconds.
+MAX_RETRY_BACKOFF = 1.0
+
+#: Connections the kernel queues for a mesh listener before ``accept()``.
+LISTEN_BACKLOG = 64
+
+#: Seconds granted to each of the mesh's own threads (readers, acceptor, heartbeat)
+#: to end when the mesh shuts down; they are daemon threads, so none can keep a
+#: process alive.
+THREAD_JOIN_WAIT = 5.0
+
+PEER_ERROR_GRACE = 1.0
+"""Seconds a worker that cannot send to a peer waits for that peer's own error (sent
+before it closed) to arrive, so that the run reports the cause, not the broken pipe."""
+
+#: Frames a worker writes in one step are gathered (one system call, one wake-up of the
+#: peer) until they hold this many bytes; larger messages go out at once.
+SEND_BATCH_BYTES = 256 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -526,7 +560,7 @@ class Mesh:
     bound listening socket (its address is ``addresses[process]``).  ``encrypt``: seal
     payloads (None: unless ``$TIMELY_SPARK_ENCRYPTION`` is ``off``; frames are
     authenticated either way); ``frame_limit``: frames per direction of a connection
-    before it closes (:data:`~timely_spark.runtime.MAX_FRAMES_PER_KEY`).
+    before it closes (:data:`~timely_spark.communication.aead.MAX_FRAMES_PER_KEY`).
     """
 
     def __init__(self, process: int, addresses: list[tuple[str, int]], listener: socket.socket, secret: bytes,

@@ -29,9 +29,9 @@ derived with HKDF from the job's secret and both nonces, the length as associate
 data.  Addresses and error reports are thus confidential on the wire, always (the
 ``TIMELY_SPARK_ENCRYPTION`` switch does not apply to these few small messages).
 A wrong MAC or tag closes the connection without an answer.  Until its request has checked,
-a connection has :data:`~timely_spark.runtime.RENDEZVOUS_AUTH_TIMEOUT` seconds and at
-most :data:`~timely_spark.runtime.RENDEZVOUS_MAX_REQUEST` bytes; at most
-:data:`~timely_spark.runtime.RENDEZVOUS_PENDING` connections authenticate at once, and
+a connection has :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_AUTH_TIMEOUT` seconds and at
+most :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_MAX_REQUEST` bytes; at most
+:data:`~timely_spark.spark.rendezvous.RENDEZVOUS_PENDING` connections authenticate at once, and
 one more drops the oldest of the source holding the most.  A task whose connection is
 dropped before its answer connects again, within its wait.
 """
@@ -54,23 +54,39 @@ from typing import Any, Callable, Optional
 
 from ..communication.aead import TAG, Opener, Sealer, derive_keys, greeting, mode
 from ..communication.pending import PendingHandshakes
-from ..communication.tcp import bind_listener, handshake_mac, recv_exact
-from ..errors import RendezvousError, WorkerFailure, describe_error, most_telling, rebuild_error
-from ..runtime import (
-    DEFAULT_CONNECT_TIMEOUT,
+from ..communication.tcp import (
     HANDSHAKE_TIMEOUT,
     MAX_RETRY_BACKOFF,
-    POLL_INTERVAL,
-    RENDEZVOUS_AUTH_TIMEOUT,
-    RENDEZVOUS_MAX_REQUEST,
-    RENDEZVOUS_PENDING,
     RETRY_BACKOFF,
-    TICKET_IDLE_TIMEOUT,
+    bind_listener,
+    handshake_mac,
+    recv_exact,
 )
+from ..errors import RendezvousError, WorkerFailure, describe_error, most_telling, rebuild_error
+from ..runtime import DEFAULT_CONNECT_TIMEOUT, POLL_INTERVAL
 
 __all__ = ["Ticket", "DriverRendezvous", "RendezvousError", "driver_rendezvous", "session_rendezvous",
            "scheduler_attempts", "meet", "report_failure", "failure_marker", "reported_failure", "RENDEZVOUS_CONF",
            "MAX_ANSWER", "REMEMBERED_FAILURES"]
+
+#: Seconds a connection to the driver's rendezvous has to authenticate (send its hello
+#: and its MAC-checked request) before the driver drops it; a task whose connection is
+#: dropped connects again, within its wait.
+RENDEZVOUS_AUTH_TIMEOUT = 2.0
+
+#: Connections the driver's rendezvous lets authenticate at once (and its listen
+#: backlog).  When one more arrives, the oldest connection of the source holding the
+#: most is dropped, so idle connections cannot shut real tasks out.
+RENDEZVOUS_PENDING = 512
+
+#: The largest request (bytes) the driver's rendezvous reads before checking its MAC:
+#: a registration takes well under 1 KiB; a task's failure report is cut to fit.
+RENDEZVOUS_MAX_REQUEST = 16 * 1024
+
+#: Seconds a ``transform`` result's rendezvous ticket stays open without being used (no
+#: task registering or reporting); after that its tasks can no longer meet, and
+#: running the result again needs a new ``transform``.
+TICKET_IDLE_TIMEOUT = 3600.0
 
 log = logging.getLogger(__name__)
 

@@ -176,7 +176,7 @@ def _attempts(sc: Any, fn_bytes: bytes, config: Config, workers: int, max_attemp
             if ticket is not None:
                 assert service is not None
                 service.close(ticket)
-        if stats is not None:     # when the driver learnt of the failure (jobs/bench_recovery.py)
+        if stats is not None:     # when the driver learnt of the failure (jobs/benchmarks/bench_recovery.py)
             stats.setdefault("failures", []).append({"attempt": attempt, "noticed": time.time(),
                                                      "error": _first_line(failure)})
         if attempt < max_attempts:

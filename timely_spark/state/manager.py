@@ -49,12 +49,16 @@ from ..dataflow.operator import address_text
 from ..dataflow.subgraph import Subgraph
 from ..errors import CheckpointError
 from ..progress import Source, Target
-from ..runtime import SNAPSHOT_STALL
 from .key import file_key
 from .manifest import candidates, list_manifests, list_snapshot_dirs, retain, snapshot_dir, write_manifest
 from .store import Saved, restore_state, save_state, state_key, write_saved
 
 __all__ = ["SnapshotManager", "attach", "operators_of"]
+
+#: Seconds a worker waits for a snapshot's time to complete before it warns, naming the
+#: operator that holds an earlier time (an operator that keeps a capability at a time
+#: before ``t`` until its inputs pass ``t`` keeps every snapshot from completing).
+SNAPSHOT_STALL = 60.0
 
 
 #: Passes over the control messages per step (a message this worker sends itself is

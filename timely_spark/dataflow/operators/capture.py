@@ -94,7 +94,7 @@ def capture_into(stream: "Stream", pusher: Any, name: str = "Capture") -> None:
 
 
 def _recoverable(b: OperatorBuilder, scope: Any, pusher: Any, push_progress: Any, minimum: Any) -> None:
-    """Snapshots and restores (issue 24): a snapshot at ``t`` flushes the pusher (its
+    """Snapshots and restores: a snapshot at ``t`` flushes the pusher (its
     ``flush()``, if it has one) with every event before ``t`` pushed, so the log holds
     all of the times the snapshot covers; on a run with a checkpoint the pusher learns
     it and the restored time first (its ``recover(checkpoint, restored_time, minimum)``,

@@ -34,7 +34,6 @@ import pyarrow.compute as pc
 
 from ...errors import AggregateOverflow
 from ...progress import less_equal, sort_key
-from ...runtime import WINDOW_PANE_BATCHES
 from .agg_spec import aggregate_table
 from .group_by import tables_of
 from .key_hash import hash_columns
@@ -42,6 +41,10 @@ from .op_state import KEY_HASH, before, pickled_times, time_codes
 from .window_spec import INT64_MAX, INT64_MIN
 
 __all__ = ["Panes", "Sessions", "Sent"]
+
+#: ``group_by_window``: a pane of open windows combines its record batches into one once
+#: it holds this many (Arrow aggregates a few large chunks much faster than many small).
+WINDOW_PANE_BATCHES = 32
 
 _WS, _WE = "window_start", "window_end"
 _TID, _TIME, _PANE, _BOUND, _X = "__tid", "__time", "__pane", "__bound", "__x"
