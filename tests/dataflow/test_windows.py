@@ -336,9 +336,10 @@ def test_sliding_windows_whose_period_is_not_a_multiple_of_every_stream_exactly(
     params = dict(every=4, period=10)
     epochs = epoch_rows(2)
     on_time = [r for rows in epochs for r in rows if r not in late_rows(epochs)]
-    [(sent, _, early, slow)] = stream_windows(params, dict(threads=1), seed=2)
+    [(sent, _, early, slow, counted)] = stream_windows(params, dict(threads=1), seed=2)
     got = sorted(((r["window_start"], r["window_end"], r["k"], r["count_all"], r["v_sum"]) for r in sent), key=str)
     assert got == reference(on_time, **params) and early == [] and slow == []
+    assert counted == len(late_rows(epochs))
 
 
 @pytest.mark.parametrize("unit, tz, every", [("s", "Asia/Kolkata", timedelta(hours=1)),

@@ -39,7 +39,7 @@ def _cancel_spark_work(session):
         pass
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_timeout_set_timer(item, settings):
     """The timer of a test using the ``spark`` session (others keep pytest-timeout's)."""
     if "spark" not in getattr(item, "fixturenames", ()):

@@ -44,6 +44,18 @@ def run_query(spark, src, log, ckpt, partitions):
     return None
 
 
+def written(spark, tmp_path, batches, partitions):
+    """A query that wrote one micro-batch of ids per element of ``batches`` to a new log,
+    then stopped; returns its source, log and checkpoint paths."""
+    src, log, ckpt = tmp_path / "src", tmp_path / "log", tmp_path / "ckpt"
+    src.mkdir()
+    ts.spark.register(spark)
+    for n, ids in enumerate(batches):
+        add_file(src, n, ids)
+    assert run_query(spark, src, log, ckpt, partitions) is None
+    return src, log, ckpt
+
+
 def epochs(spark, log):
     rows = ts.spark.read_event_log(spark, log).select("time", "id").collect()
     out = {}
@@ -55,12 +67,7 @@ def epochs(spark, log):
 @pytest.mark.slow
 @pytest.mark.timeout(300)      # five streaming queries (and the session's start when it runs first)
 def test_batches_land_as_epochs_once_across_a_failed_commit_and_a_restart(spark, tmp_path):
-    src, log, ckpt = tmp_path / "src", tmp_path / "log", tmp_path / "ckpt"
-    src.mkdir()
-    ts.spark.register(spark)
-    add_file(src, 0, range(0, 7))
-    add_file(src, 1, range(7, 12))
-    assert run_query(spark, src, log, ckpt, partitions=3) is None
+    src, log, ckpt = written(spark, tmp_path, [range(0, 7), range(7, 12)], partitions=3)
     assert epochs(spark, log) == {0: list(range(7)), 1: list(range(7, 12))}
     assert ts.spark.event_log_frontier(spark, log).elements() == [2]
 
@@ -99,12 +106,7 @@ def test_a_batch_run_again_after_its_commit_succeeded_leaves_the_log_as_it_was(s
     """The driver stopped after batch 1's commit reached the log but before Spark
     recorded it in the checkpoint: the restarted query runs batch 1 again, and the
     log stays as it was -- same frontier, same rows, not a byte changed."""
-    src, log, ckpt = tmp_path / "src", tmp_path / "log", tmp_path / "ckpt"
-    src.mkdir()
-    ts.spark.register(spark)
-    add_file(src, 0, range(0, 4))
-    add_file(src, 1, range(4, 9))
-    assert run_query(spark, src, log, ckpt, partitions=2) is None
+    src, log, ckpt = written(spark, tmp_path, [range(0, 4), range(4, 9)], partitions=2)
     before = files(log)
     for name in ("1", ".1.crc"):                      # Spark's record that batch 1 was committed
         (ckpt / "commits" / name).unlink(missing_ok=True)
