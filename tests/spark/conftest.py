@@ -7,9 +7,13 @@ the answer meant for the call before (``KeyError: 'c'``, ``PythonUtils does not 
 in the JVM``) and every Spark test after it fails.  Instead, another thread stops the
 session's streaming queries and cancels its jobs (again each second) until the test
 returns, and the test is reported failed by its timeout; one that has not returned
-a minute later ends the run as pytest-timeout's thread method does (stacks dumped)."""
+a minute later ends the run as pytest-timeout's thread method does (stacks dumped).
+The session's start (the JVM's, in the setup of the first Spark test of a run) is
+not charged to that test: it has a budget of its own, after which the test gets its
+whole timeout."""
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +22,7 @@ import pytest_timeout
 ROOT = Path(__file__).resolve().parents[2]
 TIMED_OUT = pytest.StashKey[float]()
 GRACE = 60.0          # seconds a timed-out test has to return once its Spark work is cancelled
+SESSION_START = 300.0     # seconds the session may take to start (a loaded machine, another Spark application)
 
 
 @pytest.fixture(scope="session")
@@ -27,6 +32,11 @@ def spark():
     session = ts.spark.get_session("timely_spark tests", master="local[2]", conf_dir=ROOT / "conf")
     yield session
     session.stop()
+
+
+def _session(item):
+    """The test's ``spark`` session once its fixtures are set up, else None."""
+    return getattr(item, "funcargs", {}).get("spark")
 
 
 def _cancel_spark_work(session):
@@ -47,9 +57,17 @@ def pytest_timeout_set_timer(item, settings):
     returned = threading.Event()
 
     def expire():
+        starting = False
+        waited = time.monotonic()
+        while _session(item) is None and time.monotonic() - waited < SESSION_START:
+            starting = True                 # the session is still starting: not this test's time
+            if returned.wait(1.0):
+                return
+        if starting and returned.wait(settings.timeout):
+            return
         item.stash[TIMED_OUT] = settings.timeout
         for _ in range(int(GRACE)):
-            session = item.funcargs.get("spark") if hasattr(item, "funcargs") else None
+            session = _session(item)
             if session is not None:
                 _cancel_spark_work(session)
             if returned.wait(1.0):
