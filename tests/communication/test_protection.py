@@ -17,6 +17,8 @@ import pytest
 
 import timely_spark as ts
 from timely_spark.communication.aead import TAG, Sealer
+from timely_spark.communication.allocator import WAKE
+from timely_spark.communication.codec import encode
 from timely_spark.communication.tcp import (
     CONTROL,
     HEADER,
@@ -29,6 +31,7 @@ from timely_spark.communication.tcp import (
     bind_listener,
     frame_keys,
     handshake_mac,
+    recv_exact,
 )
 from timely_spark.communication.thread import ThreadFabric
 from timely_spark.process import run_process
@@ -491,3 +494,51 @@ def test_the_accept_loop_survives_descriptor_exhaustion_and_accepts_the_real_pee
         p.close()
     assert "CONNECTED [1]" in out, err
     assert "accept failed" in err
+
+
+def delivered(fabric):
+    """The messages waiting in the mailbox of the fabric's one worker."""
+    got = []
+    while not fabric.mailboxes[0].empty():
+        item = fabric.mailboxes[0].get()
+        if item is not WAKE:
+            got.append(item)
+    return got
+
+
+def test_a_receiver_refuses_frames_past_its_own_nonce_limit_whatever_the_sender_allows():
+    """The receiving mesh's limit is 12 frames; the sender (a sealer of the connection's
+    key that would go on to 2**48) sends 13: 12 are delivered, the 13th fails the
+    connection instead of being opened under a key past its limit."""
+    limit = 12
+    m, fabric, s, send_key = accepting_mesh(frame_limit=limit, peer_timeout=600)    # no heartbeat meanwhile
+    sealer = Sealer(send_key)
+    assert sealer.limit > limit
+    kind, parts = encode((0, ["hello"]))
+    for seq in range(limit + 1):
+        body = INNER.pack(7, 1, 0, seq, kind) + b"".join(bytes(p) for p in parts)
+        header = HEADER.pack(len(body))
+        s.sendall(header + b"".join(bytes(p) for p in sealer.seal(header, [body])))
+    failure = wait_for_failure(fabric)
+    assert "integrity check" in failure and "process 1" in failure
+    assert delivered(fabric) == [(7, (0, ["hello"]))] * limit
+    s.close()
+    m.shutdown(clean=False)
+
+
+def test_a_frame_reflected_back_to_its_sender_fails_its_tag():
+    """The two directions of a connection have their own keys: a frame of process 0's,
+    sent back to it by someone on the path (same connection, same frame number), is
+    refused, not taken for one of process 1's."""
+    m, fabric, s, _ = accepting_mesh(peer_timeout=600)
+    kind, parts = encode((0, ["to worker 1"]))
+    m.connections[1].send(7, 0, 1, kind, parts)
+    s.settimeout(10)
+    header = bytes(recv_exact(s, HEADER.size))
+    (length,) = HEADER.unpack(header)
+    s.sendall(header + bytes(recv_exact(s, length + TAG)))            # back where it came from
+    failure = wait_for_failure(fabric)
+    assert "integrity check" in failure and "process 1" in failure
+    assert delivered(fabric) == []
+    s.close()
+    m.shutdown(clean=False)

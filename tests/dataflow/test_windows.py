@@ -75,7 +75,7 @@ def table(rows):
 
 def stream_windows(params, layout, seed=1):
     """Feed ``epoch_rows`` over epochs (row i by worker i % peers); returns every worker's
-    (window rows, late rows, violations of 'not before complete', of 'as soon as')."""
+    (window rows, late rows, violations of 'not before complete', of 'as soon as', late_rows)."""
     epochs = epoch_rows(seed)
     session = "gap" in params
 
@@ -100,9 +100,9 @@ def stream_windows(params, layout, seed=1):
                                            **params)
             windows.aggregate([([], "count_all"), ("v", "sum")]).inspect(check)
             windows.late.inspect(lambda rb: late.extend(rb.to_pylist()))
-            return inp
+            return inp, windows
 
-        inp = w.dataflow(build)
+        inp, windows = w.dataflow(build)
         for e, rows in enumerate(epochs):
             inp.send_batch(table([r for i, r in enumerate(rows) if i % w.peers == w.index]))
             advanced[w.index] = e + 1
@@ -118,7 +118,7 @@ def stream_windows(params, layout, seed=1):
         inp.close()
         while w.step():
             pass
-        return sent, late, early, slow
+        return sent, late, early, slow, windows.late_rows
 
     return ts.execute(work, timeout=60, **layout)
 
@@ -141,8 +141,9 @@ def test_streaming_windows_are_exact_once_and_on_time(kind, layout):
     assert got == reference(on_time, **params)            # exact, and no window twice
     assert len({(r["window_start"], r["k"]) for r in sent}) == len(sent)
     assert sorted((r["t"], r["k"], r["v"]) for _, lt, *_ in results for r in lt) == sorted(late)
-    assert [x for *_, early, _ in results for x in early] == []     # never before the frontier allows
-    assert [x for *_, slow in results for x in slow] == []          # as soon as it allows
+    assert sum(counted for *_, counted in results) == len(late)     # every late row sent is counted too
+    assert [x for _, _, early, *_ in results for x in early] == []  # never before the frontier allows
+    assert [x for _, _, _, slow, _ in results for x in slow] == []  # as soon as it allows
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -214,26 +215,30 @@ def test_open_windows_stay_bounded_over_a_long_run(kind):
     assert ts.execute(work)[0] <= 10
 
 
-def test_late_rows_are_counted_and_dropped_by_default():
+@pytest.mark.parametrize("late", ["drop", "output"])
+def test_late_rows_are_counted_whether_dropped_or_sent_to_the_late_stream(late):
+    """``late_rows`` counts every late row: dropped (the default) or sent to ``.late``."""
     def work(w):
         def build(s):
             inp, rows = s.new_input()
-            windows = rows.group_by_window("t", every=10, epoch=10)
+            windows = rows.group_by_window("t", every=10, epoch=10, **({} if late == "drop" else {"late": late}))
             sums = windows.aggregate([("t", "count")]).to_records()
-            got = []
+            got, sent_late = [], []
             sums.inspect(got.append)
-            return inp, windows, got
+            if late == "output":
+                windows.late.inspect(lambda rb: sent_late.extend(rb.column("t").to_pylist()))
+            return inp, windows, got, sent_late
 
-        inp, windows, got = w.dataflow(build)
+        inp, windows, got, sent_late = w.dataflow(build)
         inp.send_batch(pa.table({"t": [1, 2]}))
         inp.advance_to(3)
-        inp.send_batch(pa.table({"t": [5, 31]}))     # 5 < 30: late at time 3
+        inp.send_batch(pa.table({"t": [5, 31, 7]}))     # 5, 7 < 30: late at time 3
         inp.close()
         while w.step():
             pass
-        return windows.late_rows, sorted((r["window_start"], r["t_count"]) for r in got)
+        return windows.late_rows, sorted(sent_late), sorted((r["window_start"], r["t_count"]) for r in got)
 
-    assert ts.execute(work)[0] == (1, [(0, 2), (30, 1)])
+    assert ts.execute(work)[0] == (2, [5, 7] if late == "output" else [], [(0, 2), (30, 1)])
 
 
 def run_on(data, **params):
@@ -331,9 +336,10 @@ def test_sliding_windows_whose_period_is_not_a_multiple_of_every_stream_exactly(
     params = dict(every=4, period=10)
     epochs = epoch_rows(2)
     on_time = [r for rows in epochs for r in rows if r not in late_rows(epochs)]
-    [(sent, _, early, slow)] = stream_windows(params, dict(threads=1), seed=2)
+    [(sent, _, early, slow, counted)] = stream_windows(params, dict(threads=1), seed=2)
     got = sorted(((r["window_start"], r["window_end"], r["k"], r["count_all"], r["v_sum"]) for r in sent), key=str)
     assert got == reference(on_time, **params) and early == [] and slow == []
+    assert counted == len(late_rows(epochs))
 
 
 @pytest.mark.parametrize("unit, tz, every", [("s", "Asia/Kolkata", timedelta(hours=1)),
