@@ -2,7 +2,8 @@
 
 * :func:`run` -- ``run(spark, fn, workers=N)``: ``fn(worker)`` in N barrier tasks;
 * :func:`transform` -- a DataFrame through a timely dataflow (``mapInArrow``, barrier);
-* :func:`get_session` -- a session for jobs, from ``conf/spark-defaults.conf``;
+* :func:`get_session` -- a session for jobs, with the package's quiet defaults;
+* :func:`quiet` -- a running session's driver logs made as quiet as ``get_session``'s;
 * :func:`file_input` -- whether (and how) ``transform``'s barrier tasks read a
   DataFrame's Parquet files themselves, with no shuffle before them.
 
@@ -26,9 +27,10 @@ from .file_input import file_input
 from .preflight import SparkSetupError, check_session, task_slots
 from .rendezvous import RENDEZVOUS_CONF, RendezvousError
 from .runner import SparkJobError, run
+from .quiet import quiet
 from .session import get_session, read_conf
 from .sink import close_sink_log
 
 __all__ = ["event_log_frontier", "read_event_log", "RENDEZVOUS_CONF", "RendezvousError", "SchemaMismatch",
            "SparkJobError", "SparkSetupError", "close_sink_log", "file_input",
-           "check_session", "get_session", "read_conf", "register", "run", "task_slots", "transform"]
+           "check_session", "get_session", "quiet", "read_conf", "register", "run", "task_slots", "transform"]
