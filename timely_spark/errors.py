@@ -11,8 +11,8 @@ __all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "Operat
            "WorkerFailure", "RunTimeout", "ParameterError", "RemoteError", "ReportedError",
            "operator_of", "most_telling", "picklable",
            "describe_error", "rebuild_error", "type_name", "EventLogError",
-           "EventStreamError", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError",
-           "GraphInputError", "ChangelogError", "FrameLimitReached"]
+           "EventStreamError", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkMemoryError",
+           "SparkSetupError", "GraphInputError", "ChangelogError", "FrameLimitReached"]
 __all__ += ["WindowError"]   # event-time windows (group_by_window)
 __all__ += ["CheckpointError", "RestoreError"]   # snapshots and recovery (issue 24)
 
@@ -167,6 +167,12 @@ class RendezvousError(TimelyError):
 
 class SparkJobError(TimelyError):
     """The barrier job itself failed (a task or executor died, Spark gave up)."""
+
+
+class SparkMemoryError(SparkJobError, MemoryError):
+    """Spark ran out of memory (a ``java.lang.OutOfMemoryError``) or refused a result
+    larger than ``spark.driver.maxResultSize``: the message says what to do (write the
+    result with the DataFrame writer, or the settings to raise)."""
 
 
 class SparkSetupError(TimelyError):

@@ -18,7 +18,8 @@ import sys
 import timely_spark as ts
 
 spark = ts.spark.get_session("quiet errors", master="local[2]", conf_dir={conf_dir!r})
-for key in ("spark.ui.enabled", "spark.ui.showConsoleProgress", "spark.sql.shuffle.partitions"):
+for key in ("spark.ui.enabled", "spark.ui.showConsoleProgress", "spark.sql.shuffle.partitions",
+            "spark.driver.maxResultSize"):
     print("SETTING", key, spark.conf.get(key), flush=True)
 
 
@@ -66,7 +67,8 @@ def test_a_failing_transform_in_a_fresh_session_prints_few_lines_before_its_erro
     settings, stderr = _run(tmp_path)
     assert _lines_before_the_error(stderr, "first") <= MOST_LINES, "\n".join(stderr)
     assert settings == {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-                        "spark.sql.shuffle.partitions": "2"}                   # the task slots of local[2]
+                        "spark.sql.shuffle.partitions": "2",                   # the task slots of local[2]
+                        "spark.driver.maxResultSize": "170m"}                  # a sixth of the 1 GiB driver
     assert not any("log4j" in line or "INFO" in line for line in stderr), "\n".join(stderr)   # no banners
 
 

@@ -24,13 +24,14 @@ from .dataframe import SchemaMismatch, transform
 from .datasource import register
 from .event_log import event_log_frontier, read_event_log
 from .file_input import file_input
+from .job_errors import SparkMemoryError
 from .preflight import SparkSetupError, check_session, task_slots
+from .quiet import quiet
 from .rendezvous import RENDEZVOUS_CONF, RendezvousError
 from .runner import SparkJobError, run
-from .quiet import quiet
 from .session import get_session, read_conf
 from .sink import close_sink_log
 
 __all__ = ["event_log_frontier", "read_event_log", "RENDEZVOUS_CONF", "RendezvousError", "SchemaMismatch",
-           "SparkJobError", "SparkSetupError", "close_sink_log", "file_input",
+           "SparkJobError", "SparkMemoryError", "SparkSetupError", "close_sink_log", "file_input",
            "check_session", "get_session", "quiet", "read_conf", "register", "run", "task_slots", "transform"]

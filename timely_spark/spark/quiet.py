@@ -13,11 +13,14 @@ runs already.
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 __all__ = ["quiet", "LOG4J", "dropped_messages", "spark_default_logging", "use_package_logging"]
+
+log = logging.getLogger(__name__)
 
 LOG4J = Path(__file__).with_name("log4j2.properties")
 
@@ -86,6 +89,15 @@ def spark_default_logging(jvm: Any) -> bool:
 
 
 def use_package_logging(jvm: Any) -> None:
-    """Reconfigure the running driver JVM's log4j with the package's :data:`LOG4J`."""
-    context = jvm.org.apache.logging.log4j.LogManager.getContext(False)
-    context.setConfigLocation(jvm.java.net.URI(LOG4J.resolve().as_uri()))
+    """Reconfigure the running driver JVM's log4j with the package's :data:`LOG4J`.
+
+    Spark reloads its default profile when a SparkContext starts if it loaded it before
+    (spark-submit's JVM has): it is told that its profile is not in use any more (a
+    flag of Spark's ``Logging``; where a Spark version has none, the context's start
+    prints Spark's INFO banner, and the package's configuration holds from then on)."""
+    jvm.org.apache.logging.log4j.LogManager.getContext(False).setConfigLocation(jvm.java.net.URI(LOG4J.resolve().as_uri()))
+    try:
+        spark_logging = getattr(getattr(jvm.org.apache.spark.internal, "Logging$"), "MODULE$")
+        getattr(spark_logging, "org$apache$spark$internal$Logging$$defaultSparkLog4jConfig_$eq")(False)
+    except Exception:  # py4j: no such member in this Spark version
+        log.debug("Spark's logging has no default-profile flag here; its context will print its banner")

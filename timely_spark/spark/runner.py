@@ -148,7 +148,8 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
                                                 f"{caller_job_group(sc)!r}; its workers were stopped"), exc)
                 break       # the caller stopped it: no retry
             else:
-                failure = chained(timely_cause(exc) or SparkJobError(f"the barrier job failed: {spark_summary(exc)}"), exc)
+                failed = SparkJobError(f"the barrier job failed: {spark_summary(exc)}")
+                failure = chained(timely_cause(exc) or failed, exc)
         else:
             decoded = sorted((cloudpickle.loads(r) for r in rows), key=lambda r: r[0])
             errors = [outcome[1] for _, outcome, _ in decoded if outcome[0] == "error"]

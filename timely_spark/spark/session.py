@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -15,6 +16,9 @@ from .quiet import LOG4J, spark_default_logging, use_package_logging
 __all__ = ["read_conf", "get_session", "package_defaults", "DEFAULTS"]
 
 DEFAULTS = Path(__file__).with_name("spark-defaults.conf")
+# A collected result needs a driver heap of several times its size while the driver fetches and
+# converts it: spark.driver.maxResultSize defaults to the driver's memory over this.
+DRIVER_MEMORY_PER_RESULT = 6
 
 
 def read_conf(path: Any) -> dict[str, str]:
@@ -72,14 +76,15 @@ def get_session(app_name: str, master: Optional[str] = None, conf_dir: Optional[
     if "PYSPARK_GATEWAY_PORT" in os.environ:      # started by spark-submit: its settings stand
         SparkContext._ensure_initialized()
         given = dict(SparkConf().getAll())
-        wanted = {**package_defaults(given.get("spark.master", "local[*]")),
-                  **{k: v for k, v in chosen.items() if k.startswith("spark.sql.")}}
+        defaults = package_defaults(given.get("spark.master", "local[*]"), given.get("spark.driver.memory", "1g"))
+        wanted = {**defaults, **{k: v for k, v in chosen.items() if k.startswith("spark.sql.")}}
         settings = {k: v for k, v in wanted.items() if k not in given}
         if spark_default_logging(SparkContext._jvm):
             use_package_logging(SparkContext._jvm)
     else:
         master = master or chosen.get("spark.master", "local[2]")
-        settings = {**package_defaults(master), **chosen, "spark.master": master}
+        defaults = package_defaults(master, chosen.get("spark.driver.memory", "1g"))
+        settings = {**defaults, **chosen, "spark.master": master}
         _with_log4j(settings, Path(conf_dir) / "log4j2.properties" if conf_dir else LOG4J)
     builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():
@@ -92,17 +97,29 @@ def get_session(app_name: str, master: Optional[str] = None, conf_dir: Optional[
     return spark
 
 
-def package_defaults(master: str) -> dict[str, str]:
-    """The package's Spark settings (:data:`DEFAULTS`) for a session on ``master``: on a
-    local master, the driver also listens on 127.0.0.1 only.
+def package_defaults(master: str, driver_memory: str = "1g") -> dict[str, str]:
+    """The package's Spark settings (:data:`DEFAULTS`) for a session on ``master`` whose
+    driver has ``driver_memory`` (``spark.driver.memory``): on a local master, the driver
+    listens on 127.0.0.1 only; ``spark.driver.maxResultSize`` is a sixth of the driver's
+    memory, so that Spark refuses a collected result too large for the driver's heap
+    (which holds a few copies of it) with an error, before it runs out of memory.
 
     >>> package_defaults("local[2]")["spark.ui.showConsoleProgress"]
     'false'
-    >>> package_defaults("yarn").get("spark.driver.host") is None
-    True
+    >>> package_defaults("yarn", "6g")["spark.driver.maxResultSize"], "spark.driver.host" in package_defaults("yarn")
+    ('1024m', False)
     """
     local = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
-    return {**read_conf(DEFAULTS), **(local if master.startswith("local") else {})}
+    result = {"spark.driver.maxResultSize": f"{max(1, _mib(driver_memory) // DRIVER_MEMORY_PER_RESULT)}m"}
+    return {**read_conf(DEFAULTS), **result, **(local if master.startswith("local") else {})}
+
+
+def _mib(size: str) -> int:
+    """Spark's memory size ``size`` (``"4g"``, ``"512m"``, ``"2048"``: MiB) in MiB; 1024 if unreadable."""
+    found = re.fullmatch(r"(\d+)([kmgt]?)i?b?", size.strip().lower())
+    if found is None:
+        return 1024
+    return int(found.group(1)) * 1024 ** "kmgt".index(found.group(2) or "m") // 1024
 
 
 def _with_log4j(settings: dict[str, str], log4j: Path) -> None:
@@ -112,7 +129,8 @@ def _with_log4j(settings: dict[str, str], log4j: Path) -> None:
     if "log4j2.configurationFile" in options + os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         return
     path = log4j if log4j.exists() else LOG4J
-    settings["spark.driver.extraJavaOptions"] = f"{options} -Dlog4j2.configurationFile={path.resolve().as_uri()}".strip()
+    given = f"-Dlog4j2.configurationFile={path.resolve().as_uri()}"
+    settings["spark.driver.extraJavaOptions"] = f"{options} {given}".strip()
 
 
 def _file_settings(conf_dir: Optional[Any]) -> dict[str, str]:
