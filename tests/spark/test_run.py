@@ -106,6 +106,24 @@ def test_a_crashed_task_is_a_short_spark_job_error_leading_with_the_cause(spark)
     with pytest.raises(ts.spark.SparkJobError) as err:
         ts.spark.run(spark, lambda w: os._exit(3) if w.index == 1 else w.index, workers=2)
     lines = str(err.value).splitlines()
-    assert lines[0].startswith("the barrier job failed (attempt 1 of 1): Python worker exited unexpectedly")
+    assert lines[0].startswith("the barrier job failed: Python worker exited unexpectedly")
     assert len(lines) <= 6 and "\tat " not in str(err.value)          # a few lines, no Java stack
     assert err.value.__cause__ is not None                          # Spark's whole error stays reachable
+
+
+def test_a_retried_crash_names_its_attempt_once(spark, tmp_path, caplog):
+    import logging
+    import os
+
+    marker = tmp_path / "crashed-once"
+
+    def work(worker):
+        if worker.index == 1 and not marker.exists():
+            marker.write_text("x")
+            os._exit(3)
+        return worker.index
+
+    with caplog.at_level(logging.WARNING, logger="timely_spark.spark.runner"):
+        assert ts.spark.run(spark, work, workers=2, max_attempts=2) == [0, 1]
+    assert "attempt 1 of 2 failed (the barrier job failed: Python worker exited unexpectedly" in caplog.text
+    assert caplog.text.count(" of 2") == 1                 # the counter said once

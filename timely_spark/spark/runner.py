@@ -206,8 +206,8 @@ def _attempts(sc: Any, fn_bytes: bytes, config: Config, workers: int, max_attemp
                                                 f"{caller_job_group(sc)!r}; its workers were stopped"), exc)
                 break       # the caller stopped it: no retry
             else:
-                failure = chained(timely_cause(exc) or SparkJobError(
-                    f"the barrier job failed (attempt {attempt} of {max_attempts}): {spark_summary(exc)}"), exc)
+                failed = SparkJobError(f"the barrier job failed: {spark_summary(exc)}")
+                failure = chained(timely_cause(exc) or failed, exc)
         else:
             decoded = sorted((cloudpickle.loads(r) for r in rows), key=lambda r: r[0])
             errors = [outcome[1] for _, outcome, _ in decoded if outcome[0] == "error"]
