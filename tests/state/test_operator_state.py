@@ -69,6 +69,17 @@ def test_group_by_running(before, after):
     check(lambda s, x: x.group_by("k").aggregate(aggs, running=True), CHANGES, cut=3, before=before, after=after)
 
 
+@pytest.mark.parametrize("before, after", [(2, 2), (2, 3), (3, 2)])
+def test_reduce_and_top_k(before, after):
+    def spread(rows, keys):
+        out = rows.group_by(keys).aggregate([("v", "max"), ("v", "min")])
+        return out.select(["k", "v_max", "v_min"])
+    schema = pa.schema([("k", pa.string()), ("v_max", pa.int64()), ("v_min", pa.int64())])
+    check(lambda s, x: x.group_by("k").reduce(spread, schema), CHANGES, cut=3, before=before, after=after)
+    check(lambda s, x: x.map(lambda b: b.set_column(0, "k", pa.array(["g"] * b.num_rows))).group_by("k")
+          .top_k(2, [("v", "descending")]), CHANGES, cut=3, before=before, after=after)
+
+
 @pytest.mark.parametrize("after", [2, 3])
 def test_join_running(after):
     other = [_log([("a", 10, 1)]), _log([("b", 20, 1), ("a", 11, 1)]), [], _log([("a", 10, -1)]), _log([("c", 5, 1)])]
