@@ -81,11 +81,12 @@ def test_reduce_and_top_k(before, after):
 
 
 @pytest.mark.parametrize("after", [2, 3])
-def test_join_running(after):
+@pytest.mark.parametrize("kind", ["inner", "outer", "anti"])
+def test_join_running(after, kind):
     other = [_log([("a", 10, 1)]), _log([("b", 20, 1), ("a", 11, 1)]), [], _log([("a", 10, -1)]), _log([("c", 5, 1)])]
     epochs = [[left, right] for left, right in zip(CHANGES, other)]
-    check(lambda s, x, y: x.join(y.map(lambda b: b.rename_columns(["k", "w", "diff"])), "k", running=True),
-          epochs, cut=3, after=after, inputs=2)
+    check(lambda s, x, y: x.join(y.map(lambda b: b.rename_columns(["k", "w", "diff"])), "k", join_type=kind,
+                                 running=True), epochs, cut=3, after=after, inputs=2)
 
 
 def _events(epoch, n=4):

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from .lattice import advance_by, coordinate_array, coordinates, dimensions, less_equal_mask
-from .operators.arrangement import Arrangement
+from .operators.arrangement import Arrangement, conform_to
 from .operators.changelog import DIFF, check_counts, consolidate_table, row_columns
 
 __all__ = ["Trace"]
@@ -95,12 +95,21 @@ class Trace:
         return base.append_column(DIFF, changes[DIFF])
 
     # ---- changes in, frontier forward --------------------------------------------------
+    def conform(self, changes: pa.Table, time: Any = None) -> pa.Table:
+        """``changes`` (row columns and ``diff``) in the schema of the changes already
+        kept; a ChangelogError naming the operator, ``time`` and both schemas if they
+        cannot be (see :func:`~.operators.arrangement.conform_to`)."""
+        schema = self.store.schema
+        if schema is not None:
+            schema = pa.schema([f for f in schema if f.name not in self.time_columns])
+        return conform_to(changes, schema, self.name, time)
+
     def insert(self, changes: pa.Table, times: Union[Any, np.ndarray]) -> None:
         """Add ``changes`` (row columns and an int64 ``diff``) at ``times`` (one time, or
-        an ``(n, dims)`` coordinate array).  Rows keep the first schema (see
-        :meth:`~.operators.arrangement.Arrangement.conform`)."""
+        an ``(n, dims)`` coordinate array).  Rows keep the first schema (see :meth:`conform`)."""
         if changes.num_rows:
-            self.store.insert(self.store.conform(self.with_times(changes, times)))
+            name = None if isinstance(times, np.ndarray) else times
+            self.store.insert(self.with_times(self.conform(changes, name), times))
 
     def insert_entries(self, entries: pa.Table) -> None:
         """Add entries that already have time columns (as :meth:`gather` returns them)."""

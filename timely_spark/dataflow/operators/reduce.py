@@ -20,11 +20,12 @@ from ...errors import BuildError, ChangelogError
 from ..trace import Trace
 from .arrangement import load_arrangements, save_arrangements
 from .batches import tables_of
-from .changelog import DIFF, consolidate_table, require_total_order, with_diffs, with_int64_diffs
+from .changelog import DIFF, consolidate_table, with_int64_diffs
 from .exchange_by import ExchangeBy, check_columns
 from .key_hash import hash_columns
 from .op_state import KEY_HASH, StateHooks
 from .per_time import per_time
+from .reduction import Reduction, emitted
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -51,8 +52,9 @@ def reduce(stream: "Stream", keys: list[str], fn: Reducer, schema: Optional[pa.S
     whose output is unchanged.  Bad input raises
     :class:`~timely_spark.errors.ChangelogError` naming the operator, the time, the key
     and the row: a row withdrawn more often than added, output rows of a key ``fn`` was
-    not given, output that does not fit ``schema``.  Times must be totally ordered (not
-    inside ``iterative``: BuildError).  Snapshots keep both traces, keyed by the key
+    not given, output that does not fit ``schema``.  Exact at ``Product`` times too
+    (inside ``iterate``/``iterative``): a key is re-examined at the lattice joins of its
+    change times (:mod:`.reduction`).  Snapshots keep both traces, keyed by the key
     columns' hash (they re-shard into another worker count).
 
     >>> import pyarrow as pa, pyarrow.compute as pc, timely_spark as ts
@@ -74,7 +76,6 @@ def reduce(stream: "Stream", keys: list[str], fn: Reducer, schema: Optional[pa.S
     0 [{'k': 'a', 'v': 5, 'diff': 1}]
     1 [{'k': 'a', 'v': 5, 'diff': -1}, {'k': 'a', 'v': 1, 'diff': 1}]
     """
-    require_total_order(stream.scope, name)
     if schema is not None:
         missing = [k for k in keys if k not in schema.names]
         if missing or DIFF in schema.names:
@@ -82,10 +83,10 @@ def reduce(stream: "Stream", keys: list[str], fn: Reducer, schema: Optional[pa.S
                              f"(missing {missing}) and no {DIFF!r} column; it is {schema}")
     like = stream.scope.minimum
     state = _Reduce(keys, fn, schema, name, like)
-    kept = StateHooks(lambda t: save_arrangements([state.input.store, state.output.store], KEY_HASH),
-                      lambda table: load_arrangements([state.input.store, state.output.store], table, KEY_HASH),
-                      keyed=True)
-    return per_time(stream, state, exchange=ExchangeBy(keys, name), name=name, state=kept)
+    stores = [state.input.store, state.reduction.output.store]
+    kept = StateHooks(lambda t: save_arrangements(stores, KEY_HASH),
+                      lambda table: load_arrangements(stores, table, KEY_HASH), keyed=True)
+    return per_time(stream, state, exchange=ExchangeBy(keys, name), name=name, state=kept, advance=state.advance)
 
 
 class _Reduce:
@@ -94,31 +95,26 @@ class _Reduce:
     def __init__(self, keys: list[str], fn: Reducer, schema: Optional[pa.Schema], name: str, like: Any) -> None:
         self.keys, self.fn, self.schema, self.name = keys, fn, schema, name
         self.input = Trace(keys, like, name)
-        self.output = Trace(keys, like, name)
+        self.reduction = Reduction(keys, like, name, self._apply)
 
     def __call__(self, time: Any, batches: list) -> Any:
         for batch in batches:
             check_columns(batch, self.keys, self.name)
-        delta = consolidate_table(tables_of(with_int64_diffs(batches, self.name), self.name, time), self.name)
-        if not delta.num_rows:
-            return None
-        self.input.insert(delta, time)
-        self.input.advance([time])
-        hashes = hash_columns(delta, self.keys)
-        current = self.input.accumulate(delta, time, hashes=hashes, check=True)
-        rows = self.input.positive(current) if current is not None else delta.drop_columns([DIFF]).slice(0, 0)
-        produced = self.call(rows, time) if rows.num_rows else None
-        old = self.output.accumulate(delta, hashes=hashes)
-        parts = [] if produced is None else [with_diffs(produced, np.ones(produced.num_rows, np.int64))]
-        if old is not None and old.num_rows:
-            parts.append(old.set_column(old.schema.get_field_index(DIFF), DIFF,
-                                        pa.array(-old[DIFF].to_numpy(), pa.int64())))
-        if not parts:
-            return None
-        out = consolidate_table(pa.concat_tables(parts, promote_options="default"), self.name)
-        self.output.insert(out, time)
-        self.output.advance([time])
-        return out.combine_chunks().to_batches()
+        delta = None
+        if batches:
+            delta = consolidate_table(tables_of(with_int64_diffs(batches, self.name), self.name, time), self.name)
+            self.input.insert(delta, time)
+        out, wake = self.reduction.step(time, [self.input], delta)
+        return emitted(time, out, wake)
+
+    def _apply(self, folded: list, time: Any) -> Optional[pa.Table]:
+        rows = self.input.positive(folded[0])
+        return self.call(rows, time) if rows.num_rows else None
+
+    def advance(self, frontier: list) -> None:
+        """Compact both traces to ``frontier``."""
+        self.input.advance(frontier)
+        self.reduction.advance(frontier)
 
     def call(self, rows: pa.Table, time: Any) -> pa.Table:
         """``fn``'s output for ``rows``, checked: in the schema, only keys it was given."""
