@@ -307,5 +307,5 @@ class _RunningJoin:
         if t in later:
             out = consolidate_table(pa.concat_tables(later.pop(t), promote_options="default"), self.name)
         return emitted(t, out, sorted(wake, key=sort_key),
-                       {when: [consolidate_table(pa.concat_tables(ts, promote_options="default"), self.name)
-                               .combine_chunks()] for when, ts in later.items()})
+                       {when: consolidate_table(pa.concat_tables(ts, promote_options="default"), self.name)
+                        .combine_chunks().to_batches() for when, ts in later.items()})
