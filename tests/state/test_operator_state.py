@@ -181,6 +181,35 @@ def test_shortest_paths_stream(after):
     check(lambda s, x: ts.graph.shortest_paths_stream(x, [1, 4]), EDGES, cut=3, after=after)
 
 
+def _reach_and_labels(s, x):
+    """Reachability from node 1 (join + distinct) and components (join + reduce(min)) through iterate."""
+    links = x.select(node="src", dst="dst", diff="diff")
+    roots = links.filter(pa.compute.field("node") == 1).select(node="node", diff="diff").distinct()
+
+    def reach(nodes, inner):
+        hop = nodes.join(links.enter(inner), "node", running=True).select(node="dst", diff="diff")
+        return hop.concat(roots.enter(inner)).distinct()
+
+    both = links.concat(x.select(node="dst", dst="src", diff="diff"))
+    own = both.select(node="node", label="node", diff="diff").distinct()
+    schema = pa.schema([("node", pa.int64()), ("label", pa.int64())])
+
+    def smallest(rows, keys):
+        return rows.group_by(keys).aggregate([("label", "min")]).rename_columns(["node", "label"])
+
+    def labels(current, inner):
+        offers = current.join(both.enter(inner), "node", running=True).select(node="dst", label="label", diff="diff")
+        return offers.concat(own.enter(inner)).group_by("node").reduce(smallest, schema)
+
+    return roots.iterate(reach).select(kind=pa.compute.scalar("reach"), node="node", label="node", diff="diff") \
+        .concat(own.iterate(labels).select(kind=pa.compute.scalar("label"), node="node", label="label", diff="diff"))
+
+
+@pytest.mark.parametrize("before, after", [(2, 3), (3, 2)])
+def test_iterate(before, after):
+    check(_reach_and_labels, EDGES, cut=3, before=before, after=after)
+
+
 def _unprocessed(build, restore=None):
     """One worker: records at time 0 reach the operator, the input moves to 1, and the
     snapshot at 1 is taken before the operator has seen its frontier move (it still
