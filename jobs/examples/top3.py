@@ -29,7 +29,6 @@ if __name__ == "__main__":
         log = pa.Table.from_pylist([dict(player=p, score=s, diff=d) for e in EPOCHS[:t + 1] for p, s, d in e])
         scores = ts.collection(log).to_pandas()
         best = scores.sort_values(["player", "score"], ascending=[True, False]).groupby("player").head(3)
-        changes = pa.Table.from_batches([b for when in range(t + 1) for b in run.by_time.get(when, [])])
-        kept = ts.collection(changes).to_pandas().sort_values(["player", "score"], ascending=[True, False])
+        kept = run.collection(t).to_pandas().sort_values(["player", "score"], ascending=[True, False])
         assert kept.values.tolist() == best.values.tolist(), t
         print(t, kept.values.tolist())

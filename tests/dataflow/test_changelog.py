@@ -58,10 +58,11 @@ def right_row(rng):
     return int(rng.integers(0, 5)), str(rng.choice(["x", "y"]))
 
 
-def run(build, logs: list, **layout) -> dict:
+def run(build, logs: list, timeout=None, **layout) -> dict:
     """Run ``build(scope, *streams) -> {name: stream}``; each epoch's changes are dealt
     between the workers (a row may be added on one worker and withdrawn on another).
-    Returns {name: {epoch: table}}."""
+    Returns {name: {epoch: table}}; ``timeout`` bounds the run (default 30 s, 60 with processes)."""
+    timeout = {} if timeout is None else {"timeout": timeout}
     def work(worker):
         out: list = []
 
@@ -85,7 +86,7 @@ def run(build, logs: list, **layout) -> dict:
         return out
 
     got: dict = {}
-    for part in ts.execute(work, **{"timeout": 60 if "processes" in layout else 30, **layout}):
+    for part in ts.execute(work, **{"timeout": 60 if "processes" in layout else 30, **layout, **timeout}):
         for name, t, rb in part:
             got.setdefault(name, {}).setdefault(t, []).append(rb)
     return {name: {t: pa.Table.from_batches(b) for t, b in times.items()} for name, times in got.items()}

@@ -12,6 +12,8 @@ import pytest
 import timely_spark as ts
 from timely_spark.progress import Product
 
+from .test_changelog import run
+
 EPOCHS = 22
 EMPTY, QUIET, CUT, MEND = 3, 7, 8, 12
 NODES = 24
@@ -66,11 +68,12 @@ def smallest(rows: pa.Table, keys: list) -> pa.Table:
     return rows.group_by(keys).aggregate([("label", "min")]).rename_columns(["node", "label"])
 
 
-def build(scope, edges, roots, allowed, blocked, rounds):
+def build(scope, edges, roots, allowed, blocked):
     links = edges.select(node="src", dst="dst", diff="diff")
+    rounds: list = []                      # the loop's rounds, as a stream of (outer, round) rows
 
     def reach_body(nodes, inner):
-        nodes = nodes.inspect_time(lambda t, b: rounds.append(t))
+        rounds.append(nodes.per_time(lambda t, batches: [pa.record_batch({"round": [t[1]]})]).leave())
         step = nodes.join(links.enter(inner), "node", running=True).select(node="dst", diff="diff")
         return step.concat(roots.enter(inner)).distinct()
 
@@ -87,43 +90,7 @@ def build(scope, edges, roots, allowed, blocked, rounds):
         return offers.concat(labels.enter(inner)).group_by("node").reduce(smallest, LABEL)
 
     return {"reach": roots.iterate(reach_body), "filtered": roots.iterate(filtered_body),
-            "components": labels.iterate(components_body)}
-
-
-def run(**layout) -> tuple[dict, list]:
-    logs = [edge_log(3), ROOTS, ALLOWED, BLOCKED]
-
-    def work(worker):
-        out: list = []
-        rounds: list = []
-
-        def dataflow(scope):
-            pairs = [scope.new_input() for _ in logs]
-            made = build(scope, *[s for _, s in pairs], rounds)
-            for name, stream in made.items():
-                stream.inspect_time(lambda t, rb, name=name: out.append((name, t, rb)))
-            return [h for h, _ in pairs]
-
-        handles = worker.dataflow(dataflow)
-        for epoch in range(EPOCHS):
-            for handle, log in zip(handles, logs):
-                mine = log[epoch].take(np.arange(worker.index, log[epoch].num_rows, worker.peers))
-                if mine.num_rows:
-                    handle.send_batch(mine)
-                handle.advance_to(epoch + 1)
-        for handle in handles:
-            handle.close()
-        while worker.step():
-            pass
-        return out, rounds
-
-    got: dict = {}
-    rounds: list = []
-    for part, seen in ts.execute(work, **{"timeout": 120 if "processes" in layout else 90, **layout}):
-        rounds += seen
-        for name, t, rb in part:
-            got.setdefault(name, {}).setdefault(t, []).append(rb)
-    return {n: {t: pa.Table.from_batches(b) for t, b in times.items()} for n, times in got.items()}, rounds
+            "components": labels.iterate(components_body), "rounds": rounds[0]}
 
 
 def counts(log: list, t: int, columns: list) -> dict:
@@ -178,8 +145,8 @@ def folded(times: dict, t: int) -> dict:
 @pytest.mark.parametrize("layout", [dict(threads=1), dict(threads=2), dict(processes=2)],
                          ids=["1 thread", "2 threads", "2 processes"])
 def test_fixpoints_of_random_changelogs_equal_a_naive_fixpoint_at_every_outer_time(layout):
-    got, rounds = run(**layout)
     log = edge_log(3)
+    got = run(build, [log, ROOTS, ALLOWED, BLOCKED], timeout=120, **layout)
     for name in ("reach", "filtered", "components"):
         times = got.get(name, {})
         assert EMPTY not in times and QUIET not in times, f"{name}: an epoch that changes nothing emitted"
@@ -195,9 +162,9 @@ def test_fixpoints_of_random_changelogs_equal_a_naive_fixpoint_at_every_outer_ti
             else:
                 want = {(n, lab): 1 for n, lab in components(edges).items()}
             assert folded(times, t) == want, f"{name} at outer time {t}"
-    outer = [r[0] for r in rounds]
-    assert EMPTY not in outer and QUIET not in outer, "a loop ran rounds for an epoch that changed nothing"
-    assert any(r[0] == CUT and r[1] > 3 for r in rounds), "cutting the path re-derived it round by round"
+    rounds = {t: max(table["round"].to_pylist()) for t, table in got["rounds"].items()}
+    assert EMPTY not in rounds and QUIET not in rounds, "a loop ran rounds for an epoch that changed nothing"
+    assert rounds[CUT] > 3, "cutting the path re-derived it round by round"
 
 
 def test_iterate_inside_iterate_is_refused():
