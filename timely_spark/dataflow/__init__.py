@@ -5,7 +5,8 @@ the pact routing rows by the hash of key columns; ``destinations(batch, keys, pe
 the worker each row goes to; ``check_batch`` / ``check_columns``, the errors naming
 the operator that columnar operators raise for a row record or a missing column;
 ``DIFF``, ``diffs``, ``with_diffs``, ``without_diffs``: the changelog convention (an
-optional integer ``diff`` column), read and written the same way by every operator."""
+optional integer ``diff`` column), read and written the same way by every operator;
+``Trace``: the keyed, time-aware state of the incremental operators."""
 
 from .capability import Capability, CapabilitySet, InputCapability
 from .channels import Exchange, Pipeline, stable_hash
@@ -29,6 +30,7 @@ from .probe import ProbeHandle
 from .scope import Scope
 from .state_hook import KEY_HASH  # noqa: E402
 from .stream import Stream
+from .trace import Trace
 from .vertex import Vertex
 from .worker import Worker
 
@@ -39,5 +41,6 @@ __all__ = [
     "source", "stable_hash",
     "DIFF", "diffs", "with_diffs", "without_diffs",
     "StateHooks", "KEY_HASH", "hash_columns",
+    "Trace",
 ]
 
