@@ -113,31 +113,36 @@ def per_time(stream: "Stream", logic: Callable[..., Optional[Iterable[pa.RecordB
                 if entry is None:
                     entry = pending[cap.time] = [cap.retain(), *([] for _ in inputs)]
                 entry[1 + i].extend(check_batch(record, name) for record in data)
-        done = [t for t in pending if not any(inp.frontier.less_equal(t) for inp in inputs)]
+        done = sorted((t for t in pending if not any(inp.frontier.less_equal(t) for inp in inputs)), key=sort_key)
         completed = bool(done)
         while done:
-            for t in sorted(done, key=sort_key):
-                cap, *held = pending.pop(t)
-                produced = logic(t, *held)
-                if isinstance(produced, Emit):
-                    send_later(cap, t, produced)
-                elif produced is not None:
-                    batches = [b for b in produced if b.num_rows]
-                    if batches:
-                        out.session(cap).give_batch(batches)
-                cap.drop()
-            done = [t for t in pending if not any(inp.frontier.less_equal(t) for inp in inputs)]
+            t = done.pop(0)
+            cap, *held = pending.pop(t)
+            produced = logic(t, *held)
+            if isinstance(produced, Emit):
+                if send_later(cap, t, produced):       # woken times complete already go in order
+                    done = sorted((t for t in pending if not any(inp.frontier.less_equal(t) for inp in inputs)),
+                                  key=sort_key)
+            elif produced is not None:
+                batches = [b for b in produced if b.num_rows]
+                if batches:
+                    out.session(cap).give_batch(batches)
+            cap.drop()
         if completed and advance is not None:
             advance(joint_frontier())
 
-    def send_later(cap: Any, t: Any, emit: Emit) -> None:
+    def send_later(cap: Any, t: Any, emit: Emit) -> bool:
+        """Send ``emit``'s batches, hold its wake times; whether a wake time was new."""
         for when, batches in emit.batches.items():
             batches = [b for b in batches if b.num_rows]
             if batches:
                 out.session(cap if when == t else cap.delayed(when)).give_batch(batches)
+        new = False
         for when in emit.wake:
             if when not in pending:
                 pending[when] = [cap.delayed(when), *([] for _ in inputs)]
+                new = True
+        return new
 
     def joint_frontier() -> list:
         times = {t for inp in inputs for t in inp.frontier.elements()}
