@@ -159,13 +159,17 @@ class Trace:
     def fold(self, entries: pa.Table, time: Any = None, check: bool = False) -> pa.Table:
         """Entries (as :meth:`gather` returns them) summed per row at ``time`` (see
         :meth:`accumulate`)."""
-        if time is not None and entries.num_rows:
-            entries = entries.filter(pa.array(less_equal_mask(self.times(entries), coordinates(time))))
-        rows = [n for n in entries.column_names if n not in self.time_columns and n != DIFF]
-        folded = consolidate_table(entries.select(rows + [DIFF]), self.name)
+        folded = consolidate_table(self.upto(entries, time), self.name)
         if check:
             check_counts(folded, self.name, time)
         return folded
+
+    def upto(self, entries: pa.Table, time: Any = None) -> pa.Table:
+        """The entries at times ``<= time`` (``None``: all), without their time columns and
+        not summed: row columns and ``diff``."""
+        if time is not None and entries.num_rows:
+            entries = entries.filter(pa.array(less_equal_mask(self.times(entries), coordinates(time))))
+        return entries.drop_columns(self.time_columns)
 
     def positive(self, folded: pa.Table) -> pa.Table:
         """The rows of a folded collection, each repeated as many times as its count."""

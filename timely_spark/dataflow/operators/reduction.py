@@ -108,8 +108,9 @@ class Reduction:
         parts = []
         if new is not None and new.num_rows:
             parts.append(new if DIFF in new.column_names else with_diffs(new, np.ones(new.num_rows, np.int64)))
-        old = self.output.accumulate(touched, time, hashes)
-        if old is not None and old.num_rows:
+        emitted_before = self.output.gather(touched, hashes)
+        if emitted_before is not None and emitted_before.num_rows:     # summed with the new rows below
+            old = self.output.upto(emitted_before, time)
             parts.append(old.set_column(old.schema.get_field_index(DIFF), DIFF,
                                         pa.array(-old[DIFF].to_numpy(), pa.int64())))
         out = consolidate_table(pa.concat_tables(parts, promote_options="default"), self.name) if parts else None
