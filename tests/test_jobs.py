@@ -1,4 +1,4 @@
-"""The local jobs run as the README shows them."""
+"""The local jobs (``jobs/examples``) and benchmarks (``jobs/benchmarks``) run as the docs show them."""
 
 import subprocess
 import sys
@@ -17,7 +17,7 @@ def run_job(name, *args, timeout=90):
 
 
 def test_hello_timely_counts_each_epoch():
-    out = run_job("hello_timely.py", "--threads", "2")
+    out = run_job("examples/hello_timely.py", "--threads", "2")
     lines = out.splitlines()
     assert lines[-1] == "19 (epoch, word) counts from 2 workers"
     the = [line for line in lines if "  the " in line]
@@ -26,24 +26,29 @@ def test_hello_timely_counts_each_epoch():
     assert any("lazy       count 2  halvings to 1: 1" in line for line in lines)
 
 
-def test_jobs_have_help():
-    for job in ["hello_timely.py", "bench_engine.py", "bench_mesh.py", "connected_components.py",
-                "wordcount.py", "bench_connected_components.py", "barrier_demo.py", "sequencer_demo.py",
-                "bench_sync.py", "capture_send.py", "capture_recv.py", "stream_to_parquet.py",
-                "bench_capture.py", "bench_columnar.py", "bench_spark.py", "bench_graph.py", "pagerank.py",
-                "shortest_paths.py", "bench_first_job.py", "bench_incremental.py",
-                "bench_windows.py", "bench_recovery.py"]:
-        assert "usage" in run_job(job, "--help")
+@pytest.mark.parametrize("job", sorted(str(p.relative_to(JOBS)) for p in JOBS.glob("*/*.py")))
+def test_every_job_has_help_and_no_machine_path(job):
+    """Each job answers --help; none names a folder of one machine or carries its own Spark conf directory
+    (``ts.spark.get_session(app)`` is the one way the jobs get a session)."""
+    assert "usage" in run_job(job, "--help")
+    text = (JOBS / job).read_text()
+    assert "/work/" not in text and "conf_dir" not in text
+
+
+def test_jobs_are_examples_or_benchmarks():
+    assert sorted(p.name for p in JOBS.glob("*.py")) == []
+    assert all(p.name.startswith("bench_") for p in JOBS.glob("benchmarks/*.py"))
+    assert not any(p.name.startswith("bench_") for p in JOBS.glob("examples/*.py"))
 
 
 def test_bench_engine_runs_small():
-    out = run_job("bench_engine.py", "--records", "20000", "--rounds", "200", timeout=90)
+    out = run_job("benchmarks/bench_engine.py", "--records", "20000", "--rounds", "200", timeout=90)
     assert "timely/plain" in out and "us per round" in out
 
 
 def test_bench_mesh_runs_small():
-    out = run_job("bench_mesh.py", "--records", "40000", "--arrow-mb", "16", "--trips", "50", "--epochs", "50",
-                  timeout=90)
+    out = run_job("benchmarks/bench_mesh.py", "--records", "40000", "--arrow-mb", "16", "--trips", "50",
+                  "--epochs", "50", timeout=90)
     assert "records/s per worker" in out and "GB/s per direction" in out and "per round trip" in out
     assert "an epoch across 2 processes" in out and "feedback-loop round" in out and "AES-256-GCM" in out
 
@@ -51,12 +56,12 @@ def test_bench_mesh_runs_small():
 @pytest.mark.slow
 @pytest.mark.timeout(330)
 def test_bench_connected_components_runs_small():
-    out = run_job("bench_connected_components.py", "--vertices", "2000", "--edges", "3000", timeout=300)
+    out = run_job("benchmarks/bench_connected_components.py", "--vertices", "2000", "--edges", "3000", timeout=300)
     assert "(b)/(a)" in out and "(a)/(c)" in out and "mesh set-up" in out
 
 
 def test_barrier_demo_resynchronizes():
-    out = run_job("barrier_demo.py", "-w", "2", "--rounds", "3", "--unit", "0.1")
+    out = run_job("examples/barrier_demo.py", "-w", "2", "--rounds", "3", "--unit", "0.1")
     lines = [line.split() for line in out.splitlines()]
     assert len(lines) == 6
     for r in range(3):
@@ -67,7 +72,7 @@ def test_barrier_demo_resynchronizes():
 
 
 def test_sequencer_demo_shows_one_order():
-    out = run_job("sequencer_demo.py", "-w", "2", "--rounds", "3", "--unit", "0.05")
+    out = run_job("examples/sequencer_demo.py", "-w", "2", "--rounds", "3", "--unit", "0.05")
     seen = {0: [], 1: []}
     for line in out.splitlines():
         parts = line.split("\t")
@@ -76,14 +81,14 @@ def test_sequencer_demo_shows_one_order():
 
 
 def test_bench_sync_runs_small():
-    out = run_job("bench_sync.py", "--rounds", "200", "--no-spark", timeout=90)
+    out = run_job("benchmarks/bench_sync.py", "--rounds", "200", "--no-spark", timeout=90)
     assert "Barrier, 2 processes" in out and "median" in out
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(330)
 def test_bench_capture_runs_small():
-    out = run_job("bench_capture.py", "--records", "20000", "--epochs", "20", "--repeats", "1",
+    out = run_job("benchmarks/bench_capture.py", "--records", "20000", "--epochs", "20", "--repeats", "1",
                   "--stream-epochs", "3", "--stream-interval", "0.3", timeout=300)
     assert "capture / Spark write" in out and "the ceiling of a Python data source" in out
 
@@ -91,7 +96,7 @@ def test_bench_capture_runs_small():
 @pytest.mark.slow
 @pytest.mark.timeout(330)
 def test_bench_graph_runs_small_and_every_method_agrees(tmp_path):
-    out = run_job("bench_graph.py", "--sizes", "3000", "--skip-slow-above", "0", "--data", str(tmp_path),
+    out = run_job("benchmarks/bench_graph.py", "--sizes", "3000", "--skip-slow-above", "0", "--data", str(tmp_path),
                   timeout=300)
     assert "all methods agree" in out      # the benchmark checks each method's result against the references
     for method in ("cc-spark", "pagerank-local", "paths-scipy", "warm run phases", "worker 3: peak rows kept"):
@@ -103,17 +108,8 @@ def test_bench_graph_runs_small_and_every_method_agrees(tmp_path):
 def test_bench_graph_spark_writes_large_results_as_parquet(tmp_path):
     # above --collect-up-to edges a Spark method's result is written by Spark's executors
     # (not collected on the driver with toArrow), and still checked against scipy's
-    out = run_job("bench_graph.py", "--sizes", "3000", "--collect-up-to", "0", "--warm-up-to", "0",
+    out = run_job("benchmarks/bench_graph.py", "--sizes", "3000", "--collect-up-to", "0", "--warm-up-to", "0",
                   "--only", "cc-scipy,cc-spark,paths-scipy,paths-spark", "--data", str(tmp_path), timeout=180)
     assert "all methods agree" in out
     assert out.count("result via Spark's Parquet writer") == 2
     assert (tmp_path / "edges-3000-1.parquet.cc-spark.result.parquet").is_dir()
-
-
-def test_streaming_jobs_have_help():
-    for job in ["streaming_components.py", "bench_streaming.py"]:
-        assert "usage" in run_job(job, "--help")
-
-
-def test_bench_snapshots_has_help():
-    assert "usage" in run_job("bench_snapshots.py", "--help")

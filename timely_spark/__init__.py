@@ -20,9 +20,10 @@
 
 from typing import TYPE_CHECKING, Any
 
-from . import capture, graph, logging, progress, sync
+from . import capture, graph, logging, progress, state, sync
 from ._version import __version__
 from .dataflow import (
+    KEY_HASH,
     BranchOut,
     Capability,
     CapabilitySet,
@@ -47,19 +48,22 @@ from .dataflow import (
 )
 from .dataflow.collection import collection
 from .errors import (
+    AggregateOverflow,
     BuildError,
     CapabilityError,
     ChangelogError,
+    CheckpointError,
     CycleError,
     OperatorError,
     ParameterError,
     RemoteError,
+    RestoreError,
     RunTimeout,
     TimelyError,
     WorkerError,
     WorkerFailure,
 )
-from .execute import example, execute, execute_from_args
+from .execute import example, execute, execute_config, execute_from_args
 from .progress import Product
 from .runtime import Config
 
@@ -79,24 +83,20 @@ def __getattr__(name: str) -> Any:
 
 # ``spark`` is left out: ``from timely_spark import *`` must work without PySpark
 __all__ = [
-    "BranchOut", "BuildError", "Capability", "CapabilityError", "CapabilitySet", "Config", "CycleError",
-    "Exchange", "ExchangeBy", "InputCapability", "InputHandle", "InputPort", "LoopHandle", "Notificator", "OkErrOut",
-    "OperatorBuilder", "OperatorError", "OutputHandle", "ParameterError", "Pipeline", "ProbeHandle", "Product",
-    "RemoteError",
-    "RunTimeout", "Scope", "Stream",
-    "TimelyError", "Vertex", "Worker", "WorkerError", "WorkerFailure", "__version__", "capture", "example",
-    "execute", "execute_from_args", "graph", "logging", "progress", "source", "stable_hash", "sync",
+    # running: on threads, processes and hosts (ts.spark.run on Spark)
+    "Config", "Worker", "example", "execute", "execute_config", "execute_from_args",
+    # building dataflows: scopes, streams, inputs, probes, times
+    "BranchOut", "InputHandle", "LoopHandle", "OkErrOut", "ProbeHandle", "Product", "Scope", "Stream",
+    # operators of your own: capabilities, ports, pacts, notifications, Naiad's vertex
+    "Capability", "CapabilitySet", "Exchange", "ExchangeBy", "InputCapability", "InputPort", "Notificator",
+    "OperatorBuilder", "OutputHandle", "Pipeline", "Vertex", "source", "stable_hash",
+    # changelogs and operator state
+    "KEY_HASH", "collection",
+    # errors (all are TimelyError)
+    "AggregateOverflow", "BuildError", "CapabilityError", "ChangelogError", "CheckpointError", "CycleError",
+    "OperatorError", "ParameterError", "RemoteError", "RestoreError", "RunTimeout", "TimelyError", "WorkerError",
+    "WorkerFailure",
+    # sub-packages
+    "capture", "graph", "logging", "progress", "state", "sync",
+    "__version__",
 ]
-__all__ += ["ChangelogError", "collection"]
-
-# ---- snapshots and recovery (issue 24) ----
-from . import state  # noqa: E402
-from .dataflow.state_hook import KEY_HASH  # noqa: E402
-from .errors import CheckpointError, RestoreError  # noqa: E402
-
-__all__ += ["CheckpointError", "KEY_HASH", "RestoreError", "state"]
-
-# ---- one run path (issue 24): a whole runtime.Config, as execute and execute_from_args build it ----
-from .execute import execute_config  # noqa: E402
-
-__all__ += ["execute_config"]

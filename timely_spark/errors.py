@@ -7,14 +7,17 @@ import json
 import traceback
 from typing import Any, Optional
 
-__all__ = ["TimelyError", "BuildError", "CycleError", "CapabilityError", "OperatorError", "WorkerError",
-           "WorkerFailure", "RunTimeout", "ParameterError", "RemoteError", "ReportedError",
-           "operator_of", "most_telling", "picklable",
-           "describe_error", "rebuild_error", "type_name", "EventLogError",
-           "EventStreamError", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError",
-           "GraphInputError", "ChangelogError", "FrameLimitReached"]
-__all__ += ["WindowError"]   # event-time windows (group_by_window)
-__all__ += ["CheckpointError", "RestoreError"]   # snapshots and recovery (issue 24)
+__all__ = [
+    # the root, and errors of building and running dataflows
+    "TimelyError", "BuildError", "CapabilityError", "CycleError", "OperatorError", "ParameterError", "RunTimeout",
+    "WorkerError", "WorkerFailure",
+    # errors of the wires, Spark, event logs, changelogs, aggregates, windows, graphs and snapshots
+    "AggregateOverflow", "ChangelogError", "CheckpointError", "EventLogError", "EventStreamError",
+    "FrameLimitReached", "GraphInputError", "RemoteError", "RendezvousError", "RestoreError", "SchemaMismatch",
+    "SparkJobError", "SparkSetupError", "WindowError",
+    # errors as data across processes (the rendezvous, worker processes)
+    "ReportedError", "describe_error", "most_telling", "operator_of", "picklable", "rebuild_error", "type_name",
+]
 
 
 class TimelyError(Exception):
@@ -198,9 +201,15 @@ class WindowError(TimelyError, ValueError):
     names the operator, the column and, where known, the logical time."""
 
 
+class AggregateOverflow(TimelyError, OverflowError):
+    """An integer aggregate (a sum, or a count of rows kept by ``diff`` s) that would not
+    fit an int64 -- raised instead of a wrapped number (as Spark's ANSI mode does).  The
+    message names the operator, the column, the key and, where known, the time."""
+
+
 class FrameLimitReached(WorkerFailure):
     """A connection sealed as many frames in one direction as one key may
-    (:data:`~timely_spark.runtime.MAX_FRAMES_PER_KEY`): it closes rather than reuse a
+    (:data:`~timely_spark.communication.aead.MAX_FRAMES_PER_KEY`): it closes rather than reuse a
     nonce.  The message names the peer."""
 
 
@@ -208,7 +217,7 @@ class WorkerAborted(TimelyError):
     """Raised inside a worker when another worker has failed (not shown to users)."""
 
 
-# ---- snapshots and recovery (issue 24) ----------------------------------------------------
+# ---- snapshots and recovery -----------------------------------------------------------------
 class CheckpointError(TimelyError):
     """A checkpoint directory or snapshot that cannot be used: a damaged manifest or
     state file with no older committed snapshot to fall back to, a checkpoint written

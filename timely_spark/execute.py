@@ -27,9 +27,14 @@ from .dataflow.worker import Worker
 from .errors import ParameterError
 from .launch import launch_local
 from .process import run_process, run_workers
-from .runtime import DEFAULT_PEER_TIMEOUT, DEFAULT_PORT, SECRET_ENV, Config, check_port
+from .runtime import DEFAULT_PEER_TIMEOUT, SECRET_ENV, Config, check_port
+from .state.key import resolve_key
+from .state.owner import owning_checkpoint
 
 __all__ = ["Config", "execute", "execute_config", "execute_from_args", "example", "parse_args", "run_process"]
+
+#: Process ``p`` started by hand without a hostfile listens on ``127.0.0.1:DEFAULT_PORT + p``.
+DEFAULT_PORT = 2101
 
 R = TypeVar("R")
 
@@ -77,6 +82,12 @@ def execute_config(fn: Callable[[Worker], R], config: Config) -> list[R]:
     [(0, 2), (1, 2)]
     """
     config.check()
+    resolve_key(config)
+    with owning_checkpoint(config):
+        return _execute(fn, config)
+
+
+def _execute(fn: Callable[[Worker], R], config: Config) -> list[R]:
     if config.processes == 1:
         return run_workers(fn, config)
     if config.process is None:

@@ -35,18 +35,24 @@ from typing import IO, Any, Callable, Iterator
 import cloudpickle
 
 from .errors import RunTimeout, WorkerFailure, most_telling
-from .runtime import (
-    CHILD_EXIT_WAIT,
-    CHILD_MESSAGE_WAIT,
-    CHILD_START_WAIT,
-    POLL_INTERVAL,
-    RUN_BACKSTOP_SLACK,
-    STOP_GRACE,
-    Config,
-    new_secret,
-)
+from .runtime import POLL_INTERVAL, STOP_GRACE, Config, new_secret
 
-__all__ = ["launch_local", "child_main"]
+__all__ = ["launch_local", "child_main", "ChildProcess", "read_message"]
+
+#: Seconds the starting process waits for the rest of a message a worker process
+#: has begun to send (its results or its error).
+CHILD_MESSAGE_WAIT = 60.0
+
+#: Seconds a worker process waits for its configuration from the starting process.
+CHILD_START_WAIT = 120.0
+
+#: Seconds the starting process adds to ``timeout`` + twice :data:`~timely_spark.runtime.STOP_GRACE` before it
+#: kills worker processes that have not reported their own deadline (a backstop: they
+#: normally end themselves at ``timeout`` + :data:`~timely_spark.runtime.STOP_GRACE`).
+RUN_BACKSTOP_SLACK = 5.0
+
+#: Seconds to wait for a worker process to exit after the run, before killing it.
+CHILD_EXIT_WAIT = 10.0
 
 _LEN = struct.Struct("<Q")
 _PR_SET_PDEATHSIG = 1                 # prctl option (linux/prctl.h)
@@ -75,12 +81,17 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytes:
     return b"".join(chunks)
 
 
-def _read(fd: int, deadline: float) -> Any:
+def read_message(fd: int, deadline: float) -> Any:
+    """One message from pipe ``fd`` (a length, then a pickle), by ``deadline`` (monotonic);
+    EOFError if the pipe closes first, TimeoutError past the deadline."""
     (n,) = _LEN.unpack(_read_exact(fd, _LEN.size, deadline))
     return pickle.loads(_read_exact(fd, n, deadline))
 
 
-class _Child:
+class ChildProcess:
+    """A worker process of a local run: its ``proc``, the read end ``fd`` of its private
+    pipe, ``send`` writes to its stdin."""
+
     def __init__(self, index: int) -> None:
         read_fd, write_fd = os.pipe()
         self.index = index
@@ -138,20 +149,10 @@ def launch_local(fn: Callable, config: Config) -> list:
 def _launch(fn: Callable, config: Config) -> list:
     secret = new_secret()
     fn_bytes = cloudpickle.dumps(fn, protocol=5)
-    children = [_Child(p) for p in range(config.processes)]
+    children = [ChildProcess(p) for p in range(config.processes)]
     ok = False
     try:
-        start_deadline = time.monotonic() + config.connect_timeout
-        for c in children:
-            c.send({"config": replace(config, process=c.index), "secret": secret, "fn": fn_bytes})
-        addresses = []
-        for c in children:
-            kind, value = _read(c.fd, start_deadline)
-            if kind != "address":
-                raise _child_error(c, value)
-            addresses.append(value)
-        for c in children:
-            c.send(addresses)
+        _start(children, config, secret, fn_bytes)
         backstop = (None if config.timeout is None
                     else time.monotonic() + config.timeout + 2 * STOP_GRACE + RUN_BACKSTOP_SLACK)
         results: list = []
@@ -164,7 +165,7 @@ def _launch(fn: Callable, config: Config) -> list:
             for fd in ready:
                 c = pending.pop(fd)
                 try:
-                    kind, value = _read(fd, time.monotonic() + CHILD_MESSAGE_WAIT)
+                    kind, value = read_message(fd, time.monotonic() + CHILD_MESSAGE_WAIT)
                 except (EOFError, TimeoutError):
                     code = c.proc.wait(timeout=CHILD_EXIT_WAIT)
                     errors.append(WorkerFailure(f"process {c.index} exited with code {code} without a result"))
@@ -199,7 +200,34 @@ def _launch(fn: Callable, config: Config) -> list:
             c.close(kill=not ok)
 
 
-def _child_error(child: _Child, value: Any) -> BaseException:
+def _start(children: list[ChildProcess], config: Config, secret: bytes, fn_bytes: bytes) -> None:
+    """Send each child its start, gather the addresses they bound and send them to all;
+    a child that dies or stays silent meanwhile (its pipes closed, no address in time)
+    is a WorkerFailure naming it and its exit code."""
+    deadline = time.monotonic() + config.connect_timeout
+    child = children[0]
+    try:
+        for child in children:
+            child.send({"config": replace(config, process=child.index), "secret": secret, "fn": fn_bytes})
+        addresses = []
+        for child in children:
+            kind, value = read_message(child.fd, deadline)
+            if kind != "address":
+                raise _child_error(child, value)
+            addresses.append(value)
+        for child in children:
+            child.send(addresses)
+    except (OSError, EOFError, TimeoutError) as exc:
+        try:
+            code: Any = child.proc.poll() if isinstance(exc, TimeoutError) else child.proc.wait(CHILD_EXIT_WAIT)
+        except subprocess.TimeoutExpired:
+            code = None
+        code = "none: still running" if code is None else code
+        raise WorkerFailure(f"process {child.index} failed while the run started (exit code {code}): "
+                            f"{type(exc).__name__}: {exc}") from exc
+
+
+def _child_error(child: ChildProcess, value: Any) -> BaseException:
     return value if isinstance(value, BaseException) else WorkerFailure(f"process {child.index}: {value!r}")
 
 
@@ -239,11 +267,11 @@ def child_main(write_fd: int, parent: int = 0) -> None:
 
     out = os.fdopen(write_fd, "wb")
     stdin = sys.stdin.buffer
-    start = _read(stdin.fileno(), time.monotonic() + CHILD_START_WAIT)
+    start = read_message(stdin.fileno(), time.monotonic() + CHILD_START_WAIT)
     config: Config = start["config"]
     listener = bind_listener("127.0.0.1", 0)
     _write(out, ("address", listener.getsockname()[:2]))
-    addresses = _read(stdin.fileno(), time.monotonic() + config.connect_timeout + CHILD_START_WAIT)
+    addresses = read_message(stdin.fileno(), time.monotonic() + config.connect_timeout + CHILD_START_WAIT)
     threading.Thread(target=_watch_parent, args=(stdin.fileno(),), name="timely-parent-watch", daemon=True).start()
     message: tuple[str, Any]
     try:

@@ -6,6 +6,8 @@ component raises labels again, exactly.  Checked against a from-scratch computat
     python jobs/examples/components.py
 """
 
+import argparse
+
 import pyarrow as pa
 
 import timely_spark as ts
@@ -42,8 +44,11 @@ def from_scratch(edges):
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--threads", type=int, default=2, help="worker threads")
+    args = parser.parse_args()
     logs = [pa.RecordBatch.from_pylist([dict(src=s, dst=d, diff=x) for s, d, x in epoch]) for epoch in EPOCHS]
-    run = run_epochs(components, [[log] for log in logs], threads=2)
+    run = run_epochs(components, [[log] for log in logs], threads=args.threads)
     for t in range(len(EPOCHS)):
         live = ts.collection(pa.Table.from_batches(logs[:t + 1]))         # the edges at t
         labels = {r["node"]: r["label"] for r in run.collection(t).to_pylist()}

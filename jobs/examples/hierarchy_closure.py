@@ -5,6 +5,8 @@ changes of (boss, employee) pairs.  Checked against a closure from scratch at ev
     python jobs/examples/hierarchy_closure.py
 """
 
+import argparse
+
 import pyarrow as pa
 
 from timely_spark.testing import run_epochs
@@ -36,9 +38,12 @@ def from_scratch(edges):
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--threads", type=int, default=2, help="worker threads")
+    args = parser.parse_args()
     batches = [[pa.RecordBatch.from_pylist([dict(manager=m, employee=e, diff=d) for m, e, d in epoch])]
                for epoch in EPOCHS]
-    run = run_epochs(closure, batches, threads=2)
+    run = run_epochs(closure, batches, threads=args.threads)
     edges: dict = {}
     for t, epoch in enumerate(EPOCHS):
         for m, e, d in epoch:

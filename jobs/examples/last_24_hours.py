@@ -6,6 +6,8 @@ total from scratch at every hour.
     python jobs/examples/last_24_hours.py
 """
 
+import argparse
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -21,10 +23,13 @@ def last_day(scope, sales):
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--threads", type=int, default=2, help="worker threads")
+    args = parser.parse_args()
     batches = [[pa.RecordBatch.from_pylist([dict(shop=s, amount=a, hour=h) for s, a in SALES.get(h, [])],
                                            schema=pa.schema([("shop", pa.string()), ("amount", pa.int64()),
                                                              ("hour", pa.int64())]))] for h in range(HOURS)]
-    run = run_epochs(last_day, batches, threads=2)
+    run = run_epochs(last_day, batches, threads=args.threads)
     for hour in range(HOURS):
         want = {}
         for h, sales in SALES.items():

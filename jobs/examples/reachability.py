@@ -7,6 +7,8 @@ scratch at every epoch.
     python jobs/examples/reachability.py
 """
 
+import argparse
+
 import pyarrow as pa
 
 from timely_spark.testing import run_epochs
@@ -41,8 +43,11 @@ def bfs(edges):
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--threads", type=int, default=2, help="worker threads")
+    args = parser.parse_args()
     batches = [[pa.RecordBatch.from_pylist([dict(src=s, dst=d, diff=x) for s, d, x in epoch])] for epoch in EPOCHS]
-    run = run_epochs(reachable, batches, threads=2)
+    run = run_epochs(reachable, batches, threads=args.threads)
     edges: dict = {}
     for t, epoch in enumerate(EPOCHS):
         for s, d, x in epoch:

@@ -5,6 +5,8 @@ replaced by the next one.  Checked against pandas from scratch at every epoch.
     python jobs/examples/top3.py
 """
 
+import argparse
+
 import pyarrow as pa
 
 import timely_spark as ts
@@ -22,9 +24,12 @@ def top3(scope, scores):
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--threads", type=int, default=2, help="worker threads")
+    args = parser.parse_args()
     batches = [[pa.RecordBatch.from_pylist([dict(player=p, score=s, diff=d) for p, s, d in epoch])]
                for epoch in EPOCHS]
-    run = run_epochs(top3, batches, threads=2)
+    run = run_epochs(top3, batches, threads=args.threads)
     for t in range(len(EPOCHS)):
         log = pa.Table.from_pylist([dict(player=p, score=s, diff=d) for e in EPOCHS[:t + 1] for p, s, d in e])
         scores = ts.collection(log).to_pandas()

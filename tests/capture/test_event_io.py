@@ -84,10 +84,10 @@ def test_capture_send_and_recv_five_into_three(tmp_path):
     base = probe.getsockname()[1] + 1000 if probe.getsockname()[1] < 60000 else 20000
     probe.close()
     env = dict(os.environ, TIMELY_SPARK_SECRET="capture-test", PYTHONPATH=str(ROOT))
-    recv = subprocess.Popen([sys.executable, str(ROOT / "jobs" / "capture_recv.py"), "5", "-w", "3",
+    recv = subprocess.Popen([sys.executable, str(ROOT / "jobs" / "examples" / "capture_recv.py"), "5", "-w", "3",
                              "--port-base", str(base)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
-    send = subprocess.run([sys.executable, str(ROOT / "jobs" / "capture_send.py"), "-w", "5",
+    send = subprocess.run([sys.executable, str(ROOT / "jobs" / "examples" / "capture_send.py"), "-w", "5",
                            "--port-base", str(base)], capture_output=True, text=True, env=env, timeout=120)
     out, err = recv.communicate(timeout=120)
     assert send.returncode == 0, send.stderr
@@ -102,7 +102,7 @@ def test_capture_jobs_without_the_secret_fail_at_once_saying_so(job):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("TIMELY_SPARK_SECRET", None)
     args = ["5", "--port-base", "1"] if job == "capture_recv.py" else ["--port-base", "1"]
-    done = subprocess.run([sys.executable, str(ROOT / "jobs" / job), *args], capture_output=True, text=True,
-                          env=env, timeout=30)
+    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "examples" / job), *args], capture_output=True,
+                          text=True, env=env, timeout=30)
     assert done.returncode != 0
     assert "TIMELY_SPARK_SECRET" in done.stderr and "export" in done.stderr

@@ -1,4 +1,4 @@
-"""follow on a restored run and under a snapshot's pin (issue 24)."""
+"""follow on a restored run and under a snapshot's pin."""
 
 import time
 

@@ -57,7 +57,7 @@ def capture_epochs(path, records_by_epoch, workers=1, flush_seconds=0.0):
 ], ids=["dicts", "tuples", "scalars", "pickled"])
 def test_round_trip_per_time(tmp_path, records):
     capture_epochs(tmp_path, [records, records[:1]])
-    got = extract(iter(ParquetEventReader(tmp_path)))
+    got = extract(iter(ParquetEventReader(tmp_path, allow_pickle=True)))
     def norm(xs):
         return sorted(xs, key=repr)
     assert [(t, norm(xs)) for t, xs in got] == [(0, norm(records)), (1, norm(records[:1]))]

@@ -85,6 +85,7 @@ def test_cut_is_the_snapshot_time_when_the_log_lags(tmp_path):
     run_epochs(w0, 0, range(4), close=False)
     run_epochs(w1, 1, range(1), close=False)       # worker 1's stream stops at 1, the log's frontier too
     w0.flush(), w1.flush()
+    del w0, w1                                      # the run dies: its writers' holds on the log end with it
     points = [resume_worker(path, i, 2, 3, grace=0.0) for i in range(2)]
     assert [p.cutoff.elements() for p in points] == [[3], [3]]
     writers = [ParquetEventWriter(path, worker=i, peers=2, flush_seconds=0.0) for i in range(2)]
@@ -163,6 +164,7 @@ def test_a_second_failure_resumes_the_resumed_log(tmp_path):
             run_epochs(w, i, range(3, 6), start=3, close=False)
             w.push(Messages(6, rows(i, 6)))                # half of epoch 6 again, then the crash
             w.flush()
+        del writers, w                                 # the attempt dies, and its holds on the log
     assert complete_rows(path) == (expected(range(6)), Antichain([6]))
     for i, w in enumerate(ParquetEventWriter(path, worker=i, peers=2, flush_seconds=0.0) for i in range(2)):
         w.restore(4)
@@ -181,10 +183,12 @@ def test_a_fresh_attempt_of_the_same_checkpoint_goes_on_from_the_start(tmp_path)
         run_epochs(w, i, range(3 + i), close=False)      # worker 1 one epoch ahead: epochs 0..2 complete
         w.push(Messages(3 + i, rows(i, 3 + i)))
         w.flush()
+    del writers, w                                      # the attempt dies, and its holds on the log
     other = ParquetEventWriter(path, worker=0, peers=2)
     other.recover(str(tmp_path / "elsewhere"), None, 0)
     with pytest.raises(EventLogError, match="already holds an event log"):
         other.push(Progress([(0, -1)]))
+    del other
     for i in range(2):
         w = ParquetEventWriter(path, worker=i, peers=2, flush_seconds=0.0)
         w.recover(ckpt, None, 0)

@@ -6,7 +6,7 @@ import pytest
 
 import timely_spark as ts
 from timely_spark.capture import LogIndex, Messages, ParquetEventWriter, Progress
-from timely_spark.runtime import CAPTURE_COLUMNS_RETRY
+from timely_spark.capture.parquet import CAPTURE_COLUMNS_RETRY
 
 
 def _batch(*xs):

@@ -114,14 +114,33 @@ def test_a_recorder_between_two_processes_sees_no_payload_unless_encryption_is_o
     assert COLUMN_BYTES in clear
 
 
-def test_processes_that_disagree_about_encryption_are_refused_saying_why(monkeypatch):
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("acceptor_encrypts", [True, False])
+def test_processes_that_disagree_about_encryption_both_fail_at_once_saying_why(acceptor_encrypts):
+    """Both sides name the mismatch: the connecting one from the greeting, the accepting
+    one from the connector's proof in the other mode -- not by waiting out its connect
+    timeout (60 s here, longer than the test waits) and blaming a missing connection."""
     listeners = [bind_listener() for _ in range(2)]
     addresses = [s.getsockname() for s in listeners]
-    meshes = [Mesh(p, addresses, listeners[p], b"k", ThreadFabric(1, offset=p), 1, connect_timeout=5,
-                   encrypt=(p == 0)) for p in range(2)]
-    meshes[0].start_accepting()
-    with pytest.raises(ts.WorkerFailure, match="process 0 .* encrypts its frames and this process does not"):
+    meshes = [Mesh(p, addresses, listeners[p], b"k", ThreadFabric(1, offset=p), 1, connect_timeout=60,
+                   encrypt=(p == 0) == acceptor_encrypts) for p in range(2)]
+    accepted: list = []
+
+    def accept():
+        try:
+            meshes[0].connect()
+        except ts.WorkerFailure as exc:
+            accepted.append(exc)
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
+    said, other = ("encrypts", "does not") if acceptor_encrypts else ("does not encrypt", "does")
+    with pytest.raises(ts.WorkerFailure, match=f"process 0 .* {said} its frames and this process {other}:"):
         meshes[1].connect()
+    acceptor.join(timeout=30)
+    said, other = ("does not encrypt", "does") if acceptor_encrypts else ("encrypts", "does not")
+    assert accepted and f"process 1 at {addresses[1][0]}:{addresses[1][1]} {said} its frames and this process " \
+        f"{other}: set TIMELY_SPARK_ENCRYPTION" in str(accepted[0]), accepted
     for m in meshes:
         m.shutdown(clean=False)
 

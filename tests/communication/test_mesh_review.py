@@ -1,4 +1,4 @@
-"""Review of the encrypted mesh (issue 26): what a run leaves behind, what is read
+"""Review of the encrypted mesh: what a run leaves behind, what is read
 before authentication on the event streams, and the handshake's binding of its mode."""
 
 import os
@@ -59,7 +59,7 @@ def test_a_run_over_the_mesh_leaves_no_descriptor_or_thread_behind():
 def test_an_event_reader_refuses_an_oversized_announcement_before_buffering_it():
     from timely_spark.capture import EventReader
     from timely_spark.capture.stream_io import _PREFIX as PREFIX
-    from timely_spark.runtime import MAX_EVENT_FRAME
+    from timely_spark.capture.stream_io import MAX_EVENT_FRAME
 
     a, b = socket.socketpair()
     try:
@@ -151,7 +151,8 @@ def test_a_recorded_handshake_replayed_and_a_downgrade_to_clear_frames_are_refus
         s, recorded = connector_reply(port, b"k", magic=mesh_magic(False))   # proves the secret, but asks for clear
         assert closed_by_peer(s)
         s.close()
-        assert "bad greeting" in m.rejected[-1]
+        assert "does not encrypt its frames and this process does" in m.rejected[-1]     # named, refused
+        assert not m.connections
         pending = []
         s, recorded = connector_reply(port, b"k", keep=pending)               # a genuine reply, recorded...
         s.close()

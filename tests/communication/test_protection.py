@@ -17,20 +17,24 @@ import pytest
 
 import timely_spark as ts
 from timely_spark.communication.aead import TAG, Sealer
+from timely_spark.communication.allocator import WAKE
+from timely_spark.communication.codec import encode
 from timely_spark.communication.tcp import (
     CONTROL,
     HEADER,
     INNER,
     MAC,
     MAGIC,
+    MAX_HANDSHAKES,
     NONCE,
     Mesh,
     bind_listener,
     frame_keys,
     handshake_mac,
+    recv_exact,
 )
 from timely_spark.communication.thread import ThreadFabric
-from timely_spark.runtime import MAX_HANDSHAKES
+from timely_spark.process import run_process
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = Path(__file__).with_name("mesh_job.py")
@@ -303,7 +307,7 @@ def test_an_oversized_frame_announcement_fails_the_connection_before_allocating(
     m.shutdown(clean=False)
 
 
-def test_handshakes_in_flight_are_bounded_and_the_real_peer_still_gets_in():
+def test_handshakes_in_flight_are_bounded_by_dropping_the_oldest_and_the_real_peer_gets_in():
     listener = bind_listener()
     port = listener.getsockname()[1]
     m, _ = mesh(0, [("127.0.0.1", port), ("127.0.0.1", 1)], listener, handshake_timeout=20, connect_timeout=20)
@@ -315,22 +319,106 @@ def test_handshakes_in_flight_are_bounded_and_the_real_peer_still_gets_in():
         assert c.recv(len(MAGIC) + NONCE)[:len(MAGIC)] == MAGIC
         idle.append(c)
     extra = socket.create_connection(("127.0.0.1", port), timeout=5)
-    assert extra.recv(len(MAGIC) + NONCE) == b""       # closed at once, no greeting
-    assert any(f"over {MAX_HANDSHAKES}" in r for r in m.rejected)
-    for c in idle:                                     # the slots free up as they go
-        c.close()
-    deadline = time.monotonic() + 10
-    while True:
-        s, _, _, answer = handshake_as_connector(port, b"k")
-        if answer:
-            break
-        s.close()
-        assert time.monotonic() < deadline, m.rejected
-        time.sleep(0.1)
+    assert extra.recv(len(MAGIC) + NONCE)[:len(MAGIC)] == MAGIC     # admitted...
+    assert idle[0].recv(1) == b""                      # ...by dropping the oldest of the busiest source
+    assert any(f"dropped its oldest handshake (over {MAX_HANDSHAKES}" in r for r in m.rejected)
+    s, _, _, answer = handshake_as_connector(port, b"k")     # the newest: admitted, it completes
+    assert answer
     t.join(timeout=10)
     assert 1 in m.connections
-    s.close()
+    for c in idle + [extra, s]:
+        c.close()
     m.shutdown(clean=False)
+
+
+def test_a_connecting_process_whose_handshake_is_closed_connects_again_until_its_deadline():
+    """Process 1's first connection is accepted and closed before any greeting (as a
+    listener dropping a pending handshake does): it connects again and gets in."""
+    listeners = [bind_listener() for _ in range(2)]
+    addresses = [s.getsockname()[:2] for s in listeners]
+    meshes = [mesh(p, addresses, listeners[p], connect_timeout=30)[0] for p in range(2)]
+    failures = []
+
+    def connect(m):
+        try:
+            m.connect()
+        except ts.WorkerFailure as exc:
+            failures.append(exc)
+
+    connector = threading.Thread(target=connect, args=(meshes[1],), daemon=True)
+    connector.start()
+    listeners[0].settimeout(20)
+    dropped, _ = listeners[0].accept()                 # process 1's first attempt...
+    dropped.close()                                    # ...closed before its handshake
+    acceptor = threading.Thread(target=connect, args=(meshes[0],), daemon=True)
+    acceptor.start()
+    connector.join(timeout=40)
+    acceptor.join(timeout=40)
+    assert not failures, failures
+    assert 0 in meshes[1].connections and 1 in meshes[0].connections
+    for m in meshes:
+        m.shutdown(clean=False)
+
+
+def test_a_listener_remembers_only_its_latest_refusals():
+    from timely_spark.communication.tcp import REJECTIONS_KEPT
+
+    listener = bind_listener()
+    port = listener.getsockname()[1]
+    m, _ = mesh(0, [("127.0.0.1", port), ("127.0.0.1", 1)], listener, connect_timeout=30)
+    m.start_accepting()
+    for i in range(REJECTIONS_KEPT + 20):             # each proves nothing and is refused
+        c = socket.create_connection(("127.0.0.1", port), timeout=5)
+        c.recv(len(MAGIC) + NONCE, socket.MSG_WAITALL)
+        c.sendall(b"x" * CONNECTOR_HELLO)
+        assert c.recv(1) == b""
+        c.close()
+    deadline = time.monotonic() + 10
+    while "bad greeting" not in (m.rejected[-1] if m.rejected else ""):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert len(m.rejected) == REJECTIONS_KEPT
+    m.shutdown(clean=False)
+
+
+IDLE_CONNECTIONS = 40
+
+
+@pytest.mark.timeout(120)
+def test_idle_connections_filling_a_listener_do_not_fail_the_run():
+    """40 idle connections to process 0's listener, made before the run starts (they wait
+    in its backlog ahead of process 1's): the run completes on both processes, its
+    exchange intact -- the listener drops the oldest idle handshakes, and process 1 tries
+    again if its own handshake is dropped."""
+    listeners = [bind_listener() for _ in range(2)]
+    addresses = [s.getsockname()[:2] for s in listeners]
+    idle = [socket.create_connection(addresses[0], timeout=5) for _ in range(IDLE_CONNECTIONS)]
+
+    def work(worker):
+        out = []
+        probe = worker.dataflow(lambda scope: scope.to_stream(range(worker.index * 10, worker.index * 10 + 10))
+                                .exchange(lambda x: x).inspect(out.append).probe())
+        worker.step_while(lambda: not probe.done())
+        return sorted(out)
+
+    results, errors = {}, []
+
+    def run(p):
+        try:
+            results[p], = run_process(work, p, 2, 1, addresses, listeners[p], b"k", connect_timeout=60, timeout=90)
+        except BaseException as exc:  # noqa: BLE001 -- the test reports it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=100)
+    for c in idle:
+        c.close()
+    assert not errors, errors
+    assert sorted(results[0] + results[1]) == list(range(20))
+    assert results[0] == [x for x in range(20) if x % 2 == 0]
 
 
 def test_a_slow_handshake_is_dropped_at_its_deadline():
@@ -363,7 +451,7 @@ ACCEPT_UNDER_PRESSURE = r"""
 import resource, socket, sys, threading, time
 from timely_spark.communication.tcp import Mesh, bind_listener
 from timely_spark.communication.thread import ThreadFabric
-from timely_spark.runtime import MAX_HANDSHAKES
+from timely_spark.communication.tcp import MAX_HANDSHAKES
 
 listener = bind_listener()
 port = listener.getsockname()[1]
@@ -406,3 +494,51 @@ def test_the_accept_loop_survives_descriptor_exhaustion_and_accepts_the_real_pee
         p.close()
     assert "CONNECTED [1]" in out, err
     assert "accept failed" in err
+
+
+def delivered(fabric):
+    """The messages waiting in the mailbox of the fabric's one worker."""
+    got = []
+    while not fabric.mailboxes[0].empty():
+        item = fabric.mailboxes[0].get()
+        if item is not WAKE:
+            got.append(item)
+    return got
+
+
+def test_a_receiver_refuses_frames_past_its_own_nonce_limit_whatever_the_sender_allows():
+    """The receiving mesh's limit is 12 frames; the sender (a sealer of the connection's
+    key that would go on to 2**48) sends 13: 12 are delivered, the 13th fails the
+    connection instead of being opened under a key past its limit."""
+    limit = 12
+    m, fabric, s, send_key = accepting_mesh(frame_limit=limit, peer_timeout=600)    # no heartbeat meanwhile
+    sealer = Sealer(send_key)
+    assert sealer.limit > limit
+    kind, parts = encode((0, ["hello"]))
+    for seq in range(limit + 1):
+        body = INNER.pack(7, 1, 0, seq, kind) + b"".join(bytes(p) for p in parts)
+        header = HEADER.pack(len(body))
+        s.sendall(header + b"".join(bytes(p) for p in sealer.seal(header, [body])))
+    failure = wait_for_failure(fabric)
+    assert "integrity check" in failure and "process 1" in failure
+    assert delivered(fabric) == [(7, (0, ["hello"]))] * limit
+    s.close()
+    m.shutdown(clean=False)
+
+
+def test_a_frame_reflected_back_to_its_sender_fails_its_tag():
+    """The two directions of a connection have their own keys: a frame of process 0's,
+    sent back to it by someone on the path (same connection, same frame number), is
+    refused, not taken for one of process 1's."""
+    m, fabric, s, _ = accepting_mesh(peer_timeout=600)
+    kind, parts = encode((0, ["to worker 1"]))
+    m.connections[1].send(7, 0, 1, kind, parts)
+    s.settimeout(10)
+    header = bytes(recv_exact(s, HEADER.size))
+    (length,) = HEADER.unpack(header)
+    s.sendall(header + bytes(recv_exact(s, length + TAG)))            # back where it came from
+    failure = wait_for_failure(fabric)
+    assert "integrity check" in failure and "process 1" in failure
+    assert delivered(fabric) == []
+    s.close()
+    m.shutdown(clean=False)

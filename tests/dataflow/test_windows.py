@@ -75,7 +75,7 @@ def table(rows):
 
 def stream_windows(params, layout, seed=1):
     """Feed ``epoch_rows`` over epochs (row i by worker i % peers); returns every worker's
-    (window rows, late rows, violations of 'not before complete', of 'as soon as')."""
+    (window rows, late rows, violations of 'not before complete', of 'as soon as', late_rows)."""
     epochs = epoch_rows(seed)
     session = "gap" in params
 
@@ -100,9 +100,9 @@ def stream_windows(params, layout, seed=1):
                                            **params)
             windows.aggregate([([], "count_all"), ("v", "sum")]).inspect(check)
             windows.late.inspect(lambda rb: late.extend(rb.to_pylist()))
-            return inp
+            return inp, windows
 
-        inp = w.dataflow(build)
+        inp, windows = w.dataflow(build)
         for e, rows in enumerate(epochs):
             inp.send_batch(table([r for i, r in enumerate(rows) if i % w.peers == w.index]))
             advanced[w.index] = e + 1
@@ -118,7 +118,7 @@ def stream_windows(params, layout, seed=1):
         inp.close()
         while w.step():
             pass
-        return sent, late, early, slow
+        return sent, late, early, slow, windows.late_rows
 
     return ts.execute(work, timeout=60, **layout)
 
@@ -141,8 +141,9 @@ def test_streaming_windows_are_exact_once_and_on_time(kind, layout):
     assert got == reference(on_time, **params)            # exact, and no window twice
     assert len({(r["window_start"], r["k"]) for r in sent}) == len(sent)
     assert sorted((r["t"], r["k"], r["v"]) for _, lt, *_ in results for r in lt) == sorted(late)
-    assert [x for *_, early, _ in results for x in early] == []     # never before the frontier allows
-    assert [x for *_, slow in results for x in slow] == []          # as soon as it allows
+    assert sum(counted for *_, counted in results) == len(late)     # every late row sent is counted too
+    assert [x for _, _, early, *_ in results for x in early] == []  # never before the frontier allows
+    assert [x for _, _, _, slow, _ in results for x in slow] == []  # as soon as it allows
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -214,26 +215,30 @@ def test_open_windows_stay_bounded_over_a_long_run(kind):
     assert ts.execute(work)[0] <= 10
 
 
-def test_late_rows_are_counted_and_dropped_by_default():
+@pytest.mark.parametrize("late", ["drop", "output"])
+def test_late_rows_are_counted_whether_dropped_or_sent_to_the_late_stream(late):
+    """``late_rows`` counts every late row: dropped (the default) or sent to ``.late``."""
     def work(w):
         def build(s):
             inp, rows = s.new_input()
-            windows = rows.group_by_window("t", every=10, epoch=10)
+            windows = rows.group_by_window("t", every=10, epoch=10, **({} if late == "drop" else {"late": late}))
             sums = windows.aggregate([("t", "count")]).to_records()
-            got = []
+            got, sent_late = [], []
             sums.inspect(got.append)
-            return inp, windows, got
+            if late == "output":
+                windows.late.inspect(lambda rb: sent_late.extend(rb.column("t").to_pylist()))
+            return inp, windows, got, sent_late
 
-        inp, windows, got = w.dataflow(build)
+        inp, windows, got, sent_late = w.dataflow(build)
         inp.send_batch(pa.table({"t": [1, 2]}))
         inp.advance_to(3)
-        inp.send_batch(pa.table({"t": [5, 31]}))     # 5 < 30: late at time 3
+        inp.send_batch(pa.table({"t": [5, 31, 7]}))     # 5, 7 < 30: late at time 3
         inp.close()
         while w.step():
             pass
-        return windows.late_rows, sorted((r["window_start"], r["t_count"]) for r in got)
+        return windows.late_rows, sorted(sent_late), sorted((r["window_start"], r["t_count"]) for r in got)
 
-    assert ts.execute(work)[0] == (1, [(0, 2), (30, 1)])
+    assert ts.execute(work)[0] == (2, [5, 7] if late == "output" else [], [(0, 2), (30, 1)])
 
 
 def run_on(data, **params):
@@ -331,9 +336,10 @@ def test_sliding_windows_whose_period_is_not_a_multiple_of_every_stream_exactly(
     params = dict(every=4, period=10)
     epochs = epoch_rows(2)
     on_time = [r for rows in epochs for r in rows if r not in late_rows(epochs)]
-    [(sent, _, early, slow)] = stream_windows(params, dict(threads=1), seed=2)
+    [(sent, _, early, slow, counted)] = stream_windows(params, dict(threads=1), seed=2)
     got = sorted(((r["window_start"], r["window_end"], r["k"], r["count_all"], r["v_sum"]) for r in sent), key=str)
     assert got == reference(on_time, **params) and early == [] and slow == []
+    assert counted == len(late_rows(epochs))
 
 
 @pytest.mark.parametrize("unit, tz, every", [("s", "Asia/Kolkata", timedelta(hours=1)),
@@ -410,3 +416,52 @@ def test_a_window_is_sent_at_the_time_that_proved_it_complete_and_holds_nothing_
     assert got == [("session", 4, 14, "b"), ("session", 7, 2, "a"),
                    ("tumbling", 3, 0, "a"), ("tumbling", 3, 0, "b"), ("tumbling", 5, 20, "a"),
                    ("tumbling", 7, 40, "a")]
+
+
+@pytest.mark.parametrize("params, parameter", [
+    (dict(every=timedelta.max), "every"),                          # past int64 microseconds
+    (dict(every=timedelta(seconds=1), epoch=timedelta.max), "epoch"),
+    (dict(gap=timedelta(days=200_000_000)), "gap"),
+])
+def test_a_length_past_int64_of_the_column_unit_names_the_parameter(params, parameter):
+    with pytest.raises(WorkerError, match="longer than an int64 of us") as e:
+        run_on(pa.table({"t": pa.array([1], pa.timestamp("us"))}), time_column="t", **params)
+    assert isinstance(e.value.cause, ParameterError) and e.value.cause.parameter == parameter
+
+
+def test_an_int_length_past_int64_names_the_parameter():
+    with pytest.raises(WorkerError, match=r"every=36893488147419103232 does not fit an int64"):
+        run_on(pa.table({"t": [1]}), time_column="t", every=2**65)
+
+
+@pytest.mark.parametrize("every, period", [(timedelta(microseconds=1), timedelta(hours=1)), (1, 10**9)])
+def test_sliding_windows_with_too_many_windows_per_row_are_refused(every, period):
+    from timely_spark.dataflow.operators.window_spec import MAX_WINDOWS_PER_ROW
+
+    t = pa.table({"t": pa.array([1], pa.timestamp("us") if isinstance(every, timedelta) else pa.int64())})
+    with pytest.raises(WorkerError, match=f"over the limit of {MAX_WINDOWS_PER_ROW}") as e:
+        run_on(t, time_column="t", every=every, period=period)
+    assert isinstance(e.value.cause, ParameterError) and e.value.cause.parameter == "period"
+    at_limit = run_on(pa.table({"t": [5]}), time_column="t", every=1, period=MAX_WINDOWS_PER_ROW)
+    assert sum(rb.num_rows for _, rb in at_limit) == MAX_WINDOWS_PER_ROW
+
+
+@pytest.mark.parametrize("params, x", [
+    (dict(every=10), 2**63 - 5),                     # the window [2**63 - 8, 2**63 + 2) ends past int64
+    (dict(every=10), -2**63 + 3),                    # the window starts at -2**63 - 5
+    (dict(every=10, period=30), 2**63 - 25),         # the latest window ends at 2**63 - 28 + 30
+    (dict(gap=10), 2**63 - 5),                       # the session ends at 2**63 + 5
+])
+def test_an_event_time_whose_windows_do_not_fit_int64_is_refused_naming_the_row(params, x):
+    data = pa.table({"t": pa.array([1, x], pa.int64()), "v": [10, 20]})
+    with pytest.raises(WorkerError, match=rf"row 1 at time 0 \({{'t': {x}, 'v': 20}}\) has event time {x}") as e:
+        run_on(data, time_column="t", **params)
+    assert isinstance(e.value.cause, WindowError)
+
+
+def test_event_times_at_the_edges_of_int64_whose_windows_fit_are_windowed():
+    lo, hi = -2**63 + 8, 2**63 - 8 - 1                # every=10: [-2**63 + 8, ...) and [..., 2**63 - 8)
+    data = pa.table({"t": pa.array([lo, hi], pa.int64())})
+    got = sorted((r["window_start"], r["window_end"], r["count_all"])
+                 for _, rb in run_on(data, time_column="t", every=10) for r in rb.to_pylist())
+    assert got == [(lo, lo + 10, 1), (hi - 9, hi + 1, 1)]

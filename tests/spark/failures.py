@@ -1,4 +1,4 @@
-"""The harness of the failure tests (issue 24): a stateful streaming dataflow fed from a
+"""The harness of the failure tests: a stateful streaming dataflow fed from a
 followed Parquet log, its outputs captured into Parquet logs, run on two processes with
 a checkpoint, one worker process SIGKILLed at chosen points, re-run with the same
 checkpoint until it completes.

@@ -51,8 +51,8 @@ def test_connected_components_job_on_separate_executors(tmp_path):
     csv = tmp_path / "edges.csv"
     csv.write_text("src,dst\n" + "".join(f"{a},{b}\n" for a, b in edges))
     out = tmp_path / "cc"
-    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "connected_components.py"), "--edges-path", str(csv),
-                           "--out", str(out), "--master", "local-cluster[2,1,1024]"],
+    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "examples" / "connected_components.py"),
+                           "--edges-path", str(csv), "--out", str(out), "--master", "local-cluster[2,1,1024]"],
                           capture_output=True, text=True, timeout=240, env=env())
     assert done.returncode == 0, done.stderr[-3000:]
     assert "272 vertices, 6 components, largest 200 vertices" in done.stdout

@@ -146,7 +146,7 @@ def test_a_worker_holds_a_few_output_batches_not_its_whole_output(spark):
     stats reports where the task's time went."""
     import numpy as np
 
-    from timely_spark.runtime import OUTPUT_BATCHES_IN_FLIGHT
+    from timely_spark.spark.output_stream import OUTPUT_BATCHES_IN_FLIGHT
 
     batches, size = 60, 1000
 

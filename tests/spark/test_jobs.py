@@ -1,4 +1,4 @@
-"""The Spark jobs, run as programs the way the README shows them: exact results."""
+"""The Spark jobs of jobs/examples, run as programs the way the guide shows them: exact results."""
 
 import os
 import subprocess
@@ -15,7 +15,7 @@ import timely_spark as ts
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SAMPLE = [                              # what jobs/wordcount.py generates without --input
+SAMPLE = [                              # what jobs/examples/wordcount.py generates without --input
     "the quick brown fox jumps over the lazy dog",
     "a timely dataflow knows when an epoch is complete",
     "the dog sleeps and the fox runs away from the dog",
@@ -32,7 +32,7 @@ def env():
 def test_spark_submit_runs_the_wordcount_job_and_each_epoch_is_emitted_once_complete(tmp_path):
     submit = Path(sys.executable).with_name("spark-submit")
     out = tmp_path / "wc"
-    done = subprocess.run([str(submit), str(ROOT / "jobs" / "wordcount.py"), "--out", str(out)],
+    done = subprocess.run([str(submit), str(ROOT / "jobs" / "examples" / "wordcount.py"), "--out", str(out)],
                           capture_output=True, text=True, timeout=240, env=env())
     assert done.returncode == 0, done.stderr[-3000:]
     assert "epoch 2: the 12, dog 8, and 4" in done.stdout
@@ -53,7 +53,7 @@ def test_spark_submit_runs_the_wordcount_job_and_each_epoch_is_emitted_once_comp
 @pytest.mark.timeout(300)
 def test_stream_to_parquet_job_reports_complete_epochs_only(spark, tmp_path):
     out = tmp_path / "views"
-    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "stream_to_parquet.py"), "--out", str(out),
+    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "examples" / "stream_to_parquet.py"), "--out", str(out),
                            "--epochs", "3", "--views", "50", "--open"],
                           capture_output=True, text=True, timeout=240, env=env())
     assert done.returncode == 0, done.stderr[-3000:]
@@ -66,7 +66,7 @@ def test_stream_to_parquet_job_reports_complete_epochs_only(spark, tmp_path):
 
 
 def run_graph_job(name, *args):
-    done = subprocess.run([sys.executable, str(ROOT / "jobs" / name), *args, "--master", "local[2]"],
+    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "examples" / name), *args, "--master", "local[2]"],
                           capture_output=True, text=True, timeout=240, env=env())
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout

@@ -1,4 +1,4 @@
-"""Issue 24's failure tests: a stateful streaming dataflow (running group_by, running
+"""Failure tests of snapshots and recovery: a stateful streaming dataflow (running group_by, running
 join, delay, incremental components) fed from a followed log, on ``ts.execute(processes=2)``
 with a checkpoint; one worker process is SIGKILLed at chosen points -- in the middle of
 processing or of a snapshot being written -- and the run is started again with the same

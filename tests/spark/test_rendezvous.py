@@ -169,7 +169,7 @@ def test_a_report_carrying_a_pickle_is_never_unpickled(service, tmp_path):
 
 
 def test_a_request_longer_than_a_registration_is_refused_before_it_is_read(service):
-    from timely_spark.runtime import RENDEZVOUS_MAX_REQUEST
+    from timely_spark.spark.rendezvous import RENDEZVOUS_MAX_REQUEST
 
     ticket = service.open(b"k" * 32)
     assert authenticated_request(ticket, {"kind": "meet"}, length=16 * 1024 * 1024) == b""   # closed: no answer
@@ -288,7 +288,7 @@ def test_idle_connections_do_not_shut_a_real_job_out(spark):
 
 
 def test_more_idle_connections_than_the_driver_takes_at_once_do_not_shut_tasks_out():
-    from timely_spark.runtime import RENDEZVOUS_PENDING
+    from timely_spark.spark.rendezvous import RENDEZVOUS_PENDING
 
     service = DriverRendezvous("127.0.0.1")
     ticket = service.open(b"s" * 32, wait=30)

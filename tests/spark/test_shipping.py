@@ -1,10 +1,10 @@
-"""Shipping the package to executors whose Python does not have it: the README's own
+"""Shipping the package to executors whose Python does not have it: the guide's own
 recipe lines, run on local-cluster (separate executor JVMs and Pythons), and, shipping
 nothing, the one clear error saying so.
 
-The recipes are the ``bash`` block of the README's "Shipping the package to a cluster",
+The recipes are the ``bash`` block of the guide's "Shipping the package to a cluster" (docs/running.md),
 run as written by bash in a copy of the repository (what a fresh clone holds), after
-these replacements only, each of which must find its text (see ``README_REWRITES``):
+these replacements only, each of which must find its text (see ``GUIDE_REWRITES``):
 the cluster's master URL becomes ``local-cluster[2,2,1024]``, the ``hdfs://`` paths
 local ones, and the second recipe's elided job arguments (``...``) the first's.  The
 environment plays the cluster's part: ``PYSPARK_PYTHON`` is a Python with pyarrow,
@@ -32,11 +32,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SUBMIT = Path(sys.executable).with_name("spark-submit")
 EDGES = [(1, 2), (2, 3), (4, 5), (5, 6), (7, 7), (8, 9), (3, 11), (12, 4)]
 
-README_REWRITES = {
+GUIDE_REWRITES = {
     "spark://host:7077": shlex.quote("local-cluster[2,2,1024]"),
     "hdfs:///graphs/edges.parquet": "edges.parquet",
     "hdfs:///out/cc": "out/cc",
-    "jobs/connected_components.py ...": "jobs/connected_components.py --edges-path edges.parquet --out out/cc",
+    "jobs/examples/connected_components.py ...":
+        "jobs/examples/connected_components.py --edges-path edges.parquet --out out/cc",
 }
 
 JOB = r"""
@@ -58,13 +59,13 @@ spark.stop()
 """
 
 
-def readme_recipes():
+def guide_recipes():
     """The shipping section's bash block as recipes: each ``# N.`` comment starts one;
     its commands are the lines below it, backslash continuations joined."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Shipping the package to a cluster", 1)[1].split("\n### ", 1)[0]
+    guide = (ROOT / "docs" / "running.md").read_text()
+    section = guide.split("## Shipping the package to a cluster", 1)[1].split("\n## ", 1)[0]
     block = re.findall(r"```bash\n(.*?)```", section, re.S)
-    assert len(block) == 1, "the README's shipping section has one bash block"
+    assert len(block) == 1, "the guide's shipping section has one bash block"
     recipes: list[list[str]] = []
     for line in block[0].replace("\\\n", " ").splitlines():
         if line.startswith("#"):
@@ -75,7 +76,7 @@ def readme_recipes():
 
 
 def rewritten(script):
-    for text, replacement in README_REWRITES.items():
+    for text, replacement in GUIDE_REWRITES.items():
         script = script.replace(text, replacement)
     return script
 
@@ -108,14 +109,14 @@ def cluster_env(executor_python):
 
 
 def run_recipe(number, tmp_path, executor_python, timeout):
-    """Runs README recipe ``number`` in a fresh copy of the repository; returns the copy."""
+    """Runs the guide's recipe ``number`` in a fresh copy of the repository; returns the copy."""
     clone = tmp_path / "clone"
     for name in ("timely_spark", "jobs", "conf"):
         shutil.copytree(ROOT / name, clone / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, clone / name)
     pq.write_table(pa.table({"src": [a for a, _ in EDGES], "dst": [b for _, b in EDGES]}), clone / "edges.parquet")
-    script = rewritten("\n".join(readme_recipes()[number - 1]))
+    script = rewritten("\n".join(guide_recipes()[number - 1]))
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True,
                           timeout=timeout, env=cluster_env(executor_python), cwd=clone)
     assert done.returncode == 0, f"{script}\n{done.stderr[-3000:]}"
@@ -125,12 +126,12 @@ def run_recipe(number, tmp_path, executor_python, timeout):
     return clone
 
 
-def test_the_readme_recipes_are_found_and_rewritten():
-    recipes = readme_recipes()
+def test_the_guide_recipes_are_found_and_rewritten():
+    recipes = guide_recipes()
     assert len(recipes) == 2 and all(recipes)
     script = "\n".join(line for recipe in recipes for line in recipe)
-    for text in README_REWRITES:
-        assert text in script, f"the README's shipping recipes no longer hold {text!r}: update README_REWRITES"
+    for text in GUIDE_REWRITES:
+        assert text in script, f"the guide's shipping recipes no longer hold {text!r}: update GUIDE_REWRITES"
     assert "hdfs:" not in rewritten(script) and "spark://" not in rewritten(script)
 
 
@@ -152,14 +153,14 @@ def test_executors_without_the_package_give_one_clear_error(tmp_path, bare_pytho
 
 @pytest.mark.slow
 @pytest.mark.timeout(800)
-def test_the_readme_zip_recipe(tmp_path, bare_python):
+def test_the_guide_zip_recipe(tmp_path, bare_python):
     clone = run_recipe(2, tmp_path, bare_python, timeout=700)
     assert (clone / "timely_spark.zip").exists()
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_the_readme_packed_environment_recipe(tmp_path, bare_python):
+def test_the_guide_packed_environment_recipe(tmp_path, bare_python):
     """venv-pack'ed with pyspark and all (about 570 MB), unpacked by both executors: minutes."""
     clone = run_recipe(1, tmp_path, bare_python, timeout=1100)
     assert (clone / "env.tar.gz").exists()

@@ -1,6 +1,7 @@
 """df.writeStream.format("timely"): micro-batches land as epochs (epoch = batch id), exactly
-once across a failure injected in the commit and a restart from the checkpoint; an
-aborted batch leaves nothing visible; bad input fails naming the column or the path.
+once across a failure injected in the commit and a restart from the checkpoint; a batch
+run again after its commit succeeded leaves the log as it was; an aborted batch leaves
+nothing visible; bad input fails naming the column or the path.
 
 A real file source feeds each query one file per micro-batch; every wait is bounded;
 no test asserts a timing."""
@@ -43,6 +44,18 @@ def run_query(spark, src, log, ckpt, partitions):
     return None
 
 
+def written(spark, tmp_path, batches, partitions):
+    """A query that wrote one micro-batch of ids per element of ``batches`` to a new log,
+    then stopped; returns its source, log and checkpoint paths."""
+    src, log, ckpt = tmp_path / "src", tmp_path / "log", tmp_path / "ckpt"
+    src.mkdir()
+    ts.spark.register(spark)
+    for n, ids in enumerate(batches):
+        add_file(src, n, ids)
+    assert run_query(spark, src, log, ckpt, partitions) is None
+    return src, log, ckpt
+
+
 def epochs(spark, log):
     rows = ts.spark.read_event_log(spark, log).select("time", "id").collect()
     out = {}
@@ -51,25 +64,24 @@ def epochs(spark, log):
     return {t: sorted(ids) for t, ids in out.items()}
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)      # five streaming queries (and the session's start when it runs first)
 def test_batches_land_as_epochs_once_across_a_failed_commit_and_a_restart(spark, tmp_path):
-    src, log, ckpt = tmp_path / "src", tmp_path / "log", tmp_path / "ckpt"
-    src.mkdir()
-    ts.spark.register(spark)
-    add_file(src, 0, range(0, 7))
-    add_file(src, 1, range(7, 12))
-    assert run_query(spark, src, log, ckpt, partitions=3) is None
+    src, log, ckpt = written(spark, tmp_path, [range(0, 7), range(7, 12)], partitions=3)
     assert epochs(spark, log) == {0: list(range(7)), 1: list(range(7, 12))}
     assert ts.spark.event_log_frontier(spark, log).elements() == [2]
 
-    # batch 2's commit fails after its data files are in place (its progress file
-    # cannot be written: a directory stands where it goes) -- a real failure
+    # batch 2's commit fails halfway: its first data file is put in place, its second
+    # cannot be (a directory stands where it goes) -- a real failure
     add_file(src, 2, range(12, 20))
-    blocker = log / "worker=0" / "part-000011.parquet"      # 2 epochs of 3 tasks + 1 progress file each
+    blocker = log / "worker=0" / "part-000009.parquet"      # 2 epochs of 3 tasks + 1 progress file each: 8, 9, 10
     blocker.mkdir()
     failure = run_query(spark, src, log, ckpt, partitions=3)
-    assert failure is not None and "part-000011.parquet" in str(failure)
+    assert failure is not None and "part-000009.parquet" in str(failure)
     blocker.rmdir()
+    assert (log / "worker=0" / "part-000008.parquet").is_file()          # in place, but no progress file says so
     assert epochs(spark, log) == {0: list(range(7)), 1: list(range(7, 12))}   # nothing of batch 2 visible
+    assert ts.spark.event_log_frontier(spark, log).elements() == [2]
 
     # restart from the checkpoint (with fewer partitions): batch 2 is run again and
     # replaces what the failed commit left (files past its one data file and progress)
@@ -85,6 +97,26 @@ def test_batches_land_as_epochs_once_across_a_failed_commit_and_a_restart(spark,
     assert failure is not None and "closed" in str(failure)
 
 
+def files(log):
+    """Every file of the log (staging and the sink's state included), with its bytes."""
+    return {str(p.relative_to(log)): p.read_bytes() for p in sorted(log.rglob("*")) if p.is_file()}
+
+
+def test_a_batch_run_again_after_its_commit_succeeded_leaves_the_log_as_it_was(spark, tmp_path):
+    """The driver stopped after batch 1's commit reached the log but before Spark
+    recorded it in the checkpoint: the restarted query runs batch 1 again, and the
+    log stays as it was -- same frontier, same rows, not a byte changed."""
+    src, log, ckpt = written(spark, tmp_path, [range(0, 4), range(4, 9)], partitions=2)
+    before = files(log)
+    for name in ("1", ".1.crc"):                      # Spark's record that batch 1 was committed
+        (ckpt / "commits" / name).unlink(missing_ok=True)
+    assert run_query(spark, src, log, ckpt, partitions=2) is None
+    assert (ckpt / "commits" / "1").exists()          # batch 1 did run (and commit) again
+    assert files(log) == before
+    assert epochs(spark, log) == {0: list(range(4)), 1: list(range(4, 9))}
+    assert ts.spark.event_log_frontier(spark, log).elements() == [2]
+
+
 def test_an_aborted_batch_leaves_nothing_visible(spark, tmp_path):
     from pyspark.sql import functions as F
 
@@ -94,9 +126,17 @@ def test_an_aborted_batch_leaves_nothing_visible(spark, tmp_path):
     add_file(src, 0, range(5))
     add_file(src, 1, [5, 6, -1])            # -1 fails its task: the batch is aborted
 
+    staged = str(log / "_sink" / "staging" / "epoch=1" / "*" / "*.parquet")
+
     @F.udf("long")
     def checked(i):
-        if i < 0:
+        if i < 0:      # fails once the other task of the batch has staged its file: no task outlives the abort
+            import glob
+            import time
+
+            deadline = time.monotonic() + 60
+            while not glob.glob(staged) and time.monotonic() < deadline:
+                time.sleep(0.05)
             raise ValueError("bad id")
         return i
 

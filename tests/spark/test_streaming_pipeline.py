@@ -2,7 +2,7 @@
 following the log (ts.graph.components) -> a captured log of changes -> readStream,
 for at least 10 epochs; the consolidated changes equal the batch algorithm on all input.
 
-The pipeline is timely_spark.graph.streaming.run_pipeline (what jobs/streaming_components.py
+The pipeline is timely_spark.graph.streaming.run_pipeline (what jobs/examples/streaming_components.py
 runs), run here in-process on the test session."""
 
 import pytest

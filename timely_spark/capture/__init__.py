@@ -17,8 +17,14 @@ from .log_index import LogIndex, LogSnapshot
 from .parquet import EventLogError, ParquetEventReader, ParquetEventWriter, worker_dirs
 from .stream_io import EventReader, EventStreamError, EventWriter
 
-__all__ = ["LogCapture", "capture_log", "LogIndex", "LogSnapshot",
-           "EventLogError", "ParquetEventReader", "ParquetEventWriter", "worker_dirs",
-           "EventReader", "EventStreamError", "EventWriter", "Event", "EventQueue", "Messages", "Progress", "as_source",
-           "extract", "replay_into"]
-__all__ += ["follow", "LogFollower", "compact"]
+__all__ = [
+    # capture and replay
+    "Event", "EventQueue", "Messages", "Progress", "as_source", "extract", "replay_into",
+    # event streams over sockets and files
+    "EventReader", "EventStreamError", "EventWriter",
+    # Parquet event logs: writing, reading, following, compacting
+    "EventLogError", "LogFollower", "LogIndex", "LogSnapshot", "ParquetEventReader", "ParquetEventWriter", "compact",
+    "follow", "worker_dirs",
+    # the engine's own events as a captured stream
+    "LogCapture", "capture_log",
+]

@@ -20,7 +20,7 @@ not pass the log's frontier: retention never drops an incomplete time
 (``EventLogError`` otherwise).
 
 **What a reader that is behind sees.**  The replaced files stay for ``grace`` seconds
-(:data:`~timely_spark.runtime.COMPACT_GRACE`) after the compacted file appears, so a
+(:data:`~timely_spark.capture.log_files.COMPACT_GRACE`) after the compacted file appears, so a
 Spark read planned on them, or a ``ParquetEventReader`` in the middle of them, finishes
 with the files it started on; after that they are removed by the next compaction.  A
 reader that resumes from a frontier (``readStream``'s offsets, ``follow(since=)``) is
@@ -45,21 +45,25 @@ reader starting below ``retain_before`` sees those times complete and empty.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time as _time
 import uuid
 from pathlib import Path
 from typing import Any, Optional
 
-from ..errors import EventLogError
+from ..errors import EventLogError, ParameterError
 from ..progress import Antichain, timestamp
-from ..runtime import COMPACT_GRACE, COMPACT_MIN_FILES
 from .arrow_times import mask_at
+from .log_files import COMPACT_GRACE
 from .log_index import LogIndex, LogSnapshot, local_path
 from .parquet import not_started, part_range, worker_dirs
 from .part_file import DATA, PROGRESS, open_part, read_columns
 
 __all__ = ["compact", "compact_due"]
+
+#: Files of a worker (all at complete times) that make a compaction worth doing.
+COMPACT_MIN_FILES = 16
 
 
 def _frontier(value: Any) -> Antichain:
@@ -86,6 +90,10 @@ def compact(path: Any, retain_before: Any = None, min_files: int = COMPACT_MIN_F
     ...
     timely_spark.errors.EventLogError: ...: an empty directory: the event log has not started yet ...
     """
+    if isinstance(min_files, bool) or not isinstance(min_files, int) or min_files < 1:
+        raise ParameterError(f"compact: min_files must be a whole number >= 1, got {min_files!r}", "min_files")
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not 0 <= grace < math.inf:
+        raise ParameterError(f"compact: grace must be a finite number of seconds >= 0, got {grace!r}", "grace")
     root = Path(local_path(path))
     dirs = worker_dirs(root)
     counts = {"compacted": 0, "dropped": 0, "removed": 0}

@@ -3,7 +3,7 @@ become complete, for any number of workers, until the log is closed.
 
 Each worker of the dataflow polls the log (a :class:`~.log_index.LogIndex`: a listing
 of its directories, new files read once) every ``poll`` seconds
-(:data:`~timely_spark.runtime.FOLLOW_POLL_INTERVAL` by default; between polls the
+(:data:`~timely_spark.capture.follow.FOLLOW_POLL_INTERVAL` by default; between polls the
 worker sleeps on its channels, it never spins).  When the log's frontier moves from
 ``F`` to ``G``, every time complete at ``G`` and not at ``F`` is sent, then the stream's
 frontier moves to ``G``: the stream's frontier is the log's, and never passes a time
@@ -17,7 +17,9 @@ order).  Exchange the stream by key for keyed work.
 
 **Records.**  A log of Arrow records (a Structured Streaming sink's, or a capture of a
 columnar stream) gives one ``pyarrow.RecordBatch`` per time and worker (the record
-columns only); other layouts give their Python records (dicts, tuples, values).
+columns only); other layouts give their Python records (dicts, tuples, values).  A log
+of pickled records is followed only with ``allow_pickle=True`` (unpickling runs code
+the file names: allow it only for a log no one but your own runs can write).
 
 **The end.**  A log is *closed* when its frontier is empty: every capturing writer's
 stream ended (its last progress released its last time; ``ParquetEventWriter.close``,
@@ -56,25 +58,40 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import EventLogError, ParameterError
 from ..progress import Antichain, timestamp
-from ..runtime import FOLLOW_POLL_INTERVAL
+from ..runtime import check_timeout
 from .event import Messages, Progress
+from .log_files import not_started
 from .log_index import LogIndex, LogSnapshot, local_path
 from .parquet import RESERVED
 from .part_file import DATA, open_part, read_columns
+from .record_columns import pickle_refused
+
+#: Seconds between a follower's looks at a live event log (a directory listing; new
+#: files are read once): a time completed in the log reaches the stream within about
+#: this long.  Between looks the worker sleeps; it never spins.
+FOLLOW_POLL_INTERVAL = 0.1
 
 if TYPE_CHECKING:
     from ..dataflow.stream import Stream
 
-__all__ = ["follow", "LogFollower"]
+__all__ = ["follow", "LogFollower", "FOLLOW_START_WAIT"]
+
+#: Seconds ``follow`` waits for a log to start (its first part file) before it fails
+#: naming the path (a typo, or a writer that never ran): a stream may start before the
+#: job that writes its log, as ``spark.readStream`` may.
+FOLLOW_START_WAIT = 600.0
 
 
 def follow(path: Any, scope: Any, since: Any = None, poll: float = FOLLOW_POLL_INTERVAL, time: Any = 0,
-           name: str = "Follow") -> "Stream":
+           name: str = "Follow", *, allow_pickle: bool = False, start_wait: float = FOLLOW_START_WAIT) -> "Stream":
     """A stream in ``scope`` of the records of the event log at ``path`` at their times,
     this worker's share of each time (see the module's docstring), sent once the log
     proves the time complete; it ends when the log is closed.  ``since``: start at this
     frontier.  ``poll``: seconds between looks at the log.  ``time``: an example of the
     log's time type (int by default), so a log not started yet can be followed.
+    ``allow_pickle``: follow a log of pickled records (their files run code when read).
+    ``start_wait``: seconds to wait for a log that has not started (no part file yet)
+    before an :class:`EventLogError` naming the path; a path that is a file fails at once.
 
     >>> import tempfile, timely_spark as ts
     >>> from timely_spark.capture import ParquetEventWriter
@@ -97,19 +114,37 @@ def follow(path: Any, scope: Any, since: Any = None, poll: float = FOLLOW_POLL_I
     restored = of(scope) if of is not None else None
     if since is None and restored is not None:
         since = restored                 # a restored run: the times before it are in the snapshot
-    source = LogFollower(path, scope.index, scope.peers, since=since, poll=poll, time=time)
+    source = LogFollower(path, scope.index, scope.peers, since=since, poll=poll, time=time,
+                         allow_pickle=allow_pickle, start_wait=start_wait)
     register = getattr(worker, "register_source", None)
     if register is not None:
         register(source)                 # a snapshot may pin it (see LogFollower.pin)
     return replay_into([source], scope, name=name)
 
 
-def _frontier(since: Any) -> Optional[Antichain]:
-    if since is None or isinstance(since, Antichain):
-        return since
-    if isinstance(since, (list, tuple, set)) and not hasattr(since, "_fields"):
-        return Antichain(since)
-    return Antichain([since])
+def _described(t: Any) -> Any:
+    try:
+        return timestamp.describe(t)
+    except TypeError:
+        return None
+
+
+def _frontier(since: Any, desc: Any, path: str) -> Optional[Antichain]:
+    """``since`` as a frontier of times described by ``desc``; ParameterError naming it if
+    it holds something else."""
+    if since is None:
+        return None
+    if isinstance(since, Antichain):
+        times = since.elements()
+    elif isinstance(since, (list, set)) or (isinstance(since, tuple) and desc != _described(since)):
+        times = list(since)
+    else:
+        times = [since]
+    wrong = [t for t in times if _described(t) != desc]
+    if wrong:
+        raise ParameterError(f"follow {path}: since must be a frontier of the log's times ({desc}): an "
+                             f"Antichain, a list of times or one time; {wrong[0]!r} is not one", "since")
+    return since if isinstance(since, Antichain) else Antichain(times)
 
 
 class LogFollower:
@@ -118,13 +153,23 @@ class LogFollower:
     closed and everything was sent."""
 
     def __init__(self, path: Any, index: int, peers: int, since: Any = None, poll: float = FOLLOW_POLL_INTERVAL,
-                 time: Any = 0) -> None:
+                 time: Any = 0, allow_pickle: bool = False, start_wait: float = FOLLOW_START_WAIT) -> None:
         self.path = local_path(path)
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            raise EventLogError(f"{self.path}: not an event log (a file, not a directory): follow reads the "
+                                f"directory a ParquetEventWriter or the \"timely\" sink writes")
+        check_timeout("follow: start_wait", start_wait, allow_none=False)
+        self.allow_pickle, self.start_wait = allow_pickle, start_wait
+        self._since: Optional[float] = _time.monotonic()    # when it began waiting for the log to start
         self.index, self.peers, self.poll = index, peers, poll
-        self.desc = timestamp.describe(time)
+        try:
+            self.desc = timestamp.describe(time)
+        except TypeError:
+            raise ParameterError(f"follow {self.path}: time must be an example of the log's times (an int, a "
+                                 f"Product or a tuple of them), got {time!r}", "time") from None
         self._index = LogIndex(self.path, self.desc)
         start = Antichain([timestamp.minimum_described(self.desc)])
-        self.frontier = _frontier(since) or start
+        self.frontier = _frontier(since, self.desc, self.path) or start
         self._pending: list[Any] = []
         if self.frontier != start:
             self._pending.append(Progress([(t, -1) for t in start] + [(t, 1) for t in self.frontier]))
@@ -180,6 +225,14 @@ class LogFollower:
         if now - self._last < self.poll:
             return None
         self._last = now
+        if self._since is not None:
+            if not_started(self.path):
+                if now - self._since >= self.start_wait:
+                    raise EventLogError(f"{self.path}: the event log has not started after {self.start_wait:g} s "
+                                        f"(no part file): is the path right, and did its writer run? "
+                                        f"(follow's start_wait=)")
+                return None
+            self._since = None
         closed = self._all_closed()          # looked at before the files: a closed writer wrote them all
         snap = self._index.snapshot()
         if snap.frontier == self.frontier:
@@ -258,6 +311,8 @@ class LogFollower:
             try:
                 with open_part(path) as part:
                     self._layout = _layout(path, part)
+                    if self._layout == "pickle" and not self.allow_pickle:
+                        raise pickle_refused(path)
                     table = read_columns(path, part)
             except EventLogError as exc:
                 if not os.path.lexists(path):

@@ -19,6 +19,10 @@ from .part_file import check_meta, open_part
 __all__ = ["RESERVED", "worker_dirs", "not_started", "read_footer", "read_meta", "is_changelog", "part_range",
            "part_files", "worker_files", "missing_workers", "log_files"]
 
+#: Seconds the files a compacted file replaces are kept after it appears, so that reads
+#: planned on them (a Spark job's tasks, a reader in the middle of them) can finish.
+COMPACT_GRACE = 60.0
+
 #: The event log's own columns (a record field may not take these names).
 RESERVED = ("seq", "kind", "time", "diff", "worker")
 _PART = re.compile(r"^part-(\d{6,})(?:-(\d{6,}))?\.parquet$")     # part-<n>, or part-<first>-<last> (compacted)

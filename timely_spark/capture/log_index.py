@@ -36,12 +36,22 @@ from typing import Any, Optional
 
 from ..errors import EventLogError
 from ..progress import Antichain, MutableAntichain, timestamp
-from ..runtime import LOG_INDEX_CACHE_FILES, MISSING_WORKER_WAIT
 from .arrow_times import time_counts
 from .log_files import missing_workers, worker_files
 from .part_file import DATA, THREADED_READ_ROWS, check_meta, check_rows, open_part, read_columns
 
-__all__ = ["LogIndex", "LogSnapshot", "PartSummary", "Scan", "local_path"]
+__all__ = ["LogIndex", "LogSnapshot", "PartSummary", "Scan", "local_path", "cached_part_files"]
+
+#: Seconds a stream over an event log (``readStream.format("timely")`` with a schema)
+#: waits for a capturing worker that has not made its ``worker=<i>`` directory yet
+#: (its writer may start after the query; until it does, it holds the frontier back)
+#: before the query fails with an ``EventLogError`` naming the worker.
+MISSING_WORKER_WAIT = 600.0
+
+#: Part files whose footer and summary (times, row counts, progress) one process keeps,
+#: so that later reads of a log open only its new files (the least recently used are
+#: forgotten first).
+LOG_INDEX_CACHE_FILES = 200_000
 
 
 def local_path(path: Any) -> str:
@@ -121,11 +131,14 @@ class LogSnapshot:
 class _FileCache:
     """What reading a part file taught, per file and (size, modification time, inode):
     its metadata, schema and summary -- shared by every index of the process (a Spark
-    planner makes a new one per action), at most :data:`LOG_INDEX_CACHE_FILES` files."""
+    planner makes a new one per action), at most :data:`LOG_INDEX_CACHE_FILES` files,
+    and only files a listing of their directory still shows (:meth:`keep_only`): a
+    follower of a log that compaction keeps small keeps its cache small."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._entries: OrderedDict[str, tuple] = OrderedDict()
+        self._by_dir: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
     def get(self, key: str, stat: tuple) -> Optional[tuple]:
@@ -140,11 +153,47 @@ class _FileCache:
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)
+            self._by_dir.setdefault(os.path.dirname(key), set()).add(key)
             while len(self._entries) > self.limit:
-                self._entries.popitem(last=False)
+                self._drop(self._entries.popitem(last=False)[0])
+
+    def _drop(self, key: str) -> None:
+        directory = os.path.dirname(key)
+        keys = self._by_dir.get(directory)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_dir[directory]
+
+    def keep_only(self, directory: str, present: set[str]) -> None:
+        """Forget the files of ``directory`` that are not in ``present`` (its listing now):
+        compaction deleted them, or they were replaced."""
+        with self._lock:
+            keys = self._by_dir.get(directory)
+            if not keys:
+                return
+            for key in keys - present:
+                self._entries.pop(key, None)
+            keys &= present
+            if not keys:
+                del self._by_dir[directory]
+
+    def count(self, directory: str) -> int:
+        with self._lock:
+            return len(self._by_dir.get(directory, ()))
 
 
 _FILES = _FileCache(LOG_INDEX_CACHE_FILES)
+
+
+def cached_part_files(directory: Any) -> int:
+    """How many part files of the worker directory ``directory`` (``<log>/worker=<i>``)
+    this process keeps summaries of: at most those its last listing showed.
+
+    >>> cached_part_files("/no/such/log/worker=0")
+    0
+    """
+    return _FILES.count(os.path.normpath(local_path(directory)))
 
 
 def _read(file: Path, stat: tuple) -> tuple:
@@ -194,7 +243,7 @@ class LogIndex:
     start before the job -- say its frontier (the minimum time); without it such a log
     is an :class:`EventLogError`.  With ``desc``, a capturing worker whose ``worker=<i>``
     directory is not there yet holds the frontier back for up to ``missing_worker_wait``
-    seconds (:data:`~timely_spark.runtime.MISSING_WORKER_WAIT`) from when this index
+    seconds (:data:`~timely_spark.capture.log_index.MISSING_WORKER_WAIT`) from when this index
     first missed it, then is an ``EventLogError`` naming it; without ``desc``, or once
     the index saw its directory, it is one at once.  A file that changes or goes away
     after it was read (the log was rewritten) starts the index over; a damaged, foreign
@@ -254,6 +303,9 @@ class LogIndex:
             return LogSnapshot(self.path, self.desc, 0, [], Antichain([start]), {})
         self._stats = {}
         by_worker, peers, missing = worker_files(self.path, self._meta)
+        for worker_files_ in by_worker.values():
+            if worker_files_:
+                _FILES.keep_only(os.path.dirname(str(worker_files_[0])), {str(f) for f in worker_files_})
         self._check_missing(peers, missing)
         self._seen.update(by_worker)
         files = [f for w in sorted(by_worker) for f in by_worker[w]]

@@ -36,9 +36,10 @@ from typing import Any, Optional
 
 from ..errors import EventLogError
 from ..progress import MutableAntichain, timestamp
-from ..runtime import CAPTURE_COLUMNS_RETRY, COMPACT_GRACE, check_count
+from ..runtime import check_count
 from .event import Messages, Progress
 from .log_files import (
+    COMPACT_GRACE,
     RESERVED,
     is_changelog,
     log_files,
@@ -51,13 +52,17 @@ from .log_files import (
     worker_dirs,
     worker_files,
 )
+from .owner_lock import OwnerLock
 from .part_file import FORMAT, PROGRESS, check_meta, check_rows, open_part, read_columns
-from .record_columns import RecordColumns, layout_of
+from .record_columns import RecordColumns, layout_of, pickle_refused
 
 __all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_dirs", "time_type", "part_files",
            "log_files", "worker_files", "missing_workers", "part_range", "not_started", "read_footer", "read_meta",
-           "FORMAT"]
-__all__ += ["is_changelog"]
+           "FORMAT", "is_changelog", "CAPTURE_COLUMNS_RETRY"]
+
+#: Seconds between a capturing writer's looks for its log's record columns (in another
+#: worker's file) while it holds progress back because it has not written a record yet.
+CAPTURE_COLUMNS_RETRY = 0.5
 
 
 
@@ -88,6 +93,11 @@ class ParquetEventWriter:
     would capture, a ``diff`` column for a changelog), so that a worker that gets no
     data never holds the log's frontier back (see :meth:`flush`).
 
+    A worker directory belongs to one open writer at a time: a second one (another run
+    writing the same log) is an :class:`EventLogError` naming the directory and the run
+    holding it (:class:`~.owner_lock.OwnerLock`; the hold ends at :meth:`close` or with
+    the holder's process).
+
     A run restored from a checkpoint goes on with the log its crashed attempt wrote,
     every epoch exactly once (:meth:`restore`, :meth:`recover`; ``capture_into`` calls
     them): a log already at ``path`` is otherwise an error at the first write.
@@ -114,6 +124,8 @@ class ParquetEventWriter:
         self.root = Path(path)
         self.dir = self.root / f"worker={worker}"
         self.dir.mkdir(parents=True, exist_ok=True)
+        # one writer (one run) at a time in a worker directory, until close (or its process ends)
+        self._owner_lock = OwnerLock(self.dir, f"worker {worker}'s directory of the event log", EventLogError)
         # a log here already: an error at the first write, unless a restored run resumes it (restore)
         self._existing = any(part_range(p.name) for p in self.dir.iterdir()) or (self.dir / "_CLOSED").exists()
         self.worker, self.peers = worker, peers
@@ -187,7 +199,7 @@ class ParquetEventWriter:
         the same columns: until this writer's first record shows them, progress is
         written with the columns given as ``schema`` or found in another worker's file
         of the log, and otherwise waits in the buffer (looked at again every
-        :data:`~timely_spark.runtime.CAPTURE_COLUMNS_RETRY` seconds), except when
+        :data:`~timely_spark.capture.parquet.CAPTURE_COLUMNS_RETRY` seconds), except when
         closing.  So a worker that never gets a record still moves the log's frontier
         once some worker wrote one.  A record that does not fit the log (see
         :mod:`.record_columns`) raises EventLogError naming it."""
@@ -293,8 +305,13 @@ class ParquetEventWriter:
 
         name = f"part-{self._part:06d}.parquet"
         tmp = self.dir / f".{name}.tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, self.dir / name)
+        try:
+            pq.write_table(table, tmp)
+            os.replace(tmp, self.dir / name)
+        except OSError as exc:          # a full disk, a lost mount: name the file, leave no temporary behind
+            tmp.unlink(missing_ok=True)
+            raise EventLogError(f"{self.dir / name}: cannot write the part file ({type(exc).__name__}: "
+                                f"{exc}); nothing of it was published") from exc
         self._part += 1
         self._last_flush = _time.monotonic()
 
@@ -332,7 +349,7 @@ class ParquetEventWriter:
         complete are dropped, never written twice.  RestoreError naming the log and both
         worker counts if it was captured by another number of workers.  Call it before
         the first event.  The files the cut replaced are removed ``grace`` seconds
-        after it (:data:`~timely_spark.runtime.COMPACT_GRACE`), at a flush: a read
+        after it (:data:`~timely_spark.capture.log_files.COMPACT_GRACE`), at a flush: a read
         planned on them finishes first."""
         from .resume import resume_worker
 
@@ -401,6 +418,7 @@ class ParquetEventWriter:
             self.flush(closing=True)
             self.closed = True
             (self.dir / "_CLOSED").touch()
+            self._owner_lock.release()
 
 
 def _given_columns(where: Path, schema: Any) -> tuple[str, list, bool]:
@@ -460,9 +478,13 @@ class ParquetEventReader:
     and raises StopIteration once every file is read and the writer closed the log.
     Hidden temporary files (a writer's unfinished or crashed tail) are ignored.
     ``time`` (an example timestamp) makes a mismatched time type an error.
+    A log of pickled records (records that are not dicts, tuples, scalars or record
+    batches) is read only with ``allow_pickle=True``: unpickling runs code the file
+    names, so allow it only for a log no one but your own runs can write; otherwise
+    its first file is an :class:`EventLogError` naming it, before anything is unpickled.
     """
 
-    def __init__(self, path: Any, worker: Optional[int] = 0, time: Any = None) -> None:
+    def __init__(self, path: Any, worker: Optional[int] = 0, time: Any = None, *, allow_pickle: bool = False) -> None:
         root = Path(path)
         self.dir = root / f"worker={worker}" if worker is not None else root
         if not self.dir.is_dir():
@@ -470,6 +492,7 @@ class ParquetEventReader:
                 worker_dirs(root)   # raises "not an event log" when it is not one
             raise EventLogError(f"{self.dir}: no such event log directory")
         self._expected_time = time_type(time) if time is not None else None
+        self._allow_pickle = allow_pickle
         self._meta: Optional[dict] = None
         self._metas: dict[str, dict] = {}
         self._schema: Any = None
@@ -489,6 +512,8 @@ class ParquetEventReader:
     def _load(self, file: Path) -> None:
         with open_part(file) as part:
             meta = check_meta(file, part.schema_arrow)
+            if meta["records"] == "pickle" and not self._allow_pickle:
+                raise pickle_refused(file)
             if self._meta is None:
                 if self._expected_time is not None and meta["time"] != self._expected_time:
                     raise EventLogError(f"{file}: times are {meta['time']}, expected {self._expected_time}")

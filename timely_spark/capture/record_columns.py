@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import EventLogError
 
-__all__ = ["RecordColumns", "layout_of"]
+__all__ = ["RecordColumns", "layout_of", "pickle_refused"]
 
 _SCALARS = (bool, int, float, str, bytes, type(None))
 _KINDS = (("bool", bool), ("bool", np.bool_), ("int", int), ("float", float), ("str", str), ("bytes", bytes),
@@ -72,6 +72,20 @@ def _kind(type_: type) -> Optional[str]:
 
 def _a(kind: Optional[str]) -> str:
     return "None" if kind is None else f"a{'n' if kind[0] in 'aeiou' else ''} {kind}"
+
+
+def pickle_refused(path: Any) -> EventLogError:
+    """The error a reader raises for a log of pickled records when it was not told
+    ``allow_pickle=True``: unpickling runs whatever code the file asks for, and anyone who
+    can write the log's directory can write such a file.
+
+    >>> print(pickle_refused("log/worker=0/part-000000.parquet"))  # doctest: +ELLIPSIS
+    log/worker=0/part-000000.parquet: the log's records are pickled Python objects, and unpickling ...
+    """
+    return EventLogError(f"{path}: the log's records are pickled Python objects, and unpickling a file runs "
+                         f"any code its writer put in it; read it with allow_pickle=True only if no one but "
+                         f"your own runs can write this log's directory (see docs/security.md), or capture "
+                         f"dicts, tuples, scalars or Arrow record batches, which need no pickle")
 
 
 class RecordColumns:

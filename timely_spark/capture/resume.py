@@ -20,7 +20,7 @@ from then on writes only what lies beyond it:
   rewritten in place) holding their
   rows at times complete at ``C``, in order, and one progress update that sets the
   worker's frontier to ``C``.  The rows of incomplete epochs the crashed run wrote are
-  gone with it; the replaced files stay for :data:`~timely_spark.runtime.COMPACT_GRACE`
+  gone with it; the replaced files stay for :data:`~timely_spark.capture.log_files.COMPACT_GRACE`
   seconds, so a read planned on them finishes, then the writer removes them.
 * The restored writer drops the run's rows at times complete at ``C`` (the log has
   them) and writes its frontier as the join of ``C`` and the run's frontier.
@@ -60,9 +60,8 @@ from typing import Any, Optional
 
 from ..errors import EventLogError, RestoreError
 from ..progress import Antichain, MutableAntichain, timestamp
-from ..runtime import COMPACT_GRACE
 from .arrow_times import mask_at
-from .log_files import RESERVED, is_changelog, part_range, read_footer
+from .log_files import COMPACT_GRACE, RESERVED, is_changelog, part_range, read_footer
 from .log_index import LogIndex, local_path
 from .part_file import DATA, PROGRESS, open_part, read_columns
 

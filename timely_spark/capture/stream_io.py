@@ -39,11 +39,16 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from ..communication.aead import TAG, Opener, Sealer, derive_keys, greeting, mode
+from ..communication.aead import TAG, Opener, Sealer, derive_keys, encryption_enabled, greeting, mode
 from ..errors import EventStreamError
-from ..runtime import DEFAULT_CONNECT_TIMEOUT, MAX_EVENT_FRAME, SECRET_ENV, encryption_enabled
+from ..runtime import DEFAULT_CONNECT_TIMEOUT, SECRET_ENV
 
 __all__ = ["EventWriter", "EventReader", "EventStreamError", "shared_secret"]
+
+#: Bytes an event frame over a socket may announce (``EventWriter``/``EventReader``): the
+#: reader refuses a larger announcement before buffering any of it (it comes before the
+#: tag can be checked), and the writer refuses to send such an event.
+MAX_EVENT_FRAME = 1 << 30
 
 _HEAD = struct.Struct("<Q")           # in clear: the length of what follows (sealed: kind and event, tag excluded)
 _DATA, _END = 1, 2
@@ -136,7 +141,7 @@ class EventWriter:
         if self._sock is not None and 1 + len(payload) > MAX_EVENT_FRAME:
             raise EventStreamError(f"{self._name}: an event of {len(payload)} bytes pickled is over the limit "
                                    f"of {MAX_EVENT_FRAME} a socket's reader accepts "
-                                   "(timely_spark.runtime.MAX_EVENT_FRAME)")
+                                   "(timely_spark.capture.stream_io.MAX_EVENT_FRAME)")
         if self._secret:
             header = _HEAD.pack(1 + len(payload))
             parts = self._keyed().seal(header, [bytes([kind]), payload])
@@ -228,8 +233,9 @@ class EventReader:
             if len(self._buf) >= _HEAD.size:
                 (length,) = _HEAD.unpack_from(self._buf, 0)
                 if self._sock is not None and length > MAX_EVENT_FRAME:      # before buffering any of it
-                    raise EventStreamError(f"{self._name}: the writer announced a frame of {length} bytes, over "
-                                           f"the limit of {MAX_EVENT_FRAME} (timely_spark.runtime.MAX_EVENT_FRAME)")
+                    raise EventStreamError(f"{self._name}: the writer announced a frame of {length} bytes, over the "
+                                           f"limit of {MAX_EVENT_FRAME} "
+                                           "(timely_spark.capture.stream_io.MAX_EVENT_FRAME)")
                 total = _HEAD.size + length + tag
                 if len(self._buf) < total:
                     self._fill(total)

@@ -11,11 +11,11 @@ The worker mesh (:mod:`.tcp`), the TCP event streams
   without AES instructions (:func:`default_cipher`) -- under its direction's key, with
   the frame's number in that direction as the nonce and the frame's clear header as
   associated data.  A :class:`Sealer` numbers frames from 0 and refuses to seal more
-  than its limit (:data:`~timely_spark.runtime.MAX_FRAMES_PER_KEY`), so no nonce is ever
+  than its limit (:data:`~timely_spark.communication.aead.MAX_FRAMES_PER_KEY`), so no nonce is ever
   used twice; an :class:`Opener` expects the same numbers in order, so a frame that is
   injected, altered, replayed, reordered or dropped fails its tag.
 * With encryption off (``TIMELY_SPARK_ENCRYPTION=off``, see
-  :func:`~timely_spark.runtime.encryption_enabled`) the payload travels in clear but
+  :func:`~timely_spark.communication.aead.encryption_enabled`) the payload travels in clear but
   the tag still covers header and payload: authentication stays.
 
 >>> keys = derive_keys(b"secret", b"nonce-a" + b"nonce-b", b"example", 2)
@@ -33,6 +33,7 @@ True
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Optional, Sequence
 
 from cryptography.exceptions import InvalidTag
@@ -42,10 +43,36 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ..errors import FrameLimitReached
-from ..runtime import MAX_FRAMES_PER_KEY
 
 __all__ = ["TAG", "AES_GCM", "CHACHA20_POLY1305", "default_cipher", "greeting", "mode", "derive_keys", "Sealer",
            "Opener", "buffer"]
+
+#: Frames one key may seal: each direction of a connection numbers its frames from 0,
+#: and the number is the AEAD nonce (64 bits of a 96-bit nonce), so a nonce is never
+#: reused.  A connection that reaches this many frames in a direction closes (the run
+#: fails naming the peer) rather than wrap.  2**48 frames take nine years at a million
+#: frames a second; tests lower it (``frame_limit=``) to see the closing.
+MAX_FRAMES_PER_KEY = 2 ** 48
+
+#: Environment variable that turns the encryption of the wires off for a trusted
+#: network: ``TIMELY_SPARK_ENCRYPTION=off``.  Frames are then still authenticated (an
+#: AEAD tag over header and payload, per-connection keys, numbered): only
+#: confidentiality is given up.  Every process of a run must agree (a peer that does
+#: not is refused in the handshake, saying so).  Any other value, or unset: encrypted.
+ENCRYPTION_ENV = "TIMELY_SPARK_ENCRYPTION"
+
+
+def encryption_enabled() -> bool:
+    """Whether this process encrypts its wires: True unless ``$TIMELY_SPARK_ENCRYPTION``
+    is ``off`` (or ``0``, ``false``, ``no``); authentication stays either way.
+
+    >>> import os
+    >>> os.environ.pop(ENCRYPTION_ENV, None) and None
+    >>> encryption_enabled()
+    True
+    """
+    return os.environ.get(ENCRYPTION_ENV, "on").strip().lower() not in ("off", "0", "false", "no")
+
 
 TAG = 16                        # bytes of the AEAD tag after every sealed frame
 KEY = 32                        # bytes of a key (AES-256, ChaCha20)
@@ -167,7 +194,7 @@ class Sealer:
         if number >= self.limit:
             raise FrameLimitReached(
                 f"the connection to {self.peer} has sealed {self.limit} frames in this direction, as many as "
-                "one key may (timely_spark.runtime.MAX_FRAMES_PER_KEY): it closes rather than reuse a nonce")
+                "one key may (timely_spark.communication.aead.MAX_FRAMES_PER_KEY): it closes rather than reuse a nonce")
         self.frames = number + 1
         return _nonce(number)
 

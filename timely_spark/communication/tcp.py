@@ -11,7 +11,8 @@ challenge and ``HMAC(secret, ...)`` over both; the acceptor checks it (and that 
 index is expected and not already connected) and answers with its own HMAC.  The
 secret never crosses the wire.  The greeting's last byte names the cipher (or that
 encryption is off), which both sides then use.  Connections that fail this are closed; the run
-goes on.
+goes on -- except a peer that proves the run's secret in the other encryption mode: the
+connecting side still sends its proof, and both sides fail at once naming the mismatch.
 
 Every frame after the handshake is sealed with an AEAD (see :mod:`.aead`):
 AES-256-GCM (ChaCha20-Poly1305 on a CPU without AES instructions) under a key per
@@ -23,7 +24,7 @@ encrypted: someone recording the traffic learns sizes and timing, nothing more. 
 receiver checks the tag before it decodes (let alone unpickles) anything, so a frame
 injected, altered, reordered, replayed or dropped by someone on the path fails the
 connection, naming the peer.  A direction that would seal more than
-:data:`~timely_spark.runtime.MAX_FRAMES_PER_KEY` frames closes instead (the run fails
+:data:`~timely_spark.communication.aead.MAX_FRAMES_PER_KEY` frames closes instead (the run fails
 with :class:`~timely_spark.errors.FrameLimitReached`).  With
 ``TIMELY_SPARK_ENCRYPTION=off`` the payload travels in clear, still authenticated the
 same way; the mode is in the greeting, and a peer in the other mode is refused.
@@ -33,9 +34,9 @@ source worker, target worker, sequence number, kind)`` and payload (see :mod:`.c
 and the tag.  Frames are numbered and written under the connection's lock, so frames of
 one sender stay in order (FIFO per channel and peer).  The frames a worker sends in one
 step are gathered and written with one ``sendmsg`` when it finishes the step or waits
-(up to :data:`~timely_spark.runtime.SEND_BATCH_BYTES`; larger messages go at once), so
+(up to :data:`~timely_spark.communication.tcp.SEND_BATCH_BYTES`; larger messages go at once), so
 the peer wakes once per step, not once per message.  A message larger than
-:data:`~timely_spark.runtime.MAX_FRAME` goes as several frames; a header announcing
+:data:`~timely_spark.communication.tcp.MAX_FRAME` goes as several frames; a header announcing
 more than that fails the connection before anything is allocated.
 
 Reading: the workers read the sockets themselves, so no thread stands between a
@@ -48,9 +49,11 @@ no worker does (a quarter of ``peer_timeout`` at most apart: a peer's error, goo
 or closing is seen while the workers compute) and watches for silence.
 
 The listener gives each connection one deadline for its whole handshake, handshakes
-at most :data:`~timely_spark.runtime.MAX_HANDSHAKES` at once (more are closed at
-once), and keeps accepting after transient errors (too many open files, aborted
-connections), backing off.
+at most :data:`~timely_spark.communication.tcp.MAX_HANDSHAKES` at once (one more drops the
+oldest pending handshake of the source holding the most, as the driver's rendezvous
+does, so idle connections cannot lock the peers out), and keeps accepting after
+transient errors (too many open files, aborted connections), backing off.  A connecting
+process whose handshake is closed or times out connects again until its deadline.
 
 Failure: a peer that closes without saying goodbye, or stays silent (no frame,
 not even a heartbeat) for ``peer_timeout`` seconds, fails the run with
@@ -70,33 +73,69 @@ import socket
 import struct
 import threading
 import time
+from collections import deque
 from typing import Any, Optional
 
 from ..errors import FrameLimitReached, TimelyError, WorkerAborted, WorkerError, WorkerFailure
-from ..runtime import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_PEER_TIMEOUT,
-    HANDSHAKE_TIMEOUT,
-    HEARTBEATS_PER_PEER_TIMEOUT,
-    LISTEN_BACKLOG,
-    MAX_FRAME,
+from ..runtime import DEFAULT_CONNECT_TIMEOUT, DEFAULT_PEER_TIMEOUT, POLL_INTERVAL
+from .aead import (
+    AES_GCM,
     MAX_FRAMES_PER_KEY,
-    MAX_HANDSHAKES,
-    MAX_RETRY_BACKOFF,
-    MIN_HEARTBEAT_INTERVAL,
-    PEER_ERROR_GRACE,
-    POLL_INTERVAL,
-    RETRY_BACKOFF,
-    SEND_BATCH_BYTES,
-    THREAD_JOIN_WAIT,
+    TAG,
+    Opener,
+    Sealer,
+    buffer,
+    derive_keys,
     encryption_enabled,
+    greeting,
+    mode,
 )
-from .aead import AES_GCM, TAG, Opener, Sealer, buffer, derive_keys, greeting, mode
 from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
 from .codec import decode, encode
+from .pending import PendingHandshakes
 from .thread import ThreadFabric
 
 __all__ = ["Mesh", "TcpAllocator", "bind_listener", "frame_keys", "handshake_mac", "recv_exact", "mesh_magic"]
+
+#: Seconds one connection may take for the whole authentication handshake.
+HANDSHAKE_TIMEOUT = 10.0
+
+#: Connections that may be in their handshake at once; more are refused at once.
+MAX_HANDSHAKES = 16
+
+#: The largest frame (bytes) the mesh sends or accepts; larger messages go as several
+#: frames.  A peer announcing more is failed before anything is allocated.
+MAX_FRAME = 256 * 1024 * 1024
+
+#: Heartbeats a process sends each peer per ``peer_timeout`` (so one lost or late
+#: heartbeat never fails a run) ...
+HEARTBEATS_PER_PEER_TIMEOUT = 4
+
+#: ... but never more often than every this many seconds.
+MIN_HEARTBEAT_INTERVAL = 0.05
+
+#: Seconds of the first wait before retrying a refused connection or a failed
+#: ``accept()`` (too many open files, aborted connection); it doubles on each retry ...
+RETRY_BACKOFF = 0.01
+
+#: ... up to this many seconds.
+MAX_RETRY_BACKOFF = 1.0
+
+#: Connections the kernel queues for a mesh listener before ``accept()``.
+LISTEN_BACKLOG = 64
+
+#: Seconds granted to each of the mesh's own threads (readers, acceptor, heartbeat)
+#: to end when the mesh shuts down; they are daemon threads, so none can keep a
+#: process alive.
+THREAD_JOIN_WAIT = 5.0
+
+PEER_ERROR_GRACE = 1.0
+"""Seconds a worker that cannot send to a peer waits for that peer's own error (sent
+before it closed) to arrive, so that the run reports the cause, not the broken pipe."""
+
+#: Frames a worker writes in one step are gathered (one system call, one wake-up of the
+#: peer) until they hold this many bytes; larger messages go out at once.
+SEND_BATCH_BYTES = 256 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +148,7 @@ CONTROL = 0xFFFFFFFF                  # channel of control frames
 HEARTBEAT, GOODBYE, ERROR = 10, 11, 12
 MORE = 0x80                           # kind flag: the message continues in the next frame
 IOV_MAX = 1024                        # buffers one sendmsg may take (Linux's UIO_MAXIOV; more: EMSGSIZE)
+REJECTIONS_KEPT = 256                 # refused connections a mesh remembers (Mesh.rejected): the latest
 STAGE = 256 * 1024                    # bytes read at once; a larger frame is read into a buffer of its own
 
 
@@ -520,7 +560,7 @@ class Mesh:
     bound listening socket (its address is ``addresses[process]``).  ``encrypt``: seal
     payloads (None: unless ``$TIMELY_SPARK_ENCRYPTION`` is ``off``; frames are
     authenticated either way); ``frame_limit``: frames per direction of a connection
-    before it closes (:data:`~timely_spark.runtime.MAX_FRAMES_PER_KEY`).
+    before it closes (:data:`~timely_spark.communication.aead.MAX_FRAMES_PER_KEY`).
     """
 
     def __init__(self, process: int, addresses: list[tuple[str, int]], listener: socket.socket, secret: bytes,
@@ -542,7 +582,8 @@ class Mesh:
         self.handshake_timeout = handshake_timeout
         self.magic = mesh_magic(encrypt)
         self.frame_limit = frame_limit
-        self._handshakes = threading.BoundedSemaphore(MAX_HANDSHAKES)
+        self._pending = PendingHandshakes(MAX_HANDSHAKES)
+        self._mismatch: Optional[str] = None     # an authenticated peer in the other encryption mode
         self.connections: dict[int, _Connection] = {}
         self.closing = False
         self.parked: set[int] = set()     # local workers waiting on the sockets themselves (they read)
@@ -550,7 +591,7 @@ class Mesh:
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         self._threads: list[threading.Thread] = []
-        self.rejected: list[str] = []     # why connections were refused (for tests and logs)
+        self.rejected: deque[str] = deque(maxlen=REJECTIONS_KEPT)   # why connections were refused (the latest)
 
     def stopped(self) -> bool:
         """Whether the mesh is shutting down."""
@@ -569,6 +610,8 @@ class Mesh:
             self._connect_to(j, deadline)
         with self._ready:
             while len(self.connections) < len(self.addresses) - 1:
+                if self._mismatch is not None:
+                    raise WorkerFailure(self._mismatch)
                 left = deadline - time.monotonic()
                 if left <= 0:
                     missing = [j for j in range(len(self.addresses)) if j != self.process and j not in self.connections]
@@ -584,52 +627,68 @@ class Mesh:
         self._threads.append(hb)
 
     def _connect_to(self, j: int, deadline: float) -> None:
+        """Connect to process ``j`` and authenticate; a refused connection, or a handshake
+        that is closed or times out (the listener's handshake slots may be held by
+        others), is tried again until ``deadline``."""
         host, port = self.addresses[j]
         delay = RETRY_BACKOFF
         while True:
             try:
                 wait = max(POLL_INTERVAL, min(self.handshake_timeout, deadline - time.monotonic()))
                 sock = socket.create_connection((host, port), timeout=wait)
+                magic, challenge, mine = self._handshake_out(sock, j, deadline)
                 break
-            except OSError as exc:
+            except WorkerFailure:
+                raise
+            except (OSError, EOFError) as exc:
+                if self._mismatch is not None:
+                    raise WorkerFailure(self._mismatch) from exc
                 if time.monotonic() + delay > deadline:
-                    raise WorkerFailure(f"process {self.process}: cannot connect to process {j} at {host}:{port} "
-                                        f"within {self.connect_timeout} s ({exc})") from exc
+                    raise WorkerFailure(f"process {self.process}: cannot connect to and authenticate with process "
+                                        f"{j} at {host}:{port} within {self.connect_timeout} s ({exc})") from exc
                 time.sleep(delay)
                 delay = min(delay * 2, MAX_RETRY_BACKOFF)
+        send_key, recv_key = frame_keys(self.secret, challenge, mine, magic)
+        with self._ready:
+            self.connections[j] = _Connection(self, sock, j, send_key, recv_key, magic)
+            self._ready.notify_all()
+
+    def _handshake_out(self, sock: socket.socket, j: int, deadline: float) -> tuple[bytes, bytes, bytes]:
+        """The connecting side's handshake with process ``j`` on ``sock`` (closed if it
+        fails): the greeting the two use, the listener's challenge and this side's nonce.
+        WorkerFailure for a listener that is not a mesh, that is in the other encryption
+        mode (after sending this side's proof, so that it can name the mismatch too) or
+        that does not prove the secret; OSError or EOFError for a closed or slow one."""
+        host, port = self.addresses[j]
         magic = self.magic
         try:
-            until = time.monotonic() + self.handshake_timeout
+            until = min(time.monotonic() + self.handshake_timeout, deadline)
             hello = recv_exact(sock, len(magic) + NONCE, until)
             theirs = bytes(hello[:len(magic)])
             if not theirs.startswith(PREFIX) or mode(theirs) is None:
                 raise WorkerFailure(f"{host}:{port} is not a timely_spark mesh listener")
+            challenge = bytes(hello[len(magic):])
+            mine = os.urandom(NONCE)
+            me = struct.pack("<I", self.process)
+            proof = me + mine + handshake_mac(self.secret, b"connect", challenge, me, mine)
             if mode(theirs)[1] != mode(magic)[1]:     # type: ignore[index]
+                sock.sendall(magic + proof)           # in this side's mode: the listener names the mismatch
                 said = "encrypts" if mode(theirs)[1] else "does not encrypt"     # type: ignore[index]
                 raise WorkerFailure(f"process {j} at {host}:{port} {said} its frames and this process "
                                     f"{'does' if mode(magic)[1] else 'does not'}: set TIMELY_SPARK_ENCRYPTION "  # type: ignore[index]
                                     "the same for every process of the run")
             magic = theirs                      # the acceptor names the cipher
-            challenge = bytes(hello[len(magic):])
-            mine = os.urandom(NONCE)
-            me = struct.pack("<I", self.process)
-            sock.sendall(magic + me + mine + handshake_mac(self.secret, b"connect", challenge, me, mine))
+            sock.sendall(magic + proof)
             answer = bytes(recv_exact(sock, MAC, until))
             them = struct.pack("<I", j)
             if not hmac.compare_digest(answer, handshake_mac(self.secret, b"accept", mine, challenge, them)):
                 raise WorkerFailure(f"the listener at {host}:{port} (process {j}) did not prove the run's secret: "
                                     "refusing to join it")
             sock.settimeout(None)
-        except (OSError, EOFError) as exc:
-            sock.close()
-            raise WorkerFailure(f"handshake with process {j} at {host}:{port} failed: {exc}") from exc
-        except WorkerFailure:
+        except BaseException:
             sock.close()
             raise
-        send_key, recv_key = frame_keys(self.secret, challenge, mine, magic)
-        with self._ready:
-            self.connections[j] = _Connection(self, sock, j, send_key, recv_key, magic)
-            self._ready.notify_all()
+        return magic, challenge, mine
 
     def start_accepting(self) -> None:
         """Start the thread that accepts and authenticates peers (``connect`` does)."""
@@ -640,7 +699,7 @@ class Mesh:
     def _accept_loop(self) -> None:
         """Accept connections until stopped; transient errors (EMFILE, ECONNABORTED...)
         back off and go on.  Each connection's handshake runs in its own thread, at most
-        MAX_HANDSHAKES at once; more are closed at once."""
+        MAX_HANDSHAKES at once (see :meth:`_admit`)."""
         self.listener.settimeout(POLL_INTERVAL)
         backoff = RETRY_BACKOFF
         while not self._stop.is_set():
@@ -656,20 +715,24 @@ class Mesh:
                 backoff = min(backoff * 2, MAX_RETRY_BACKOFF)
                 continue
             backoff = RETRY_BACKOFF
-            if not self._handshakes.acquire(blocking=False):
-                self._refuse(sock, addr, f"too many connections in their handshake (over {MAX_HANDSHAKES})")
-                continue
+            self._admit(sock, addr)
             try:
                 threading.Thread(target=self._bounded_handshake, args=(sock, addr), daemon=True).start()
             except RuntimeError as exc:      # no thread to be had
-                self._handshakes.release()
+                self._pending.authenticated(sock)
                 self._refuse(sock, addr, f"cannot start its handshake ({exc})")
+
+    def _admit(self, sock: socket.socket, addr: Any) -> None:
+        """Count ``sock`` among the handshakes under way (see :mod:`.pending`)."""
+        dropped = self._pending.admit(sock, str(addr[0]) if isinstance(addr, tuple) and addr else str(addr))
+        if dropped is not None:
+            self.rejected.append(f"{dropped}: dropped its oldest handshake (over {MAX_HANDSHAKES} under way)")
 
     def _bounded_handshake(self, sock: socket.socket, addr: Any) -> None:
         try:
             self._handshake(sock, addr)
         finally:
-            self._handshakes.release()
+            self._pending.authenticated(sock)
 
     def _refuse(self, sock: socket.socket, addr: Any, why: str) -> None:
         self.rejected.append(f"{addr}: {why}")
@@ -691,14 +754,29 @@ class Mesh:
             return self._refuse(sock, addr, f"handshake not done within {self.handshake_timeout} s")
         except (OSError, EOFError) as exc:
             return self._refuse(sock, addr, f"no valid greeting ({exc})")
-        if reply[:len(magic)] != magic:
-            return self._refuse(sock, addr, "not a timely_spark peer in this mode (bad greeting)")
+        greeted = bytes(reply[:len(magic)])
         me_bytes = reply[len(magic):len(magic) + 4]
         theirs = reply[len(magic) + 4:len(magic) + 4 + NONCE]
         mac = reply[len(magic) + 4 + NONCE:]
-        if not hmac.compare_digest(mac, handshake_mac(self.secret, b"connect", challenge, me_bytes, theirs)):
+        proven = hmac.compare_digest(mac, handshake_mac(self.secret, b"connect", challenge, me_bytes, theirs))
+        if greeted != magic:
+            other = mode(greeted) if greeted.startswith(PREFIX) else None
+            if proven and other is not None and other[1] != mode(magic)[1]:     # type: ignore[index]
+                (peer,) = struct.unpack("<I", me_bytes)
+                host, port = self.addresses[peer] if peer < len(self.addresses) else addr[:2]
+                said = "encrypts" if other[1] else "does not encrypt"
+                with self._ready:
+                    self._mismatch = (f"process {peer} at {host}:{port} {said} its frames and this process "
+                                      f"{'does not' if other[1] else 'does'}: set TIMELY_SPARK_ENCRYPTION the same "
+                                      f"for every process of the run")
+                    self._ready.notify_all()
+                return self._refuse(sock, addr, self._mismatch)
+            return self._refuse(sock, addr, "not a timely_spark peer in this mode (bad greeting)")
+        if not proven:
             return self._refuse(sock, addr, "failed authentication (wrong secret, or another run)")
         (peer,) = struct.unpack("<I", me_bytes)
+        if not self._pending.authenticated(sock):
+            return self._refuse(sock, addr, "authenticated, but its handshake was dropped meanwhile")
         with self._ready:
             if self._stop.is_set():             # the mesh shut down meanwhile: nobody would close this one
                 return self._refuse(sock, addr, "the mesh has shut down")

@@ -17,30 +17,30 @@ from .operators.changelog import DIFF, diffs, with_diffs, without_diffs
 from .operators.exchange_by import ExchangeBy, check_batch, check_columns, split_rows
 from .operators.feedback import LoopHandle
 from .operators.generic import source
-
-# operator state in snapshots (issue 24)
-from .operators.key_hash import (
-    destinations,
-    hash_columns,  # noqa: E402
-)
-from .operators.op_state import StateHooks  # noqa: E402
+from .operators.key_hash import destinations, hash_columns
+from .operators.op_state import StateHooks
 from .operators.split import BranchOut, OkErrOut
 from .ports import InputPort, OutputHandle
 from .probe import ProbeHandle
 from .scope import Scope
-from .state_hook import KEY_HASH  # noqa: E402
+from .state_hook import KEY_HASH
 from .stream import Stream
 from .trace import Trace
 from .vertex import Vertex
 from .worker import Worker
 
 __all__ = [
-    "BranchOut", "Capability", "CapabilitySet", "Exchange", "ExchangeBy", "InputCapability", "InputHandle", "InputPort",
-    "LoopHandle", "Notificator", "OkErrOut", "OperatorBuilder", "OperatorInfo", "OutputHandle", "Pipeline",
-    "ProbeHandle", "Scope", "Stream", "Vertex", "Worker", "check_batch", "check_columns", "destinations", "split_rows",
-    "source", "stable_hash",
+    # workers, scopes, streams, inputs, probes
+    "BranchOut", "InputHandle", "LoopHandle", "OkErrOut", "ProbeHandle", "Scope", "Stream", "Worker",
+    # operators of your own: capabilities, ports, pacts, notifications, Naiad's vertex
+    "Capability", "CapabilitySet", "Exchange", "InputCapability", "InputPort", "Notificator", "OperatorBuilder",
+    "OperatorInfo", "OutputHandle", "Pipeline", "Vertex", "source", "stable_hash",
+    # operators on record batches: routing by key columns, checks naming the operator
+    "ExchangeBy", "check_batch", "check_columns", "destinations", "hash_columns", "split_rows",
+    # the changelog convention
     "DIFF", "diffs", "with_diffs", "without_diffs",
-    "StateHooks", "KEY_HASH", "hash_columns",
+    # operator state in snapshots
+    "KEY_HASH", "StateHooks",
+    # the keyed, time-aware state of the incremental operators
     "Trace",
 ]
-

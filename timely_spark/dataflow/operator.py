@@ -279,7 +279,7 @@ class OperatorBuilder:
         run sends that again).  An operator that keeps a
         capability at a time before ``t`` until its inputs pass ``t`` keeps the
         snapshot from completing (the worker warns after
-        :data:`~timely_spark.runtime.SNAPSHOT_STALL` seconds, naming it).
+        :data:`~timely_spark.state.manager.SNAPSHOT_STALL` seconds, naming it).
         Return a ``pyarrow.Table`` (stored as Parquet) or any picklable object (stored
         pickled; pickled at once, so the operator may change it afterwards).
 

@@ -29,8 +29,13 @@ from .state_log import GRAPH_LOG
 from .union_find import find_root, union_find
 from .unique import sorted_unique
 
-__all__ = ["shortest_paths", "shortest_paths_stream", "dijkstra_reference",
-           "pagerank", "pagerank_stream", "pagerank_reference",
-           "components", "forest", "GraphInputError", "connected_components", "label_propagation",
-           "find_root", "union_find", "sorted_unique", "random_edges",
-           "snapshot_components", "GRAPH_LOG"]
+__all__ = [
+    # on a Spark DataFrame, a pyarrow Table or a pandas DataFrame
+    "GraphInputError", "connected_components", "pagerank", "random_edges", "shortest_paths",
+    # inside your dataflow: stream and incremental forms, building blocks
+    "components", "forest", "label_propagation", "pagerank_stream", "shortest_paths_stream", "snapshot_components",
+    # references and helpers
+    "dijkstra_reference", "find_root", "pagerank_reference", "sorted_unique", "union_find",
+    # observability
+    "GRAPH_LOG",
+]

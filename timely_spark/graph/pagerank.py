@@ -530,6 +530,11 @@ def pagerank(edges: Any, iterations: int = 20, damping: float = 0.85, tolerance:
              timeout: Optional[float] = None, stats: Optional[dict] = None) -> Any:
     """``(vertex, rank)`` of every vertex of a directed edge list (definition in the module doc).
 
+    Parallel edges count by multiplicity: an edge listed k times counts k times in its
+    source's out-degree and in the share of rank its destination receives.  For the
+    simple graph, drop duplicate ``(src, dst)`` rows first (``dropDuplicates`` on Spark,
+    ``drop_duplicates`` in pandas, ``group_by([src, dst]).aggregate([])`` in pyarrow).
+
     A Spark DataFrame runs on ``workers`` barrier workers (default 2) and returns a
     DataFrame lazily; a ``pyarrow.Table`` / pandas DataFrame runs on ``workers`` local
     threads in each of ``processes`` processes and returns the same kind, sorted by vertex.

@@ -38,7 +38,7 @@ import pyarrow as pa
 from ..dataflow import DIFF
 from ..errors import ParameterError
 from ..progress import Product
-from ..runtime import PAGERANK_TOLERANCE, check_fraction, check_positive
+from ..runtime import check_fraction, check_positive
 from .broadcast import broadcast_keys
 from .components_columnar import edge_arrays
 from .edge_input import diffs_at, withdrawn_error
@@ -46,6 +46,9 @@ from .in_order import rounds_in_order
 from .sorted_rows import SortedRows
 from .stream_state import keyed_parts, part_of, scalars_of
 from .unique import sorted_unique
+
+#: pagerank_stream's default tolerance: a vertex whose rank would move by more propagates.
+PAGERANK_TOLERANCE = 1e-9
 
 if TYPE_CHECKING:
     from ..dataflow import Stream

@@ -2,7 +2,7 @@
 keeps per time to the :data:`GRAPH_LOG` stream of the worker's logging registry, if a
 handler is registered (events ``state`` with ``name``, the operator; ``count``, rows;
 ``frontier``, the time as a 1-tuple).  Tests use it to check that work is spread over
-the workers; ``jobs/bench_graph.py`` prints each worker's peak."""
+the workers; ``jobs/benchmarks/bench_graph.py`` prints each worker's peak."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ log of edges (``ts.capture.follow``), keeps ``ts.graph.components`` up to date
 incrementally and captures, per completed epoch, each vertex whose component changed
 into a second log -- for ``ts.spark.run`` (or ``ts.execute``) on workers that run as long
 as the edges log is open.  :func:`run_pipeline` is the whole pipeline that
-``jobs/streaming_components.py`` runs and ``jobs/bench_streaming.py`` measures: a
+``jobs/examples/streaming_components.py`` runs and ``jobs/benchmarks/bench_streaming.py`` measures: a
 generator of identity records, a Structured Streaming query writing edges to a
 ``timely`` sink, the timely job, and a ``readStream`` of the changes.
 
@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..capture import ParquetEventWriter, compact, follow
-from ..runtime import FOLLOW_POLL_INTERVAL
+from ..capture.follow import FOLLOW_POLL_INTERVAL
 from ..spark import close_sink_log, read_event_log, register
 from ..spark import run as spark_run
 from .components_columnar import forest

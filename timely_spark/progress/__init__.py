@@ -24,30 +24,13 @@ from .timestamp import (
 )
 
 __all__ = [
-    "Add",
-    "Antichain",
-    "Builder",
-    "ChangeBatch",
-    "CycleError",
-    "Location",
-    "MAX_INT",
-    "MutableAntichain",
-    "Operate",
-    "Product",
-    "ProductSummary",
-    "SharedProgress",
-    "TimeKind",
-    "Source",
-    "Target",
-    "Tracker",
-    "TupleSummary",
-    "advance",
-    "check_time",
-    "identity",
-    "kind_of",
-    "less_equal",
-    "less_than",
-    "minimum",
-    "order_of",
+    # timestamps and their order
+    "MAX_INT", "Product", "TimeKind", "check_time", "kind_of", "less_equal", "less_than", "minimum", "order_of",
     "sort_key",
+    # path summaries
+    "Add", "ProductSummary", "TupleSummary", "advance", "identity",
+    # frontiers and counted changes
+    "Antichain", "ChangeBatch", "MutableAntichain",
+    # pointstamp tracking: locations, reachability, the subgraph protocol
+    "Builder", "CycleError", "Location", "Operate", "SharedProgress", "Source", "Target", "Tracker",
 ]

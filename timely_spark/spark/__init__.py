@@ -29,6 +29,13 @@ from .runner import SparkJobError, run
 from .session import get_session, read_conf
 from .sink import close_sink_log
 
-__all__ = ["event_log_frontier", "read_event_log", "RENDEZVOUS_CONF", "RendezvousError", "SchemaMismatch",
-           "SparkJobError", "SparkSetupError", "close_sink_log", "file_input",
-           "check_session", "get_session", "read_conf", "register", "run", "task_slots", "transform"]
+__all__ = [
+    # sessions
+    "get_session", "read_conf", "register",
+    # running dataflows on barrier tasks
+    "check_session", "file_input", "run", "task_slots", "transform",
+    # event logs in Spark
+    "close_sink_log", "event_log_frontier", "read_event_log",
+    # errors and settings
+    "RENDEZVOUS_CONF", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError",
+]

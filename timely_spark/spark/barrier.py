@@ -24,6 +24,7 @@ from ..communication.tcp import bind_listener
 from ..errors import ReportedError, SparkJobError, type_name
 from ..process import run_workers
 from ..runtime import DEFAULT_PEER_TIMEOUT, Config
+from ..state.key import resolve_key
 from .rendezvous import Ticket, failure_marker, meet, report_failure
 
 __all__ = ["task_config", "run_in_barrier_task", "reporting_failures"]
@@ -52,6 +53,7 @@ def task_config(timeout: Optional[float] = None, peer_timeout: float = DEFAULT_P
     config.connect_timeout = max(config.peer_timeout, config.connect_timeout)
     if config.checkpoint is not None:    # executors run in other directories than the driver
         config.checkpoint = os.path.abspath(config.checkpoint)
+    resolve_key(config)                  # the driver's key travels with the config
     return config
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import cloudpickle
 
-from ..runtime import DEFAULT_PEER_TIMEOUT, TICKET_IDLE_TIMEOUT, Config, new_secret
+from ..runtime import DEFAULT_PEER_TIMEOUT, Config, new_secret
 from .barrier import reporting_failures, run_in_barrier_task, task_config
 from .file_input import FileInput, file_input
 from .job_errors import install as install_error_translation
@@ -23,7 +23,7 @@ from .output_schema import SchemaMismatch, arrow_schema, conform, rows_batch
 from .output_stream import OutputStream
 from .packed_rows import pack, packable, packed_struct, unpack
 from .preflight import check_session, task_slots
-from .rendezvous import Ticket, session_rendezvous
+from .rendezvous import TICKET_IDLE_TIMEOUT, Ticket, session_rendezvous
 from .stage_boundary import after_barrier
 from .task_input import chunked
 from .task_stats import TaskStats, task_report

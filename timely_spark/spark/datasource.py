@@ -34,13 +34,20 @@ from pyspark.sql.datasource import DataSource, DataSourceReader
 
 from ..capture.log_index import LogIndex, LogSnapshot, local_path
 from ..capture.parquet import RESERVED, EventLogError, is_changelog, not_started, read_meta
-from ..runtime import CHANGELOG_READ, CHANGELOG_READS
 from .job_errors import install as install_error_translation
 from .log_collection import bucket_partitions, hashable, read_collection
 from .log_scan import arrow_schema, partitions, read_partition
 from .stream_reader import TimelyStreamReader
 
 __all__ = ["register", "registered", "TimelyDataSource", "COMPLETE_ONLY", "TimelyCollectionReader"]
+
+#: Default of the ``"timely"`` data source's ``changelog`` option: ``"changes"`` reads a
+#: log's change rows as they are (with ``diff`` when the log is a changelog);
+#: ``"consolidate"`` reads the collection they denote as of the log's frontier.
+CHANGELOG_READ = "changes"
+
+#: The values the ``changelog`` read option takes.
+CHANGELOG_READS = ("changes", "consolidate")
 
 #: Default of the ``complete_only`` option: only rows at times the log proves complete.
 COMPLETE_ONLY = True

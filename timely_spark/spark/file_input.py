@@ -15,7 +15,7 @@ Anything else goes through Spark as before: a filter, a join, partition columns 
 the directory layout, buckets, a cached or non-file DataFrame, other formats or
 paths (``hdfs:``, ``s3a:``...), non-numeric columns, narrowing casts, a file whose
 columns are not exactly (name and type) the scan's, more than
-:data:`~timely_spark.runtime.DIRECT_READ_MAX_FILES` files, Spark's
+:data:`~timely_spark.spark.file_input.DIRECT_READ_MAX_FILES` files, Spark's
 ``ignoreCorruptFiles``/``ignoreMissingFiles`` or Parquet field ids turned on.  Over
 Spark Connect there is no plan to look at, and Spark reads as before.
 """
@@ -27,9 +27,13 @@ from typing import Any, Iterator, Optional
 from urllib.parse import unquote, urlparse
 
 from ..errors import SparkJobError
-from ..runtime import DIRECT_READ_MAX_FILES
 
 __all__ = ["FileInput", "file_input", "plain_parquet_scan", "row_ranges"]
+
+#: Files a plain Parquet scan may have for ``ts.spark.transform`` to read them in its
+#: barrier tasks (their footers are read on the driver to split the row groups among
+#: the workers); a scan of more files goes through Spark and a shuffle as before.
+DIRECT_READ_MAX_FILES = 1000
 
 #: Spark's numeric types as Arrow's (what ``mapInArrow`` hands a task).
 _ARROW = {"tinyint": "int8", "smallint": "int16", "int": "int32", "bigint": "int64", "float": "float32",

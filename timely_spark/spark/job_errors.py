@@ -30,7 +30,7 @@ __all__ = ["install", "timely_cause", "chained", "spark_summary", "SHIPPING_DOCS
 
 log = logging.getLogger(__name__)
 
-SHIPPING_DOCS = "README.md, section 'Shipping the package to a cluster'"
+SHIPPING_DOCS = "docs/running.md, section 'Shipping the package to a cluster'"
 
 # The line a Python traceback ends with: ``[module.]EventLogError: message`` at the start of a
 # line (source lines and their comments are indented in a traceback, so never match), or

@@ -18,9 +18,13 @@ from collections import deque
 from typing import Callable, Iterator, Optional
 
 from ..errors import WorkerFailure
-from ..runtime import OUTPUT_BATCHES_IN_FLIGHT, POLL_INTERVAL
+from ..runtime import POLL_INTERVAL
 
 __all__ = ["OutputStream"]
+
+#: Batches of a ``ts.spark.transform`` worker's output that may wait for its Spark task
+#: to take them; the worker waits while this many do (so memory holds only these).
+OUTPUT_BATCHES_IN_FLIGHT = 4
 
 
 class OutputStream:

@@ -5,7 +5,7 @@ row is copied, serialized, compressed, written, read back and deserialized -- fo
 ten million rows of two longs, seconds, more than the rows take to compute.  So the
 barrier tasks hand Spark each output batch as a few *packed* rows: every column
 becomes an array column, each packed row holding the next run of rows (about
-:data:`~timely_spark.runtime.PACKED_ROW_BYTES` of them; zero-copy on the Python side:
+:data:`~timely_spark.spark.packed_rows.PACKED_ROW_BYTES` of them; zero-copy on the Python side:
 a list array over the column), and after the shuffle :func:`unpack` turns them back
 into the rows -- in order, in the same partition, of the same types as the schema
 (when all its fields are nullable: :func:`packable`).
@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..runtime import PACKED_ROW_BYTES
-
 __all__ = ["packable", "packed_struct", "pack", "unpack"]
+
+#: Bytes of a ``ts.spark.transform`` worker's output rows packed into one row of arrays
+#: for the shuffle after the barrier stage (Spark's cost there is per row: see
+#: :mod:`timely_spark.spark.packed_rows`).
+PACKED_ROW_BYTES = 256 * 1024
 
 
 def packed_struct(struct: Any) -> Any:

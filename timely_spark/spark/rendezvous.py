@@ -29,9 +29,9 @@ derived with HKDF from the job's secret and both nonces, the length as associate
 data.  Addresses and error reports are thus confidential on the wire, always (the
 ``TIMELY_SPARK_ENCRYPTION`` switch does not apply to these few small messages).
 A wrong MAC or tag closes the connection without an answer.  Until its request has checked,
-a connection has :data:`~timely_spark.runtime.RENDEZVOUS_AUTH_TIMEOUT` seconds and at
-most :data:`~timely_spark.runtime.RENDEZVOUS_MAX_REQUEST` bytes; at most
-:data:`~timely_spark.runtime.RENDEZVOUS_PENDING` connections authenticate at once, and
+a connection has :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_AUTH_TIMEOUT` seconds and at
+most :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_MAX_REQUEST` bytes; at most
+:data:`~timely_spark.spark.rendezvous.RENDEZVOUS_PENDING` connections authenticate at once, and
 one more drops the oldest of the source holding the most.  A task whose connection is
 dropped before its answer connects again, within its wait.
 """
@@ -48,28 +48,45 @@ import socket
 import struct
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ..communication.aead import TAG, Opener, Sealer, derive_keys, greeting, mode
-from ..communication.tcp import bind_listener, handshake_mac, recv_exact
-from ..errors import RendezvousError, WorkerFailure, describe_error, most_telling, rebuild_error
-from ..runtime import (
-    DEFAULT_CONNECT_TIMEOUT,
+from ..communication.pending import PendingHandshakes
+from ..communication.tcp import (
     HANDSHAKE_TIMEOUT,
     MAX_RETRY_BACKOFF,
-    POLL_INTERVAL,
-    RENDEZVOUS_AUTH_TIMEOUT,
-    RENDEZVOUS_MAX_REQUEST,
-    RENDEZVOUS_PENDING,
     RETRY_BACKOFF,
-    TICKET_IDLE_TIMEOUT,
+    bind_listener,
+    handshake_mac,
+    recv_exact,
 )
+from ..errors import RendezvousError, WorkerFailure, describe_error, most_telling, rebuild_error
+from ..runtime import DEFAULT_CONNECT_TIMEOUT, POLL_INTERVAL
 
 __all__ = ["Ticket", "DriverRendezvous", "RendezvousError", "driver_rendezvous", "session_rendezvous",
            "scheduler_attempts", "meet", "report_failure", "failure_marker", "reported_failure", "RENDEZVOUS_CONF",
            "MAX_ANSWER", "REMEMBERED_FAILURES"]
+
+#: Seconds a connection to the driver's rendezvous has to authenticate (send its hello
+#: and its MAC-checked request) before the driver drops it; a task whose connection is
+#: dropped connects again, within its wait.
+RENDEZVOUS_AUTH_TIMEOUT = 2.0
+
+#: Connections the driver's rendezvous lets authenticate at once (and its listen
+#: backlog).  When one more arrives, the oldest connection of the source holding the
+#: most is dropped, so idle connections cannot shut real tasks out.
+RENDEZVOUS_PENDING = 512
+
+#: The largest request (bytes) the driver's rendezvous reads before checking its MAC:
+#: a registration takes well under 1 KiB; a task's failure report is cut to fit.
+RENDEZVOUS_MAX_REQUEST = 16 * 1024
+
+#: Seconds a ``transform`` result's rendezvous ticket stays open without being used (no
+#: task registering or reporting); after that its tasks can no longer meet, and
+#: running the result again needs a new ``transform``.
+TICKET_IDLE_TIMEOUT = 3600.0
 
 log = logging.getLogger(__name__)
 
@@ -211,8 +228,7 @@ class DriverRendezvous:
         self._attempts: dict[tuple[bytes, int], int] = {}        # (token, stage) -> newest attempt
         self._failures: deque[tuple[tuple[str, int, int], int, BaseException]] = deque(maxlen=REMEMBERED_FAILURES)
         self._cond = threading.Condition()
-        self._pending: dict[socket.socket, tuple[str, float]] = {}  # not yet authenticated: (source, since)
-        self._pending_lock = threading.Lock()
+        self._pending = PendingHandshakes(RENDEZVOUS_PENDING)      # not yet authenticated
         threading.Thread(target=self._accept_loop, name="timely-rendezvous", daemon=True).start()
 
     # ---- the driver's side -------------------------------------------------------
@@ -282,28 +298,8 @@ class DriverRendezvous:
                 backoff = min(backoff * 2, MAX_RETRY_BACKOFF)
                 continue
             backoff = RETRY_BACKOFF
-            self._admit(sock, str(source[0]))
+            self._pending.admit(sock, str(source[0]))
             threading.Thread(target=self._serve, args=(sock,), name="timely-rendezvous-task", daemon=True).start()
-
-    def _admit(self, sock: socket.socket, source: str) -> None:
-        """Count ``sock`` among the connections authenticating; when that makes too many,
-        drop the oldest of the source holding the most (its thread then ends)."""
-        with self._pending_lock:
-            if len(self._pending) >= RENDEZVOUS_PENDING:
-                busiest = Counter(src for src, _ in self._pending.values()).most_common(1)[0][0]
-                victim = min((s for s, (src, _) in self._pending.items() if src == busiest),
-                             key=lambda s: self._pending[s][1])
-                del self._pending[victim]
-                try:
-                    victim.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-            self._pending[sock] = (source, time.monotonic())
-
-    def _authenticated(self, sock: socket.socket) -> bool:
-        """Stop counting ``sock`` as authenticating; False if it was dropped meanwhile."""
-        with self._pending_lock:
-            return self._pending.pop(sock, None) is not None
 
     def _serve(self, sock: socket.socket) -> None:
         try:
@@ -322,7 +318,7 @@ class DriverRendezvous:
             sock.sendall(KNOWN + nonce + handshake_mac(job.secret, b"hello", token, nonces))
             up, down = message_keys(job.secret, token, nonces, magic)
             request = _recv_message(sock, _opener(up), deadline, RENDEZVOUS_MAX_REQUEST)
-            if request is None or not self._authenticated(sock):
+            if request is None or not self._pending.authenticated(sock):
                 return
             with self._cond:
                 job.used = time.monotonic()
@@ -332,7 +328,7 @@ class DriverRendezvous:
         except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
             log.debug("timely_spark rendezvous: a connection ended (%s)", exc)
         finally:
-            self._authenticated(sock)
+            self._pending.authenticated(sock)
             sock.close()
 
     def _answer(self, token: bytes, job: _Job, request: dict) -> dict:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import cloudpickle
 
 from ..errors import CheckpointError, RunTimeout, SparkJobError, TimelyError, most_telling, picklable
 from ..runtime import DEFAULT_PEER_TIMEOUT, STOP_GRACE, Config, check_count, new_secret
+from ..state.key import file_key
 from ..state.manifest import list_manifests, load_manifest, manifest_path
+from ..state.owner import owning_checkpoint
 from .barrier import run_in_barrier_task, task_config
 from .cancel import caller_job_group, cancelled_on_interrupt_or_deadline
 from .job_errors import chained, spark_summary, timely_cause
@@ -48,8 +50,9 @@ def _first_line(exc: Optional[BaseException]) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
-def resumes_from(checkpoint: Optional[str]) -> str:
-    """Where a new attempt of a run with ``checkpoint`` starts, for the retry's log line:
+def resumes_from(checkpoint: Optional[str], key: Union[bytes, str, None] = None) -> str:
+    """Where a new attempt of a run with ``checkpoint`` (its ``checkpoint_key``: ``key``)
+    starts, for the retry's log line:
     the time of the newest snapshot committed there (the workers restore it, or fall
     back to an older one if it is damaged), or the beginning.
 
@@ -62,7 +65,7 @@ def resumes_from(checkpoint: Optional[str]) -> str:
     if not seqs:
         return f"it starts from the beginning (no snapshot committed in {checkpoint} yet)"
     try:
-        t = load_manifest(manifest_path(checkpoint, seqs[-1]))["time"]
+        t = load_manifest(manifest_path(checkpoint, seqs[-1]), file_key(key))["time"]
     except CheckpointError:
         return f"it resumes from the last usable snapshot committed in {checkpoint}"
     return f"it resumes from the snapshot at time {t!r} committed in {checkpoint}"
@@ -124,6 +127,13 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     fn_bytes = cloudpickle.dumps(fn, protocol=5)
     install_error_translation()
     service = session_rendezvous(sc, getattr(spark, "conf", None))
+    with owning_checkpoint(config):               # every attempt: a retry is this run, another job is not
+        return _attempts(sc, fn_bytes, config, workers, max_attempts, service, stats)
+
+
+def _attempts(sc: Any, fn_bytes: bytes, config: Config, workers: int, max_attempts: int, service: Any,
+              stats: Optional[dict]) -> list:
+    """Run the barrier job up to ``max_attempts`` times (see :func:`run`)."""
     failure: Optional[BaseException] = None
     for attempt in range(1, max_attempts + 1):
         secret = new_secret()
@@ -166,11 +176,11 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
             if ticket is not None:
                 assert service is not None
                 service.close(ticket)
-        if stats is not None:     # when the driver learnt of the failure (jobs/bench_recovery.py)
+        if stats is not None:     # when the driver learnt of the failure (jobs/benchmarks/bench_recovery.py)
             stats.setdefault("failures", []).append({"attempt": attempt, "noticed": time.time(),
                                                      "error": _first_line(failure)})
         if attempt < max_attempts:
             log.warning("timely_spark.run: attempt %d of %d failed (%s); retrying: %s", attempt, max_attempts,
-                        _first_line(failure), resumes_from(config.checkpoint))
+                        _first_line(failure), resumes_from(config.checkpoint, config.checkpoint_key))
     assert failure is not None
     raise failure

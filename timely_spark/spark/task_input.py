@@ -5,7 +5,7 @@ Spark hands ``mapInArrow`` its input in record batches of
 that stepped its dataflow once per such batch would pay every operator's per-batch
 cost (and, for the graph functions, a broadcast tick) hundreds of times per million
 rows.  :func:`chunked` joins consecutive batches into one of about
-:data:`~timely_spark.runtime.INPUT_CHUNK_BYTES` (one copy of the rows, a chunk at a
+:data:`~timely_spark.spark.task_input.INPUT_CHUNK_BYTES` (one copy of the rows, a chunk at a
 time: the worker holds one chunk more than before, never its whole input).
 """
 
@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
-from ..runtime import INPUT_CHUNK_BYTES
-
 __all__ = ["chunked", "joined"]
+
+#: Bytes of Spark's Arrow input batches (10,000 rows each by default) a transform task
+#: joins into one before handing it to its worker: a step per few megabytes, not per
+#: small batch.
+INPUT_CHUNK_BYTES = 16 << 20
 
 
 def joined(batches: list) -> list:

@@ -1,4 +1,4 @@
-"""Snapshots of operator state at completed times, manifests, and restore (issue 24).
+"""Snapshots of operator state at completed times, manifests, and restore.
 
 A run with a ``checkpoint`` directory (``ts.execute(fn, checkpoint=DIR,
 snapshot_every=SECONDS)``) snapshots the state every operator declared with

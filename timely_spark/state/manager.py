@@ -49,11 +49,16 @@ from ..dataflow.operator import address_text
 from ..dataflow.subgraph import Subgraph
 from ..errors import CheckpointError
 from ..progress import Source, Target
-from ..runtime import SNAPSHOT_STALL
+from .key import file_key
 from .manifest import candidates, list_manifests, list_snapshot_dirs, retain, snapshot_dir, write_manifest
 from .store import Saved, restore_state, save_state, state_key, write_saved
 
 __all__ = ["SnapshotManager", "attach", "operators_of"]
+
+#: Seconds a worker waits for a snapshot's time to complete before it warns, naming the
+#: operator that holds an earlier time (an operator that keeps a capability at a time
+#: before ``t`` until its inputs pass ``t`` keeps every snapshot from completing).
+SNAPSHOT_STALL = 60.0
 
 
 #: Passes over the control messages per step (a message this worker sends itself is
@@ -167,6 +172,7 @@ class SnapshotManager:
         self.directory: str = config.checkpoint
         self.every: Optional[float] = config.snapshot_every
         self.keep: int = config.snapshots_kept
+        self.key: bytes = file_key(config.checkpoint_key)
         self.index: int = worker.index
         self.peers: int = worker.peers
         self._inbox = Inbox(_nothing)
@@ -195,7 +201,7 @@ class SnapshotManager:
         directory = self.directory
         os.makedirs(directory, exist_ok=True)
         problems: list[str] = []
-        for path, found in candidates(directory):
+        for path, found in candidates(directory, self.key):
             if isinstance(found, CheckpointError):
                 problems.append(str(found))
                 continue
@@ -234,7 +240,7 @@ class SnapshotManager:
                                   f"{kept.dataflow} is {kept.name!r} here but {state['name']!r} in the snapshot "
                                   f"(a checkpoint of another dataflow?)")
         return restore_state(kept, state, self.directory, self.manifest_path or "", self.index, self.peers,
-                             manifest["peers"])
+                             manifest["peers"], self.key)
 
     def built(self, graph: Any) -> None:
         """Check a dataflow once it is built: it can be checkpointed, and a restored
@@ -440,7 +446,7 @@ class SnapshotManager:
             for saved in saves:
                 kept = saved.kept
                 name = f"{kept.dataflow}-{address_text(kept.address)}.{'parquet' if saved.kind == 'parquet' else 'pkl'}"
-                entry = write_saved(saved, self.directory, os.path.join(relative, name), self.index)
+                entry = write_saved(saved, self.directory, os.path.join(relative, name), self.index, self.key)
                 entries.append({"key": state_key(kept), "dataflow": kept.dataflow,
                                 "address": address_text(kept.address), "name": kept.name, "keyed": kept.keyed,
                                 "kind": saved.kind, "file": entry})
@@ -534,7 +540,7 @@ class SnapshotManager:
                      for g in self.worker.built_dataflows()[:built]}      # those built when the workers saved
         body = {"time": r.t, "peers": self.peers, "final": r.final, "dataflows": dataflows, "states": states,
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-        write_manifest(self.directory, r.seq, body)
+        write_manifest(self.directory, r.seq, body, self.key)
         self._committed = (r.t, built)
         retain(self.directory, self.keep, protect=self.manifest["seq"] if self.manifest is not None else None)
 

@@ -7,14 +7,17 @@
 
 A manifest holds the snapshot's time ``t``, the worker count, every dataflow's
 fingerprint (operators by address and name), and per operator state its files with
-sizes and SHA-256 checksums; its own checksum covers the rest, so an edited or torn
-manifest is seen.  Only worker 0 writes manifests: a temporary file, fsync, rename,
-fsync of the directory.
+sizes and HMAC-SHA256s under the checkpoint key (:mod:`.key`); its own SHA-256
+checksum covers the rest (so a torn manifest is told from a forged one) and its HMAC
+the rest and the checksum, so a manifest or state file written by anyone without the
+key is refused before a byte of it is parsed.  Only worker 0 writes manifests: a
+temporary file, fsync, rename, fsync of the directory.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -22,12 +25,14 @@ import shutil
 from typing import Any, Iterator, Optional
 
 from ..errors import CheckpointError
+from ..runtime import SECRET_ENV
+from .key import KEY_FILE, Mac, key_id, mac
 
 __all__ = ["FORMAT", "manifest_path", "snapshot_dir", "list_manifests", "list_snapshot_dirs", "write_manifest",
-           "load_manifest", "verify_files", "file_digest", "retain", "fsync_dir", "candidates"]
+           "load_manifest", "verify_files", "file_digest", "read_verified", "retain", "fsync_dir", "candidates"]
 
-#: The manifest format this version writes and reads.
-FORMAT = 1
+#: The manifest format this version writes and reads (2: authenticated with the checkpoint key).
+FORMAT = 2
 
 _MANIFEST = re.compile(r"^manifest-(\d+)\.json$")
 _SNAPSHOT = re.compile(r"^snapshot-(\d+)$")
@@ -85,9 +90,10 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def file_digest(path: str) -> tuple[int, str]:
-    """``(size, sha256 hex)`` of a file, read in chunks."""
-    h = hashlib.sha256()
+def file_digest(path: str, key: bytes, purpose: str) -> tuple[int, str]:
+    """``(size, HMAC-SHA256 hex)`` of a file under ``key`` for ``purpose`` (its path in
+    the checkpoint), read in chunks."""
+    h = Mac(key, purpose)
     size = 0
     with open(path, "rb") as f:
         while True:
@@ -99,29 +105,40 @@ def file_digest(path: str) -> tuple[int, str]:
     return size, h.hexdigest()
 
 
-def _body_checksum(body: dict) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def _canonical(body: dict) -> bytes:
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
-def write_manifest(directory: str, seq: int, body: dict) -> str:
-    """Commit snapshot ``seq``: write its manifest atomically (temporary file, fsync,
-    rename, fsync of the directory); returns its path."""
-    body = dict(body, format=FORMAT, seq=seq)
-    document = dict(body, checksum=_body_checksum(body))
+def write_manifest(directory: str, seq: int, body: dict, key: bytes) -> str:
+    """Commit snapshot ``seq``: write its manifest, authenticated under ``key``,
+    atomically (temporary file, fsync, rename, fsync of the directory); returns its path."""
+    body = dict(body, format=FORMAT, seq=seq, key_id=key_id(key))
+    body["checksum"] = hashlib.sha256(_canonical(body)).hexdigest()
+    document = dict(body, mac=mac(key, "manifest", _canonical(body)))
     path = manifest_path(directory, seq)
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(document, f, sort_keys=True, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(document, f, sort_keys=True, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:              # a full disk: name the file; the snapshot is not committed
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise CheckpointError(f"{path}: cannot write the manifest of snapshot {seq} ({type(exc).__name__}: "
+                              f"{exc}); the snapshot is not committed") from exc
     fsync_dir(directory)
     return path
 
 
-def load_manifest(path: str) -> dict:
-    """A manifest's contents; :class:`~timely_spark.errors.CheckpointError` naming the
-    file if it cannot be read, is not JSON, or fails its own checksum."""
+def load_manifest(path: str, key: bytes) -> dict:
+    """A manifest's contents, once its HMAC under ``key`` is checked;
+    :class:`~timely_spark.errors.CheckpointError` naming the file if it cannot be read,
+    is not JSON, is torn, or was not written by a holder of ``key`` (another key, an
+    older version that wrote no MAC, or a forgery)."""
     try:
         with open(path) as f:
             document = json.load(f)
@@ -129,14 +146,26 @@ def load_manifest(path: str) -> dict:
         raise CheckpointError(f"{path}: cannot read the manifest ({type(exc).__name__}: {exc})") from None
     if not isinstance(document, dict) or "checksum" not in document:
         raise CheckpointError(f"{path}: not a snapshot manifest (no checksum)")
-    body = {k: v for k, v in document.items() if k != "checksum"}
-    if _body_checksum(body) != document["checksum"]:
-        raise CheckpointError(f"{path}: the manifest is damaged (its checksum does not match its contents)")
+    body = {k: v for k, v in document.items() if k != "mac"}
+    if not hmac.compare_digest(str(document.get("mac", "")), mac(key, "manifest", _canonical(body))):
+        unsummed = {k: v for k, v in body.items() if k != "checksum"}
+        if hashlib.sha256(_canonical(unsummed)).hexdigest() != body["checksum"]:
+            raise CheckpointError(f"{path}: the manifest is damaged (its checksum does not match its contents)")
+        if "mac" not in document:
+            raise CheckpointError(f"{path}: the manifest is not authenticated (written by an older version, "
+                                  f"without a checkpoint key): it is not trusted, so the snapshot is not restored")
+        if body.get("key_id") != key_id(key):
+            raise CheckpointError(f"{path}: the manifest was written under another checkpoint key (key id "
+                                  f"{body.get('key_id')!r}; this run's is {key_id(key)!r}): restore with the "
+                                  f"${SECRET_ENV} (or checkpoint_key=, or key file {KEY_FILE}) the run that "
+                                  f"wrote it had")
+        raise CheckpointError(f"{path}: the manifest's MAC does not match: it was not written by a holder of the "
+                              f"checkpoint key (altered or forged), so it is not trusted")
     if body.get("format") != FORMAT:
         raise CheckpointError(f"{path}: manifest format {body.get('format')!r}, this version reads {FORMAT}")
-    for key in ("seq", "time", "peers", "states", "dataflows"):
-        if key not in body:
-            raise CheckpointError(f"{path}: the manifest has no {key!r}")
+    for name in ("seq", "time", "peers", "states", "dataflows"):
+        if name not in body:
+            raise CheckpointError(f"{path}: the manifest has no {name!r}")
     return body
 
 
@@ -146,31 +175,51 @@ def all_files(manifest: dict) -> Iterator[dict]:
         yield from state["files"]
 
 
-def verify_files(directory: str, manifest: dict, path: str) -> None:
-    """Check that every file of the manifest is there with its size and checksum;
-    CheckpointError naming the first one that is not."""
+def _damaged(file: str, size: int, entry: dict, path: str) -> CheckpointError:
+    return CheckpointError(f"{file}: the state file is damaged or was not written by a holder of the checkpoint "
+                           f"key ({size} bytes, but its HMAC does not match what the manifest {path} says for "
+                           f"{entry['size']} bytes): it is not trusted")
+
+
+def verify_files(directory: str, manifest: dict, path: str, key: bytes) -> None:
+    """Check that every file of the (authenticated) manifest is there with its size and
+    HMAC under ``key``; CheckpointError naming the first one that is not."""
     for entry in all_files(manifest):
         file = os.path.join(directory, entry["path"])
         try:
-            size, digest = file_digest(file)
+            size, digest = file_digest(file, key, entry["path"])
         except OSError as exc:
             raise CheckpointError(f"{file}: cannot read the state file of snapshot {manifest['seq']} "
                                   f"({type(exc).__name__}: {exc}; manifest {path})") from None
-        if size != entry["size"] or digest != entry["sha256"]:
-            raise CheckpointError(f"{file}: the state file is damaged ({size} bytes, sha256 {digest[:12]}..., "
-                                  f"but the manifest {path} says {entry['size']} bytes, "
-                                  f"sha256 {entry['sha256'][:12]}...)")
+        if size != entry["size"] or not hmac.compare_digest(digest, str(entry.get("mac", ""))):
+            raise _damaged(file, size, entry, path)
 
 
-def candidates(directory: str) -> Iterator[tuple[str, Any]]:
+def read_verified(directory: str, entry: dict, path: str, key: bytes) -> bytes:
+    """The bytes of a state file of the manifest ``path``, read once and checked against
+    its HMAC before they are returned (what is parsed is what was checked)."""
+    file = os.path.join(directory, entry["path"])
+    try:
+        with open(file, "rb") as f:
+            data = f.read(int(entry["size"]) + 1)
+    except OSError as exc:
+        raise CheckpointError(f"{file}: cannot read the state file ({type(exc).__name__}: {exc}; "
+                              f"manifest {path})") from None
+    if len(data) != entry["size"] or not hmac.compare_digest(mac(key, entry["path"], data),
+                                                             str(entry.get("mac", ""))):
+        raise _damaged(file, len(data), entry, path)
+    return data
+
+
+def candidates(directory: str, key: bytes) -> Iterator[tuple[str, Any]]:
     """Each manifest of ``directory``, newest first: ``(path, manifest)`` for a usable one
     (readable, and every file it lists intact) or ``(path, CheckpointError)`` for one
     that is not."""
     for seq in reversed(list_manifests(directory)):
         path = manifest_path(directory, seq)
         try:
-            manifest = load_manifest(path)
-            verify_files(directory, manifest, path)
+            manifest = load_manifest(path, key)
+            verify_files(directory, manifest, path, key)
         except CheckpointError as exc:
             yield path, exc
             continue

@@ -1,5 +1,10 @@
 """Operator state to files and back: Parquet for a ``pyarrow.Table``, pickle otherwise;
-keyed state re-sharded by :data:`~timely_spark.dataflow.state_hook.KEY_HASH` on restore."""
+keyed state re-sharded by :data:`~timely_spark.dataflow.state_hook.KEY_HASH` on restore.
+
+Every file is authenticated (an HMAC under the checkpoint key, in the manifest) and its
+bytes are checked before they are parsed: nothing is unpickled that a holder of the key
+did not write.  An operator that declares Table state (keyed, or with a schema) is
+restored only from a Parquet file, never from a pickle."""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ import pyarrow as pa
 from ..dataflow.operator import address_text
 from ..dataflow.state_hook import KEY_HASH, KeptState
 from ..errors import CheckpointError, RestoreError
-from .manifest import file_digest
+from .manifest import file_digest, read_verified
 
 __all__ = ["Saved", "state_key", "save_state", "write_saved", "restore_state", "schema_text", "schema_of"]
 
@@ -82,9 +87,9 @@ def schema_of(text: str) -> pa.Schema:
     return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
 
 
-def write_saved(saved: Saved, directory: str, relative: str, worker: int) -> dict:
+def write_saved(saved: Saved, directory: str, relative: str, worker: int, key: bytes) -> dict:
     """Write one saved state to ``directory/relative`` (fsync'd) and return its
-    manifest entry: worker, path, size, sha256, rows, schema (Tables); CheckpointError
+    manifest entry: worker, path, size, mac (its HMAC under ``key``), rows, schema (Tables); CheckpointError
     naming the operator and the file if it cannot be written (a Table Parquet cannot hold)."""
     import pyarrow.parquet as pq  # (not imported with the package: only a run with a checkpoint needs it)
 
@@ -101,38 +106,47 @@ def write_saved(saved: Saved, directory: str, relative: str, worker: int) -> dic
     except Exception as exc:
         raise CheckpointError(f"{_describe(saved.kept)}: its state cannot be written to {path}: "
                               f"{type(exc).__name__}: {exc}") from exc
-    size, digest = file_digest(path)
-    entry = {"worker": worker, "path": relative, "size": size, "sha256": digest,
+    size, digest = file_digest(path, key, relative)
+    entry = {"worker": worker, "path": relative, "size": size, "mac": digest,
              "rows": saved.table.num_rows if saved.table is not None else None}
     if saved.table is not None:
         entry["schema"] = schema_text(saved.table.schema)
     return entry
 
 
-def _read(directory: str, entry: dict, kind: str) -> Any:
+_KINDS = ("parquet", "pickle")
+
+
+def _read(directory: str, entry: dict, kind: str, manifest_path: str, key: bytes) -> Any:
     import pyarrow.parquet as pq
 
+    data = read_verified(directory, entry, manifest_path, key)      # authenticated before it is parsed
     path = os.path.join(directory, entry["path"])
     try:
         if kind == "parquet":
-            return pq.read_table(path)
-        with open(path, "rb") as f:
-            return pickle.loads(f.read())
+            return pq.read_table(pa.BufferReader(data))
+        return pickle.loads(data)
     except Exception as exc:
         raise CheckpointError(f"{path}: cannot read the state file ({type(exc).__name__}: {exc})") from exc
 
 
 def restore_state(kept: KeptState, state: dict, directory: str, manifest_path: str, index: int, peers: int,
-                  saved_peers: int) -> Any:
+                  saved_peers: int, key: bytes) -> Any:
     """What the snapshot holds for ``kept`` on worker ``index`` of ``peers``: unkeyed
     state of the same worker; keyed state re-sharded (the rows with ``hash % peers ==
     index`` from every worker's file, or this worker's own file when the worker count
-    is unchanged)."""
+    is unchanged).  Each file's HMAC under ``key`` is checked before it is parsed, and
+    the manifest's ``kind`` must agree with the state's declared form (a Table for keyed
+    state or a declared schema)."""
     if bool(state["keyed"]) != kept.keyed:
         raise CheckpointError(f"{manifest_path}: {_describe(kept)} keeps {'keyed' if kept.keyed else 'unkeyed'} "
                               f"state here, {'keyed' if state['keyed'] else 'unkeyed'} state in the snapshot")
     files = sorted(state["files"], key=lambda e: e["worker"])
     kind = state["kind"]
+    if kind not in _KINDS or ((kept.keyed or kept.schema is not None) and kind != "parquet"):
+        raise CheckpointError(f"{manifest_path}: {_describe(kept)} keeps its state as a pyarrow.Table "
+                              f"({'keyed' if kept.keyed else 'with a declared schema'}), but the snapshot holds "
+                              f"it as kind {kind!r}: not restored")
     if kept.schema is not None and kind == "parquet" and files:
         stored = schema_of(files[0]["schema"])
         if not stored.equals(kept.schema):
@@ -144,15 +158,16 @@ def restore_state(kept: KeptState, state: dict, directory: str, manifest_path: s
                                f"worker count: the snapshot ({manifest_path}) has {saved_peers} workers, "
                                f"this run {peers} (make the state keyed, with a {KEY_HASH!r} column, "
                                f"to re-shard it)")
-        return _read(directory, files[index], kind)
+        return _read(directory, files[index], kind, manifest_path, key)
     if saved_peers == peers:
-        return _read(directory, files[index], kind)
+        return _read(directory, files[index], kind, manifest_path, key)
     tables = []
     for entry in files:
-        table = _read(directory, entry, kind)
+        table = _read(directory, entry, kind, manifest_path, key)
         hashes = table.column(KEY_HASH).to_numpy(zero_copy_only=False)
         mask = (hashes % np.uint64(peers)) == np.uint64(index)
         tables.append(table.filter(pa.array(mask)))
+    tables = [t for t in tables if t.num_rows] or tables[:1]     # an empty one may type a column otherwise
     try:
         return pa.concat_tables(tables, promote_options="default")     # a worker may lack a column
     except pa.ArrowInvalid as exc:

@@ -5,7 +5,10 @@ subtracts one count of the minimum time -- the replay side assumes each captured
 stream starts holding that capability, which lets any number of captured streams
 be replayed together (each stream eventually reports that capability's removal).
 Frontier changes are pushed as one :class:`~.event.Progress` event before the data
-received in the same run, each batch as one :class:`~.event.Messages` event.
+received in the same run, each batch as one :class:`~.event.Messages` event.  When the
+frontier becomes empty (the stream ended) the pusher is closed, if it can be (a
+``ParquetEventWriter`` then flushes its tail and marks its log closed), however the
+run is run and whether or not the worker function closes it too.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ def capture_into(stream: "Stream", pusher: Any, name: str = "Capture") -> None:
     :class:`~.event.EventQueue`, an ``EventWriter``, a ``ParquetEventWriter``...).
     A pusher with a ``poll()`` method is also called on every run of the operator
     and may return seconds after which it wants to be polled again (a writer that
-    flushes on a timer).
+    flushes on a timer).  A pusher with a ``close()`` method is closed once the
+    stream's frontier is empty.
 
     >>> import timely_spark as ts
     >>> queue = ts.capture.EventQueue()
@@ -55,6 +59,8 @@ def capture_into(stream: "Stream", pusher: Any, name: str = "Capture") -> None:
     started = [False]
     armed = [False]           # a poll timer is outstanding
     poll = getattr(pusher, "poll", None)
+    close = getattr(pusher, "close", None)
+    held = ChangeBatch([(minimum, 1)])       # the stream's frontier, as the events pushed tell it
     worker = stream.scope.worker
     activate = b.info().activate
 
@@ -69,6 +75,9 @@ def capture_into(stream: "Stream", pusher: Any, name: str = "Capture") -> None:
         updates = changes.changes.drain()
         if updates:
             pusher.push(Progress(updates))
+            held.extend(updates)
+            if close is not None and held.is_empty():
+                close()                          # the stream ended: its log is complete
 
     def logic() -> None:
         push_progress()
@@ -85,7 +94,7 @@ def capture_into(stream: "Stream", pusher: Any, name: str = "Capture") -> None:
 
 
 def _recoverable(b: OperatorBuilder, scope: Any, pusher: Any, push_progress: Any, minimum: Any) -> None:
-    """Snapshots and restores (issue 24): a snapshot at ``t`` flushes the pusher (its
+    """Snapshots and restores: a snapshot at ``t`` flushes the pusher (its
     ``flush()``, if it has one) with every event before ``t`` pushed, so the log holds
     all of the times the snapshot covers; on a run with a checkpoint the pusher learns
     it and the restored time first (its ``recover(checkpoint, restored_time, minimum)``,

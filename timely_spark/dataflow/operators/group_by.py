@@ -29,8 +29,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import BuildError
-from .agg_spec import aggregate_table
+from ...errors import AggregateOverflow, BuildError
+from .agg_spec import aggregate_table, checked_aggregate
 from .agg_spec import aggregation_spec as _spec
 from .agg_spec import output_name as _output_name
 from .arrangement import Arrangement, load_arrangements, save_arrangements
@@ -181,7 +181,7 @@ class _PerTime:
         self.keys, self.spec, self.operator = keys, spec, operator
 
     def __call__(self, table: pa.Table, time: Any) -> pa.Table:
-        return aggregate_table(table, self.keys, self.spec)
+        return aggregate_table(table, self.keys, self.spec, self.operator, time)
 
 
 class _Running:
@@ -201,6 +201,7 @@ class _Running:
         # its NaN, +inf and -inf values (kept apart: a float sum cannot withdraw them)
         kinds = ("s", "c", "nan", "pinf", "ninf")
         self.accumulators = ["__n"] + [f"__{kind}{i}" for i in range(len(self.sums)) for kind in kinds]
+        self.time: Any = None               # the time being folded in (named by an overflow)
         self.state = Arrangement(keys, self._compact_state, operator)
         self.values = [Arrangement(keys, self._compact_values, operator) for _ in self.extremes]
 
@@ -212,8 +213,25 @@ class _Running:
         """Rebuild the state from :meth:`save`'s tables (of one or more workers)."""
         load_arrangements([self.state, *self.values], table, KEY_HASH)
 
+    def _describe(self, accumulator: str) -> str:
+        """What an accumulator (or its ``__o`` old value) counts, for an overflow's message."""
+        name = accumulator.removeprefix("__o")
+        if name == "__n":
+            return "the rows' diffs (the count of rows)"
+        for kind, what in (("s", "column {!r}"), ("c", "the diffs of the non-null values of column {!r}"),
+                           ("nan", "the diffs of the NaN values of column {!r}"),
+                           ("pinf", "the diffs of the +inf values of column {!r}"),
+                           ("ninf", "the diffs of the -inf values of column {!r}")):
+            index = name.removeprefix(f"__{kind}")
+            if index.isdigit():
+                return what.format(self.sums[int(index)])
+        return repr(accumulator)
+
+    def _sum(self, table: pa.Table, aggregations: list) -> pa.Table:
+        return checked_aggregate(table, self.keys, aggregations, self.operator, self.time, self._describe)
+
     def _compact_state(self, table: pa.Table) -> pa.Table:
-        summed = table.group_by(self.keys, use_threads=False).aggregate([(a, "sum") for a in self.accumulators])
+        summed = self._sum(table, [(a, "sum") for a in self.accumulators])
         summed = summed.select(self.keys + [f"{a}_sum" for a in self.accumulators])
         summed = summed.rename_columns(self.keys + self.accumulators)
         zero = None                         # a key's rows cancel out only if every accumulator does
@@ -251,9 +269,24 @@ class _Running:
                     raise TypeError(f"operator {self.operator!r} at time {time!r}: a running sum or mean of "
                                     f"column {c!r} needs numbers (integers, floats, booleans, decimals), "
                                     f"not {values.type}")
-                columns[f"__s{i}"] = pc.fill_null(pc.multiply(values, diff), 0)
+                columns[f"__s{i}"] = pc.fill_null(self._times_diffs(values, diff, c), 0)
             columns[f"__c{i}"] = pc.if_else(pc.is_valid(values), diff, 0)
         return self._compact_state(pa.table(columns))
+
+    def _times_diffs(self, values: Any, diff: pa.Array, column: str) -> Any:
+        """``values * diff``; for integers an AggregateOverflow naming the row whose
+        product does not fit an int64."""
+        if not pa.types.is_integer(values.type):
+            return pc.multiply(values, diff)
+        try:
+            return pc.multiply_checked(values, diff)
+        except pa.ArrowInvalid:
+            products = np.abs(pc.cast(values, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+                              * diff.to_numpy().astype(np.float64))
+            row = int(np.nanargmax(products))
+            raise AggregateOverflow(f"operator {self.operator!r} at time {self.time!r}: value {values[row].as_py()} "
+                                    f"of column {column!r} times its diff {diff[row].as_py()} is beyond int64 "
+                                    f"(cast the column to float64 or a decimal to sum it)") from None
 
     def _key_types(self, table: pa.Table) -> pa.Table:
         """``table`` with its key columns cast to the state's key types (so a key hashes as
@@ -275,6 +308,7 @@ class _Running:
         if not table.num_rows:
             return table.select(keys).slice(0, 0)
         table = self._key_types(table)
+        self.time = time
         d = diffs(table, self.operator)
         delta = self.state.conform(self._delta(table, d, time), time)
         if not delta.num_rows and not self.extremes:
@@ -315,7 +349,7 @@ class _Running:
         for j, c in enumerate(self.extremes):
             for fn in ("min", "max"):
                 aggregations += [(f"__new{j}", fn), (f"__old{j}", fn)]
-        merged = both.group_by(keys, use_threads=False).aggregate(aggregations)
+        merged = self._sum(both, aggregations)
         self.state.insert(delta)
         n_new, n_old = merged["__n_sum"], merged["__o__n_sum"]
         check_counts(merged.select(keys).append_column("count", n_new), self.operator, time, "count")

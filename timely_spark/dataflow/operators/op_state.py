@@ -12,8 +12,12 @@ built-in operators share live here:
   Python key function, one pickled entry per row, with the route value ``key(k)`` as
   the row's key hash (a worker is ``route % peers`` there, as for ``Exchange``), so it
   re-shards into another worker count;
-* :func:`pickled_times` / :func:`times_of` -- logical times as a dictionary-encoded
-  binary column (one pickle per distinct time, not per row).
+* :func:`pickled_times` / :func:`times_of` -- logical times as a column: int64 for
+  integer times (no pickle), else dictionary-encoded binary (one pickle per distinct
+  time, not per row).
+
+Pickled entries and times are read only from files whose HMAC under the checkpoint
+key was checked first (:mod:`timely_spark.state.store`).
 
 State of columnar operators is an Arrow table with the key hash their exchange
 routes by (:meth:`.arrangement.Arrangement.save`).
@@ -133,14 +137,27 @@ def entries_of(table: Optional[pa.Table], operator: str, peers: int) -> list:
     return [pickle.loads(b) for b in table.column(_ENTRY).to_pylist()]
 
 
-def pickled_times(times: np.ndarray, distinct: list) -> pa.Array:
-    """A column of logical times: ``times`` indexes into ``distinct`` (each pickled once).
+def _int_times(distinct: list) -> bool:
+    return all(type(t) is int for t in distinct) and (not distinct or -2**63 <= min(distinct) <= max(distinct) < 2**63)
 
+
+def pickled_times(times: np.ndarray, distinct: list) -> pa.Array:
+    """A column of logical times: ``times`` indexes into ``distinct``; an int64 column when
+    every time is an int (Arrow alone, no pickle), else each distinct time pickled once.
+
+    >>> pickled_times(np.array([1, 0, 1]), [3, 5]).type
+    DataType(int64)
     >>> times_of(pickled_times(np.array([1, 0, 1]), [3, 5]))
     [5, 3, 5]
+    >>> times_of(pickled_times(np.array([0]), [Product(1, 2)]))
+    [Product(1, 2)]
     """
+    codes = np.asarray(times, np.int64)
+    if _int_times(distinct):
+        values = np.asarray(distinct, np.int64) if distinct else np.zeros(0, np.int64)
+        return pa.array(values[codes] if len(codes) else np.zeros(0, np.int64), pa.int64())
     dictionary = pa.array([pickle.dumps(t, protocol=5) for t in distinct], pa.binary())
-    return pa.DictionaryArray.from_arrays(pa.array(np.asarray(times, np.int32), pa.int32()), dictionary)
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32), pa.int32()), dictionary)
 
 
 def time_codes(column: Any) -> tuple[list, np.ndarray]:
@@ -156,7 +173,10 @@ def time_codes(column: Any) -> tuple[list, np.ndarray]:
     if pa.types.is_dictionary(column.type):
         column = column.cast(column.type.value_type)       # decode: saves of several workers differ
     encoded = pc.dictionary_encode(column)
-    times = [pickle.loads(b) for b in encoded.dictionary.to_pylist()]
+    if pa.types.is_integer(column.type):
+        times = encoded.dictionary.to_pylist()
+    else:
+        times = [pickle.loads(b) for b in encoded.dictionary.to_pylist()]
     return times, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 

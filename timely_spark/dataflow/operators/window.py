@@ -74,7 +74,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ...errors import BuildError, CapabilityError, ParameterError
+from ...errors import BuildError, CapabilityError, ParameterError, WindowError
 from ...progress import Product, less_equal, sort_key
 from ..capability import CapabilitySet
 from ..channels import Exchange
@@ -239,6 +239,8 @@ class Windowed:
                             batch, x = batch.filter(pa.array(keep)), x[keep]
                             if not batch.num_rows:
                                 continue
+                    lo, hi = self._state.limits()
+                    _check_limits(x, lo, hi, batch, w.column, cap.time, operator)
                     if not any(less_equal(c.time, cap.time) for c in held):
                         held.insert(cap.retain())
                     self._state.add(cap.time, batch.select(needed), x)
@@ -289,11 +291,25 @@ def _advance(held: CapabilitySet, frontier: Sequence[Any]) -> None:
         held.downgrade(sorted(targets, key=sort_key))
 
 
+def _check_limits(x: np.ndarray, lo: int, hi: int, batch: Any, column: str, time: Any, operator: str) -> None:
+    """A WindowError naming the first row of ``batch`` whose event time ``x`` is outside
+    ``[lo, hi]``: its windows' bounds would not fit an int64 of the column's unit."""
+    if x.min() >= lo and x.max() <= hi:
+        return
+    i = int(np.flatnonzero((x < lo) | (x > hi))[0])
+    raise WindowError(f"operator {operator!r}: row {i} at time {time!r} ({batch.slice(i, 1).to_pylist()[0]}) has "
+                      f"event time {int(x[i])} in column {column!r} (as int64), outside [{lo}, {hi}]: its windows "
+                      f"would start or end beyond an int64")
+
+
 def _proof_times(ends: np.ndarray, epoch: int, lateness: int, session: bool) -> np.ndarray:
     """Per window end (column units), the least int logical time ``t`` whose frontier
     ``{t}`` proves the window complete, for ``epoch_start(t) = t * epoch``: ``end <= t *
     epoch - lateness`` (tumbling, sliding), ``end < t * epoch - lateness`` (session)."""
-    shifted = ends.astype(np.int64) + lateness
+    shifted = ends.astype(np.int64)
+    if lateness and int(shifted.max()) > np.iinfo(np.int64).max - lateness:     # past int64: Python ints
+        shifted = shifted.astype(object)
+    shifted = shifted + lateness
     return shifted // epoch + 1 if session else -((-shifted) // epoch)
 
 
@@ -320,6 +336,10 @@ def group_by_window(stream: "Stream", time_column: str, every: Optional[Duration
     column's unit.  ``epoch`` and ``allowed_lateness`` turn the input frontier into an
     event-time bound (the module's documentation says exactly how); without ``epoch``
     windows close when the input ends (and ``allowed_lateness`` is a ParameterError).
+    A sliding window puts each row in ``ceil(period / every)`` windows, at most
+    :data:`~timely_spark.dataflow.operators.window_spec.MAX_WINDOWS_PER_ROW` (10,000;
+    more is a ParameterError).  A row whose windows would start or end beyond an int64
+    of the column's unit is a WindowError naming it.
     ``epoch`` as a duration needs int logical times; inside ``iterative`` (``Product``
     times) pass a function of the logical time, or no epoch.  ``late``: ``"drop"`` (counted) or ``"output"``
     (:attr:`Windowed.late`).  Bad parameters raise ParameterError naming them; a time

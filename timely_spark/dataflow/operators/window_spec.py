@@ -23,7 +23,8 @@ import pyarrow as pa
 
 from ...errors import ParameterError, WindowError
 
-__all__ = ["Duration", "WindowSpec", "window_spec", "Clock", "epoch_start", "LATE_CHOICES"]
+__all__ = ["Duration", "WindowSpec", "window_spec", "Clock", "epoch_start", "LATE_CHOICES", "MAX_WINDOWS_PER_ROW",
+           "INT64_MIN", "INT64_MAX"]
 
 #: A length of event time: a ``datetime.timedelta`` (timestamp columns), or an int in
 #: the time column's unit.
@@ -31,6 +32,14 @@ Duration = Union[int, timedelta]
 
 #: What ``late=`` takes: drop (and count) late rows, or send them to ``.late``.
 LATE_CHOICES = ("drop", "output")
+
+#: The most sliding windows one row may belong to (``ceil(period / every)``): each row is
+#: aggregated once per window holding it, so a longer ``period`` for its ``every`` is a
+#: ParameterError when the dataflow is built (Spark would copy each row that many times).
+MAX_WINDOWS_PER_ROW = 10_000
+
+#: The range of event times and durations, in the time column's unit (int64).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 _UNIT_NANOS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 
@@ -60,6 +69,8 @@ def _positive(d: Any, parameter: str, operator: str, zero_ok: bool = False) -> D
     if d < (timedelta(0) if isinstance(d, timedelta) else 0) or (not zero_ok and not d):
         need = "zero or positive" if zero_ok else "positive"
         raise ParameterError(f"operator {operator!r}: {parameter} must be {need}, got {d!r}", parameter)
+    if not isinstance(d, timedelta) and d > INT64_MAX:
+        raise ParameterError(f"operator {operator!r}: {parameter}={d!r} does not fit an int64 time column", parameter)
     return d if isinstance(d, timedelta) else int(d)
 
 
@@ -68,7 +79,7 @@ def window_spec(time_column: Any, every: Any, period: Any, gap: Any, allowed_lat
     """The parameters checked: exactly one of ``every`` (tumbling; with ``period``,
     sliding) and ``gap`` (session); positive lengths, ``period >= every``, a lateness
     ``>= 0`` (``> 0`` only with an ``epoch``), ``epoch`` None, a positive duration or a function, ``late`` one of
-    :data:`LATE_CHOICES`.
+    :data:`LATE_CHOICES`; a sliding window's rows each in at most :data:`MAX_WINDOWS_PER_ROW` windows.
 
     >>> window_spec("ts", 60, None, None, 0, None, "drop", "W").kind
     'tumbling'
@@ -96,6 +107,11 @@ def window_spec(time_column: Any, every: Any, period: Any, gap: Any, allowed_lat
         if period < every:
             raise ParameterError(f"operator {operator!r}: period ({period!r}) is shorter than every ({every!r}): "
                                  f"rows between windows would belong to none", "period")
+        per_row = period // every + (1 if period % every else 0)
+        if per_row > MAX_WINDOWS_PER_ROW:
+            raise ParameterError(f"operator {operator!r}: period={period!r} with every={every!r} puts each row in "
+                                 f"{per_row} windows, over the limit of {MAX_WINDOWS_PER_ROW}: use a longer every",
+                                 "period")
     if gap is not None:
         gap = _positive(gap, "gap", operator)
     lateness = _positive(allowed_lateness, "allowed_lateness", operator, zero_ok=True)
@@ -131,7 +147,8 @@ class Clock:
 
     def units(self, d: Duration, parameter: str) -> int:
         """Duration ``d`` as an int of the column's unit; a ParameterError if it is a
-        timedelta for an integer column, or not a whole number of the unit."""
+        timedelta for an integer column, not a whole number of the unit, or longer than
+        an int64 of the unit."""
         if not isinstance(d, timedelta):
             return int(d)
         if not self.is_timestamp:
@@ -143,6 +160,9 @@ class Clock:
         if rest:
             raise ParameterError(f"operator {self.operator!r}: {parameter}={d!r} is not a whole number of "
                                  f"{self.type.unit} (the unit of time column {self.column!r})", parameter)
+        if whole > INT64_MAX:
+            raise ParameterError(f"operator {self.operator!r}: {parameter}={d!r} is longer than an int64 of "
+                                 f"{self.type.unit} (the unit of time column {self.column!r}) can hold", parameter)
         return whole
 
     def value(self, v: Any, what: str) -> int:

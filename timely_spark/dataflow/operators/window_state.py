@@ -32,14 +32,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...errors import AggregateOverflow
 from ...progress import less_equal, sort_key
-from ...runtime import WINDOW_PANE_BATCHES
 from .agg_spec import aggregate_table
 from .group_by import tables_of
 from .key_hash import hash_columns
 from .op_state import KEY_HASH, before, pickled_times, time_codes
+from .window_spec import INT64_MAX, INT64_MIN
 
 __all__ = ["Panes", "Sessions", "Sent"]
+
+#: ``group_by_window``: a pane of open windows combines its record batches into one once
+#: it holds this many (Arrow aggregates a few large chunks much faster than many small).
+WINDOW_PANE_BATCHES = 32
 
 _WS, _WE = "window_start", "window_end"
 _TID, _TIME, _PANE, _BOUND, _X = "__tid", "__time", "__pane", "__bound", "__x"
@@ -128,6 +133,13 @@ class Panes:
                             .combine_chunks().to_batches())
         return list(restored)
 
+    def limits(self) -> tuple[int, int]:
+        """The least and the greatest event time whose windows' bounds all fit an int64:
+        the earliest window of ``x`` starts at the least multiple of ``every`` above ``x -
+        period``, the latest ends at ``floor(x / every) * every + period``."""
+        every, period = self.every, self.period
+        return (-(INT64_MIN // -every) - 1) * every + period, ((INT64_MAX - period) // every + 1) * every - 1
+
     def _starts(self, pane: int) -> range:
         """The starts of the windows that hold ``pane``, latest first."""
         last = pane - pane % self.every
@@ -168,13 +180,16 @@ class Panes:
             batches = [b for _, bs in windows for b in bs]
             table = tables_of(batches, self.operator, first)
             if len(windows) == 1:                    # the streaming case: one chunk, grouped by the keys alone
-                out = aggregate_table(table.combine_chunks(), self.keys, self.spec)
+                try:
+                    out = aggregate_table(table.combine_chunks(), self.keys, self.spec, self.operator, first)
+                except AggregateOverflow as exc:
+                    raise AggregateOverflow(f"{exc} in the window starting at {windows[0][0]}") from None
                 out = out.add_column(0, _WS, pa.array(np.full(out.num_rows, windows[0][0], np.int64)))
             else:
                 lengths = [sum(b.num_rows for b in bs) for _, bs in windows]
                 ws = np.repeat(np.array([s for s, _ in windows], np.int64), lengths)
                 table = table.append_column(_WS, pa.array(ws))
-                out = aggregate_table(table, [_WS] + self.keys, self.spec)
+                out = aggregate_table(table, [_WS] + self.keys, self.spec, self.operator, first)
             end = pc.add(out.column(_WS), pa.scalar(period, pa.int64()))
             send(first, out.add_column(1, _WE, end))
         for p in [p for p in self.panes if max(self._starts(p)) + period <= bound]:
@@ -228,6 +243,11 @@ class Sessions:
         self.min_end = min(self.min_end, float(pc.min(rows.column(_X)).as_py()) + self.gap)
         return list(times)
 
+    def limits(self) -> tuple[int, int]:
+        """The least and the greatest event time whose session bounds fit an int64 (a
+        session ends ``gap`` after its last row)."""
+        return INT64_MIN, INT64_MAX - self.gap
+
     def _sessions(self) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
         """The pending rows sorted by key and event time, each row's session number,
         and each session's start and end."""
@@ -280,7 +300,7 @@ class Sessions:
         rank_of[[self.tids[t] for t in order]] = np.arange(len(order))
         done = done.set_column(done.schema.get_field_index("__tid"), "__tid",
                                pa.array(rank_of[done.column("__tid").to_numpy()]))
-        out = aggregate_table(done, ["__sid"] + self.keys, self.spec + [("__tid", "min")])
+        out = aggregate_table(done, ["__sid"] + self.keys, self.spec + [("__tid", "min")], self.operator)
         s = out.column("__sid").to_numpy()
         first_rank = out.column("__tid_min").to_numpy()
         out = out.drop_columns(["__sid", "__tid_min"])
