@@ -6,7 +6,8 @@ the worker each row goes to; ``check_batch`` / ``check_columns``, the errors nam
 the operator that columnar operators raise for a row record or a missing column;
 ``DIFF``, ``diffs``, ``with_diffs``, ``without_diffs``: the changelog convention (an
 optional integer ``diff`` column), read and written the same way by every operator;
-``Trace``: the keyed, time-aware state of the incremental operators."""
+``Trace``: the keyed, time-aware state of the incremental operators; ``Emit``: what a
+``per_time`` logic returns to send at later times and be woken at them."""
 
 from .capability import Capability, CapabilitySet, InputCapability
 from .channels import Exchange, Pipeline, stable_hash
@@ -19,6 +20,7 @@ from .operators.feedback import LoopHandle
 from .operators.generic import source
 from .operators.key_hash import destinations, hash_columns
 from .operators.op_state import StateHooks
+from .operators.per_time import Emit
 from .operators.split import BranchOut, OkErrOut
 from .ports import InputPort, OutputHandle
 from .probe import ProbeHandle
@@ -41,6 +43,6 @@ __all__ = [
     "DIFF", "diffs", "with_diffs", "without_diffs",
     # operator state in snapshots
     "KEY_HASH", "StateHooks",
-    # the keyed, time-aware state of the incremental operators
-    "Trace",
+    # the keyed, time-aware state of the incremental operators; per_time's later sends and wake-ups
+    "Trace", "Emit",
 ]
