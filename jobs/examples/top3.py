@@ -12,10 +12,10 @@ import pyarrow as pa
 import timely_spark as ts
 from timely_spark.testing import run_epochs
 
-EPOCHS = [  # (player, score, diff) per epoch
-    [("ann", 10, 1), ("ann", 30, 1), ("ann", 20, 1), ("bob", 5, 1)],
-    [("ann", 40, 1), ("bob", 7, 1)],
-    [("ann", 40, -1), ("ann", 30, -1), ("ann", 1, 1)],
+EPOCHS = [  # the changes of each epoch
+    pa.table({"player": ["ann", "ann", "ann", "bob"], "score": [10, 30, 20, 5], "diff": [1, 1, 1, 1]}),
+    pa.table({"player": ["ann", "bob"], "score": [40, 7], "diff": [1, 1]}),
+    pa.table({"player": ["ann", "ann", "ann"], "score": [40, 30, 1], "diff": [-1, -1, 1]}),
 ]
 
 
@@ -27,12 +27,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--threads", type=int, default=2, help="worker threads")
     args = parser.parse_args()
-    batches = [[pa.RecordBatch.from_pylist([dict(player=p, score=s, diff=d) for p, s, d in epoch])]
-               for epoch in EPOCHS]
-    run = run_epochs(top3, batches, threads=args.threads)
+    run = run_epochs(top3, [epoch.to_batches() for epoch in EPOCHS], threads=args.threads)
     for t in range(len(EPOCHS)):
-        log = pa.Table.from_pylist([dict(player=p, score=s, diff=d) for e in EPOCHS[:t + 1] for p, s, d in e])
-        scores = ts.collection(log).to_pandas()
+        scores = ts.collection(pa.concat_tables(EPOCHS[:t + 1])).to_pandas()
         best = scores.sort_values(["player", "score"], ascending=[True, False]).groupby("player").head(3)
         kept = run.collection(t).to_pandas().sort_values(["player", "score"], ascending=[True, False])
         assert kept.values.tolist() == best.values.tolist(), t
