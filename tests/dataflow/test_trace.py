@@ -3,6 +3,7 @@ import itertools
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -86,3 +87,22 @@ def test_compaction_folds_the_past_of_a_total_order_into_one_entry_per_row():
     trace.advance([51])
     trace.compact()
     assert trace.gather(pa.table({"k": ["a"]})).to_pylist() == [{"k": "a", "__t0": 51, "diff": 3}]
+
+
+def test_a_changelog_operator_over_tuple_times_is_refused_when_built():
+    """Tuple times (ordered lexicographically) have no lattice coordinates: distinct over
+    them is the package's BuildError at build time, not a raw TypeError mid-run."""
+    import timely_spark as ts
+
+    def work(worker):
+        def build(scope):
+            inp, stream = scope.new_input()
+            stream.distinct()
+            return inp
+
+        worker.dataflow(build, time=(0, 0))
+
+    with pytest.raises(ts.WorkerError) as caught:
+        ts.execute(work)
+    assert isinstance(caught.value.__cause__, ts.BuildError), caught.value
+    assert "lattice coordinates" in str(caught.value)

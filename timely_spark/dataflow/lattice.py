@@ -9,7 +9,7 @@ partial order is then the coordinate-wise order of these vectors, the lattice *j
 one numpy call over an ``(n, d)`` int64 array.
 
 Tuple times (ordered lexicographically) have no such coordinates: :func:`dimensions`
-refuses them with a TypeError.
+refuses them with a :class:`~timely_spark.errors.BuildError` when the operator is built.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ..errors import BuildError
 from ..progress import Product
 
 __all__ = ["dimensions", "coordinates", "from_coordinates", "coordinate_array", "times_of_array",
@@ -34,8 +35,9 @@ def coordinates(t: Any) -> tuple[int, ...]:
         return coordinates(t[0]) + coordinates(t[1])
     if isinstance(t, int) and not isinstance(t, bool):
         return (int(t),)
-    raise TypeError(f"time {t!r} has no lattice coordinates: an incremental operator needs int or "
-                    "Product(outer, round) times (not tuples)")
+    raise BuildError(f"time {t!r} has no lattice coordinates: an incremental operator (distinct, reduce, "
+                     "a running join, iterate) needs int or Product(outer, round) times, not tuples ordered "
+                     "lexicographically")
 
 
 def dimensions(like: Any) -> int:
