@@ -31,29 +31,14 @@ from collections import deque
 
 import numpy as np
 import pyarrow as pa
+from bench_engine import loop_rounds  # beside this script
 
 import timely_spark as ts
 
 
 def loop_round(rounds: int) -> float:
-    """Seconds a round of one record through a feedback loop on one worker."""
-    def build(scope):
-        def loop(inner):
-            handle, cycle = inner.feedback(1)
-            x = scope.to_stream(["token"]).enter(inner).concat(cycle)
-            done, again = x.branch_when(lambda t: t.inner < rounds)
-            again.connect_loop(handle)
-            return done.leave()
-
-        return scope.iterative(loop).probe()
-
-    def work(worker):
-        probe = worker.dataflow(build)
-        start = time.perf_counter()
-        worker.step_while(lambda: not probe.done(), timeout=3600)
-        return time.perf_counter() - start
-
-    return ts.execute(work)[0] / rounds
+    """Seconds a round of one record through a feedback loop on one worker (bench_engine's loop)."""
+    return loop_rounds(rounds) / rounds
 
 
 def python_round(rounds: int) -> float:
