@@ -30,7 +30,7 @@ def test_spark_equals_timely_and_duckdb(spark, events_dir, query):
     tables = [pa.Table.from_batches(list(kind)) for kind in zip(*nexmark.batches(COUNT, BATCH, SEED, RATE))]
     expected = duckdb_answer(query, *tables)
     columns = expected.column_names
-    assert answer.num_rows > 0
+    assert answer.num_rows > 0 and timely is not None
     assert rows(answer, columns) == rows(timely, columns) == rows(expected, columns)
     if query in STREAMING:                                  # one file of each kind per micro-batch
         assert len(micro_batches) == COUNT // BATCH

@@ -39,5 +39,6 @@ def test_query_equals_duckdb(tables, query, workers):
     result = run_query(query, COUNT, batch_events=BATCH, workers=workers, seed=SEED, rate=RATE)
     expected = duckdb_answer(query, *tables)
     assert expected.num_rows > 0, f"{query}: the events give an empty answer; the check would not bite"
+    assert result.answer is not None
     assert rows(result.answer, expected.column_names) == rows(expected, expected.column_names)
     assert len(result.latencies) == COUNT // BATCH

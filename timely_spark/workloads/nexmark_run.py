@@ -1,7 +1,7 @@
 """Run a Nexmark query on timely workers: events in, the answer and per-epoch latencies out.
 
-The stream is cut into epochs of ``batch_events`` events, generated and sent by worker
-``epoch % peers``.  An epoch's logical time is the event time (ms since the Unix epoch)
+The stream is cut into epochs of ``batch_events`` events, generated (in the timed
+loop) and sent by worker ``epoch % peers``.  An epoch's logical time is the event time (ms since the Unix epoch)
 of its first event, a bound below its events' times: so event-time windows close while
 the stream runs, each at the logical time of its end, the same on any number of workers.
 At most ``in_flight`` epochs are open at once; the latency of an epoch is the wall time
@@ -10,8 +10,8 @@ been produced).
 
 >>> from timely_spark.workloads.nexmark_run import run_query
 >>> result = run_query("q2", 2_000, batch_events=500, workers=1)
->>> result.answer.column_names, len(result.latencies)
-(['auction', 'price'], 4)
+>>> result.rows, len(result.latencies)
+(1, 4)
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -36,18 +36,22 @@ MILLISECOND = timedelta(milliseconds=1)     # logical times are event times in m
 
 @dataclass
 class QueryRun:
-    """What :func:`run_query` measured: the answer (a collection), the seconds from the
-    first send to the last epoch's completion, and each epoch's latency in seconds."""
+    """What :func:`run_query` measured: the answer (a collection; None unless collected),
+    the rows the query emitted, the seconds from the first send to the last epoch's
+    completion, and each epoch's latency in seconds."""
 
-    answer: pa.Table
+    answer: Optional[pa.Table]
+    rows: int
     seconds: float
     latencies: np.ndarray
 
 
 def run_query(query: str, count: int, batch_events: int = 10_000, workers: int = 1, seed: int = 0,
-              rate: float = 10_000.0, in_flight: int = 2, timeout: float = 600.0) -> QueryRun:
+              rate: float = 10_000.0, in_flight: int = 2, timeout: float = 600.0, collect: bool = True
+              ) -> QueryRun:
     """Run Nexmark query ``query`` (``"q0"`` .. ``"q8"``) on the first ``count`` events
-    with ``workers`` local worker threads; the answer is the collection of its output."""
+    with ``workers`` local worker threads; the answer is the collection of its output
+    (``collect=False``: only its rows are counted)."""
     if query not in QUERIES:
         raise ValueError(f"nexmark: unknown query {query!r}; one of {', '.join(QUERIES)}")
     epochs = -(-count // batch_events)
@@ -64,12 +68,10 @@ def run_query(query: str, count: int, batch_events: int = 10_000, workers: int =
             inputs = [scope.new_input() for _ in range(3)]
             (_, people), (_, auctions), (_, bids) = inputs
             result = QUERIES[query](people, auctions, bids, MILLISECOND)
-            result.inspect_time(lambda t, batch: out.append(batch))
+            result.inspect_time(lambda t, batch: out.append(batch if collect else batch.num_rows))
             return [handle for handle, _ in inputs], result.probe()
 
         handles, probe = worker.dataflow(build)
-        mine = {t: events(t * batch_events, min(batch_events, count - t * batch_events), seed, rate)
-                for t in range(worker.index, epochs, worker.peers)}
         sent, done, finished = [0.0] * epochs, [0.0] * epochs, 0
         start = time.perf_counter()
 
@@ -82,8 +84,10 @@ def run_query(query: str, count: int, batch_events: int = 10_000, workers: int =
         for t in range(epochs):
             for handle in handles:
                 handle.advance_to(times[t])
-            for handle, batch in zip(handles, mine.pop(t, ())):
-                handle.send_batch(batch)
+            if t % worker.peers == worker.index:            # generated here: its cost is counted
+                made = events(t * batch_events, min(batch_events, count - t * batch_events), seed, rate)
+                for handle, batch in zip(handles, made):
+                    handle.send_batch(batch)
             for handle in handles:
                 handle.advance_to(times[t + 1])
             sent[t] = time.perf_counter()
@@ -100,11 +104,13 @@ def run_query(query: str, count: int, batch_events: int = 10_000, workers: int =
         return out, time.perf_counter() - start, [d - s for s, d in zip(sent, done)]
 
     results = execute(work, threads=workers, timeout=timeout)
-    outputs = [batch for out, _, _ in results for batch in out if batch.num_rows]
-    answer = collection(pa.Table.from_batches(outputs)) if outputs else pa.table({})
     seconds = max(s for _, s, _ in results)
     latencies = np.max(np.array([lat for _, _, lat in results]), axis=0)
-    return QueryRun(answer, seconds, latencies)
+    if not collect:
+        return QueryRun(None, sum(n for out, _, _ in results for n in out), seconds, latencies)
+    outputs = [batch for out, _, _ in results for batch in out if batch.num_rows]
+    answer = collection(pa.Table.from_batches(outputs)) if outputs else pa.table({})
+    return QueryRun(answer, sum(b.num_rows for b in outputs), seconds, latencies)
 
 
 def generator_rate(count: int, batch_events: int = 100_000) -> float:
