@@ -12,8 +12,7 @@ import pytest
 import timely_spark as ts
 from timely_spark.workloads import tpch
 from timely_spark.workloads.tpch_run import run_view
-
-from .tpch_sql import duckdb_answer, refreshed, same
+from timely_spark.workloads.tpch_sql import duckdb_answer, refreshed, same
 
 REFRESHES = 3
 
