@@ -81,21 +81,22 @@ def refreshes(tables: dict[str, pa.Table], count: int, fraction: float = REFRESH
     doomed = rng.permutation(keys)[: per * count]                # RF2: each an order of the initial load
     out = []
     for r in range(count):
-        source = rng.choice(keys, per, replace=False)            # RF1: copies under fresh keys
-        fresh = np.arange(next_key, next_key + per)
+        source = np.sort(rng.choice(keys, per, replace=False))   # RF1: copies under fresh keys
+        new_orders = _renumbered(orders.filter(pc.is_in(orders["o_orderkey"], pa.array(source))), source, next_key)
+        new_lines = _renumbered(lineitem.filter(pc.is_in(lineitem["l_orderkey"], pa.array(source))), source,
+                                next_key)
         next_key += per
-        remap = dict(zip(source.tolist(), fresh.tolist()))
-        new_orders = orders.filter(pc.is_in(orders["o_orderkey"], pa.array(source)))
-        new_orders = new_orders.set_column(0, "o_orderkey", pa.array(
-            [remap[k] for k in new_orders["o_orderkey"].to_pylist()], pa.int64()))
-        new_lines = lineitem.filter(pc.is_in(lineitem["l_orderkey"], pa.array(source)))
-        new_lines = new_lines.set_column(0, "l_orderkey", pa.array(
-            [remap[k] for k in new_lines["l_orderkey"].to_pylist()], pa.int64()))
         gone = pa.array(doomed[r * per:(r + 1) * per])
         old_orders = orders.filter(pc.is_in(orders["o_orderkey"], gone))
         old_lines = lineitem.filter(pc.is_in(lineitem["l_orderkey"], gone))
         out.append({"orders": _changelog(new_orders, old_orders), "lineitem": _changelog(new_lines, old_lines)})
     return out
+
+
+def _renumbered(table: pa.Table, source: np.ndarray, first: int) -> pa.Table:
+    """``table`` (order key first) with the ``i``-th of the sorted keys ``source`` as ``first + i``."""
+    keys = table.column(0).to_numpy()
+    return table.set_column(0, table.schema.field(0), pa.array(first + np.searchsorted(source, keys)))
 
 
 def _changelog(added: pa.Table, removed: pa.Table) -> pa.Table:
