@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-from pathlib import Path
 
 import numpy as np
 
@@ -29,7 +28,6 @@ from timely_spark.workloads.nexmark_queries import QUERIES
 from timely_spark.workloads.nexmark_run import generator_rate, run_query
 from timely_spark.workloads.nexmark_spark import STREAMING, run_spark
 
-ROOT = Path(__file__).resolve().parents[2]
 FELDERA_PER_CORE = {"q0": 6.97e6 / 16, "q4": 4.23e6 / 16, "q7": 3.14e6 / 16}   # events/s, 16 cores
 SPARK_CORES = 2
 
@@ -59,7 +57,7 @@ def main() -> None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         import timely_spark as ts
 
-        spark = ts.spark.get_session("bench_nexmark", master=f"local[{SPARK_CORES}]", conf_dir=ROOT / "conf")
+        spark = ts.spark.get_session("bench nexmark", master=f"local[{SPARK_CORES}]")
         directory = tempfile.mkdtemp(prefix="nexmark-")
         nexmark.write_parquet(directory, args.events, args.batch, rate=args.rate)
         warm = tempfile.mkdtemp(prefix="nexmark-warm-")

@@ -31,8 +31,6 @@ from timely_spark.workloads import tpch
 from timely_spark.workloads.tpch_run import run_view
 from timely_spark.workloads.tpch_sql import SQL, duckdb_answer, refreshed
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def spark_recompute(spark, directory: str, refreshes: list, upto: int, query: str) -> float:
     """Seconds for Spark to answer ``query`` on the tables after ``upto`` refreshes."""
@@ -71,7 +69,7 @@ def main() -> None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         import timely_spark as ts
 
-        spark = ts.spark.get_session("bench_tpch", master="local[2]", conf_dir=ROOT / "conf")
+        spark = ts.spark.get_session("bench tpch", master="local[2]")
     print(f"TPC-H SF {args.sf}: {len(tables['lineitem']):,} lineitems, {len(tables['orders']):,} orders; "
           f"{args.refreshes} refreshes of {refreshes[0]['orders'].num_rows:,} order changes "
           f"({refreshes[0]['lineitem'].num_rows:,} lineitem changes); timely on {args.workers} workers; "
