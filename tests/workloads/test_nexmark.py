@@ -3,6 +3,7 @@
 import pyarrow as pa
 import pytest
 
+from timely_spark.errors import ParameterError
 from timely_spark.workloads import nexmark
 from timely_spark.workloads.nexmark_queries import QUERIES
 from timely_spark.workloads.nexmark_run import run_query
@@ -42,3 +43,15 @@ def test_query_equals_duckdb(tables, query, workers):
     assert result.answer is not None
     assert rows(result.answer, expected.column_names) == rows(expected, expected.column_names)
     assert len(result.latencies) == COUNT // BATCH
+
+
+def test_bad_parameters_are_named():
+    with pytest.raises(ParameterError, match="unknown query 'q9'") as raised:
+        run_query("q9", 100)
+    assert raised.value.parameter == "query"
+    with pytest.raises(ParameterError) as raised:
+        nexmark.events(0, 10, rate=0)
+    assert raised.value.parameter == "rate"
+    with pytest.raises(ParameterError, match="share a millisecond") as raised:
+        run_query("q0", 100, batch_events=1, rate=1e6)
+    assert raised.value.parameter == "batch_events"

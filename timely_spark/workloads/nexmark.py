@@ -35,6 +35,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import ParameterError
+
 __all__ = ["AUCTION_SCHEMA", "BID_SCHEMA", "PERSON_SCHEMA", "batches", "events", "write_parquet"]
 
 PERIOD = 50                      # events per cycle: 1 person, 3 auctions, 46 bids
@@ -162,7 +164,8 @@ def events(start: int, count: int, seed: int = 0, rate: float = 10_000.0
     ([1000], [1000, 1001, 1002])
     """
     if start < 0 or count < 0 or rate <= 0:
-        raise ValueError(f"nexmark events: start={start}, count={count}, rate={rate} must be >= 0, >= 0, > 0")
+        raise ParameterError(f"nexmark events: start={start}, count={count}, rate={rate} must be >= 0, >= 0, > 0",
+                             "start" if start < 0 else "count" if count < 0 else "rate")
     n = np.arange(start, start + count, dtype=np.int64)
     offset = n % PERIOD
     is_person = offset < PEOPLE_PER_PERIOD

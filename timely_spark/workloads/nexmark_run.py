@@ -25,11 +25,12 @@ import numpy as np
 import pyarrow as pa
 
 from ..dataflow.collection import collection
+from ..errors import ParameterError
 from ..execute import execute
 from .nexmark import BASE_TIME_MS, batches, events
 from .nexmark_queries import QUERIES
 
-__all__ = ["QueryRun", "run_query"]
+__all__ = ["QueryRun", "generator_rate", "run_query"]
 
 MILLISECOND = timedelta(milliseconds=1)     # logical times are event times in ms
 
@@ -53,12 +54,12 @@ def run_query(query: str, count: int, batch_events: int = 10_000, workers: int =
     with ``workers`` local worker threads; the answer is the collection of its output
     (``collect=False``: only its rows are counted)."""
     if query not in QUERIES:
-        raise ValueError(f"nexmark: unknown query {query!r}; one of {', '.join(QUERIES)}")
+        raise ParameterError(f"nexmark: unknown query {query!r}; one of {', '.join(QUERIES)}", "query")
     epochs = -(-count // batch_events)
     times = [BASE_TIME_MS + int(e * batch_events * 1000.0 / rate) for e in range(epochs)]
     if len(set(times)) < epochs:
-        raise ValueError(f"nexmark: epochs of batch_events={batch_events} at rate={rate} events/s share a "
-                         "millisecond; make them longer")
+        raise ParameterError(f"nexmark: epochs of batch_events={batch_events} at rate={rate} events/s share a "
+                         "millisecond; make them longer", "batch_events")
     times.append(times[-1] + 1)
 
     def work(worker: Any) -> tuple[list, float, list]:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..errors import SparkJobError
+
 __all__ = ["SPARK_QUERIES", "STREAMING", "run_spark"]
 
 EURO_PER_DOLLAR = 0.908
@@ -108,14 +110,15 @@ def _frames(spark: Any, directory: str, streaming: bool, files_per_trigger: int)
     return frames
 
 
-def run_spark(spark: Any, query: str, directory: str, collect: bool = True, files_per_trigger: int = 1
-              ) -> tuple[Any, float, list[float]]:
+def run_spark(spark: Any, query: str, directory: str, collect: bool = True, files_per_trigger: int = 1,
+              timeout: float = 1800.0) -> tuple[Any, float, list[float]]:
     """Run ``query`` on the events under ``directory`` (written by
     :func:`~timely_spark.workloads.nexmark.write_parquet`): a stream through a memory sink
     (``collect``) or a ``noop`` sink, ``files_per_trigger`` files of each kind a
     micro-batch, for the queries in :data:`STREAMING`; a batch query otherwise.  Returns
     the answer as a pyarrow Table (None unless ``collect``), the seconds it took, and the
-    seconds of each micro-batch (empty for a batch query)."""
+    seconds of each micro-batch (empty for a batch query).  A stream not done within
+    ``timeout`` seconds is stopped: SparkJobError."""
     import time
 
     start = time.perf_counter()
@@ -131,7 +134,8 @@ def run_spark(spark: Any, query: str, directory: str, collect: bool = True, file
     writer = frame.writeStream.outputMode("append").trigger(availableNow=True)
     running = (writer.format("memory").queryName(name) if collect else writer.format("noop")).start()
     try:
-        running.awaitTermination()
+        if not running.awaitTermination(timeout):
+            raise SparkJobError(f"nexmark {query}: the Spark stream did not finish within {timeout} s")
         seconds = time.perf_counter() - start
         batches = [p["durationMs"].get("triggerExecution", 0) / 1000.0 for p in running.recentProgress
                    if p.get("numInputRows", 0)]

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..errors import ParameterError
 from ..execute import execute
 from .tpch import DYNAMIC, TPCH_QUERIES
 
@@ -56,7 +57,7 @@ def run_view(query: str, tables: dict[str, pa.Table], refreshes: list[dict[str, 
     """Keep TPC-H view ``query`` current over the initial ``tables`` and ``refreshes``
     (changelogs of the tables :data:`~.tpch.DYNAMIC`) on ``workers`` local threads."""
     if query not in TPCH_QUERIES:
-        raise ValueError(f"tpch: unknown query {query!r}; one of {', '.join(TPCH_QUERIES)}")
+        raise ParameterError(f"tpch: unknown query {query!r}; one of {', '.join(TPCH_QUERIES)}", "query")
     names = list(tables)
     loads = {name: _with_diff(t) if name in DYNAMIC else t for name, t in tables.items()}
 
