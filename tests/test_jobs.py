@@ -113,3 +113,17 @@ def test_bench_graph_spark_writes_large_results_as_parquet(tmp_path):
     assert "all methods agree" in out
     assert out.count("result via Spark's Parquet writer") == 2
     assert (tmp_path / "edges-3000-1.parquet.cc-spark.result.parquet").is_dir()
+
+
+def test_bench_nexmark_runs_small():
+    out = run_job("benchmarks/bench_nexmark.py", "--events", "20000", "--batch", "5000", "--rate", "1000",
+                  "--queries", "q0,q4,q5", "--no-spark", timeout=90)
+    assert "M events/s on one thread" in out and "vs Feldera" in out
+    assert [line.split()[0] for line in out.splitlines()[-3:]] == ["q0", "q4", "q5"]
+
+
+def test_bench_tpch_runs_small():
+    out = run_job("benchmarks/bench_tpch.py", "--sf", "0.01", "--refreshes", "2", "--queries", "q1,q14",
+                  "--no-spark", timeout=90)
+    assert "first load" in out and "MB/worker" in out
+    assert [line.split()[0] for line in out.splitlines()[-2:]] == ["q1", "q14"]

@@ -22,7 +22,8 @@ RANKS = {
     "testing": 7,
     "spark": 8,
     "graph": 9,        # its functions take Spark DataFrames too, so it sits above spark
-    "__init__": 10,
+    "workloads": 10,   # standard benchmark workloads (Nexmark) on the public API and Spark
+    "__init__": 11,
 }
 
 
