@@ -21,6 +21,7 @@ from .operators import per_time as per_time_ops
 from .operators import window as window_ops
 from .operators.consolidate import consolidate as consolidate_op
 from .operators.distinct import distinct as distinct_op
+from .operators.upsert import upsert as upsert_op
 from .probe import probe, probe_with
 from .vertex import vertex
 
@@ -95,6 +96,7 @@ class Stream:
     # changelogs (a ``diff`` column: see operators/changelog.py)
     consolidate = consolidate_op
     distinct = distinct_op
+    upsert = upsert_op
     group_by_window = window_ops.group_by_window      # event-time windows
     # aggregation
     count = aggregation.count
