@@ -132,6 +132,8 @@ def test_bad_input_names_the_key_and_the_column():
         _one([pa.table({"id": ["a"], "deleted": [1]})], delete="deleted")
     with pytest.raises(WorkerError, match="not a changelog"):
         _one([pa.table({"id": ["a"], "diff": [1]})])
+    with pytest.raises(WorkerError, match="column 'tags' is nested"):
+        _one([pa.table({"id": ["a"], "tags": [["x"]]})])
     with pytest.raises(WorkerError, match="key column 'id' holds null"):
         _one([pa.table({"id": ["a", None]})])
     with pytest.raises(WorkerError, match="sequence_by must name a column that is not a key"):

@@ -101,9 +101,10 @@ def upsert(stream: "Stream", keys: Union[str, Sequence[str]], sequence_by: Optio
     ``True`` there withdraws the key's row (nothing if it has none); the column is
     not in the output.  Output: the input's columns (but ``delete``) and ``diff``
     last, one batch per worker and time, a changelog whose collection is one row per
-    live key.  Null keys raise ChangelogError.  Times must be totally ordered.  Cost
-    per time: in proportion to its records and the keys they touch (keys are looked up
-    in an arrangement, not scanned).  Snapshots keep each key's row, keyed by the key
+    live key.  Null keys, or a nested column (list, struct, map), raise
+    ChangelogError.  Times must be totally ordered.  Cost per time: in proportion to
+    its records and the keys they touch (keys are looked up in an arrangement, not
+    scanned).  Snapshots keep each key's row, keyed by the key
     columns' hash (they re-shard into another worker count).
 
     >>> import pyarrow as pa, timely_spark as ts
@@ -140,6 +141,11 @@ def upsert(stream: "Stream", keys: Union[str, Sequence[str]], sequence_by: Optio
             if DIFF in batch.schema.names:
                 raise ChangelogError(f"operator {name!r} at time {time!r}: its input is records (a change feed), "
                                      f"not a changelog: drop or rename the {DIFF!r} column")
+            nested = [f.name for f in batch.schema if pa.types.is_nested(f.type)]
+            if nested:
+                raise ChangelogError(f"operator {name!r} at time {time!r}: column {nested[0]!r} is nested "
+                                     f"({batch.schema.field(nested[0]).type}); a row is compared by its values, so "
+                                     "upsert takes flat columns (e.g. serialize it with to_json first)")
         records = latest_per_key(tables_of(batches, name, time), keys, sequence_by, name, time)
         gone = np.zeros(records.num_rows, bool)
         if delete is not None:
