@@ -160,12 +160,12 @@ def upsert(stream: "Stream", keys: Union[str, Sequence[str]], sequence_by: Optio
             state.append(Arrangement(keys, compact, name))
         new = state[0].conform(new, time)
         old = state[0].gather(new.select(keys))
-        parts = []
+        changes = new.filter(pa.array(~gone))                 # one row per key: nothing to consolidate
         if old is not None and old.num_rows:
             old = consolidate_table(old, name).join(new.select(keys), keys, join_type="left semi")
-            parts.append(with_diffs(old, np.negative(old.column(DIFF).to_numpy())))
-        parts.append(new.filter(pa.array(~gone)))
-        changes = consolidate_table(pa.concat_tables(parts), name)
+            if old.num_rows:                                   # equal old and new rows cancel
+                withdrawn = with_diffs(old, np.negative(old.column(DIFF).to_numpy()))
+                changes = consolidate_table(pa.concat_tables([withdrawn, changes]), name)
         state[0].insert(changes)
         return changes.combine_chunks().to_batches()
 
