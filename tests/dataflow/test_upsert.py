@@ -11,14 +11,16 @@ import timely_spark as ts
 from timely_spark.errors import ChangelogError, WorkerError
 
 from ..state.opstate_harness import cut_and_restore
+from .test_changelog import EPOCHS
+from .test_changelog import run as run_changelogs
 
 RUNS = [dict(threads=1), dict(threads=2), dict(processes=2)]
-EPOCHS = 15
+FEED_EPOCHS = 15              # of the random feed (the runner deals EPOCHS: empty ones after)
 SCHEMA = pa.schema([("id", pa.string()), ("seq", pa.int64()), ("name", pa.string()), ("amount", pa.float64()),
                     ("deleted", pa.bool_())])
 
 
-def random_feed(seed: int, epochs: int = EPOCHS) -> list:
+def random_feed(seed: int, epochs: int = FEED_EPOCHS) -> list:
     """One table of records per epoch: inserts, updates (several per key, the sequence
     values of a key distinct within an epoch, shuffled), deletes (of live and of unknown
     keys), an update equal to the current row, and an empty epoch."""
@@ -48,31 +50,10 @@ def expected(feed: list, t: int) -> list:
 
 def run(feed: list, **layout) -> dict:
     """{time: table} of the upsert's output; each epoch's records dealt between the workers."""
-    def work(worker):
-        out = []
-
-        def build(scope):
-            inp, records = scope.new_input()
-            records.upsert("id", sequence_by="seq", delete="deleted").inspect_time(
-                lambda t, rb: out.append((t, rb)))
-            return inp
-
-        inp = worker.dataflow(build)
-        for epoch, table in enumerate(feed):
-            mine = table.take(np.arange(worker.index, table.num_rows, worker.peers))
-            if mine.num_rows:
-                inp.send_batch(mine)
-            inp.advance_to(epoch + 1)
-        inp.close()
-        while worker.step():
-            pass
-        return out
-
-    got: dict = {}
-    for part in ts.execute(work, timeout=60, **layout):
-        for t, rb in part:
-            got.setdefault(t, []).append(rb)
-    return {t: pa.Table.from_batches(b) for t, b in got.items()}
+    padded = feed + [SCHEMA.empty_table()] * (EPOCHS - len(feed))
+    out = run_changelogs(lambda scope, records: {"upsert": records.upsert("id", sequence_by="seq", delete="deleted")},
+                         [padded], **layout)
+    return out.get("upsert", {})
 
 
 @pytest.mark.parametrize("layout", RUNS, ids=["1 thread", "2 threads", "2 processes"])
@@ -81,7 +62,7 @@ def test_upsert_matches_pandas_latest_per_key_at_every_time(layout):
     got = run(feed, **layout)
     assert 4 not in got, "an empty epoch emitted something"
     changes = []
-    for t in range(EPOCHS):
+    for t in range(FEED_EPOCHS):
         if t in got:
             assert got[t].column_names == ["id", "seq", "name", "amount", "diff"]
             changes.append(got[t])
