@@ -25,7 +25,8 @@ def test_committed_without_outputs(path):
             assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: strip outputs"
 
 
-NOISE = re.compile(r"\[Stage \d+|log4j|Setting default log level|setLogLevel")   # banner, progress bars
+NOISE = re.compile(r"\[Stage \d+|log4j|Setting default log level|setLogLevel"     # banner, progress bars
+                   r"|^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (INFO|WARN)")              # Spark's INFO and WARN lines
 PLOTS = {"02_progress_tracking": 2}     # notebook: the plots (image/png outputs) it draws
 
 

@@ -14,7 +14,7 @@ __all__ = [
     # errors of the wires, Spark, event logs, changelogs, aggregates, windows, graphs and snapshots
     "AggregateOverflow", "ChangelogError", "CheckpointError", "EventLogError", "EventStreamError",
     "FrameLimitReached", "GraphInputError", "RemoteError", "RendezvousError", "RestoreError", "SchemaMismatch",
-    "SparkJobError", "SparkSetupError", "WindowError",
+    "SparkJobError", "SparkMemoryError", "SparkSetupError", "WindowError",
     # errors as data across processes (the rendezvous, worker processes)
     "ReportedError", "describe_error", "most_telling", "operator_of", "picklable", "rebuild_error", "type_name",
 ]
@@ -170,6 +170,12 @@ class RendezvousError(TimelyError):
 
 class SparkJobError(TimelyError):
     """The barrier job itself failed (a task or executor died, Spark gave up)."""
+
+
+class SparkMemoryError(SparkJobError, MemoryError):
+    """Spark ran out of memory (a ``java.lang.OutOfMemoryError``) or refused a result
+    larger than ``spark.driver.maxResultSize``: the message says what to do (write the
+    result with the DataFrame writer, or the settings to raise)."""
 
 
 class SparkSetupError(TimelyError):

@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from .dataflow import Scope, Stream, Worker
 from .execute import execute
-from .progress import sort_key
+from .progress import less_equal, sort_key
 
 __all__ = ["collect", "collect_per_worker", "feed_epochs", "run_epochs", "EpochRun", "assert_frontier",
            "DEFAULT_TIMEOUT"]
@@ -124,6 +124,22 @@ class EpochRun:
     by_time: dict = field(default_factory=dict)
     frontiers: list = field(default_factory=list)
     per_worker: list = field(default_factory=list)
+
+    def collection(self, t: Any) -> Any:
+        """The collection the output changelog denotes at time ``t`` (its record batches at
+        times ``<= t`` folded by :func:`~timely_spark.collection`; an empty table if none).
+
+        >>> import pyarrow as pa
+        >>> run = run_epochs(lambda s, x: x.distinct(), [[pa.record_batch({"x": [1, 1]})],
+        ...                                            [pa.record_batch({"x": [1], "diff": [-2]})]])
+        >>> run.collection(0).to_pylist(), run.collection(1).num_rows
+        ([{'x': 1}], 0)
+        """
+        import pyarrow as pa
+
+        from .dataflow.collection import collection
+        batches = [b for when, records in self.by_time.items() if less_equal(when, t) for b in records]
+        return collection(pa.Table.from_batches(batches)) if batches else pa.table({})
 
 
 def run_epochs(build: Callable[[Scope, Stream], Stream], batches: Sequence[Sequence[Any]], threads: int = 1,

@@ -82,6 +82,19 @@ def job(checkpoint, marker):
     return work
 
 
+def restored_time(out):
+    """Check the job's JSON line ``out``: killed once, finished by the retry, every worker
+    restored the same snapshot and made from its time on what the run without a kill
+    made; return that snapshot's time."""
+    assert out["killed"] and out["attempts"] == 2                  # the kill happened; the retry finished
+    restored = {w["restored"] for w in out["got"]}
+    assert len(restored) == 1 and None not in restored              # every worker restored the same snapshot
+    t = restored.pop()
+    for got, want in zip(out["got"], out["want"]):                  # from t on: what the run without a kill made
+        assert got["outputs"] == {k: v for k, v in want["outputs"].items() if int(k) >= t}
+    return t
+
+
 if __name__ == "__main__":
     checkpoint, marker = sys.argv[1], sys.argv[2]
     spark = ts.spark.get_session("recovery test", master="local-cluster[2,1,1024]", conf_dir=os.environ["CONF"])

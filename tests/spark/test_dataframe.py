@@ -8,8 +8,8 @@ import timely_spark as ts
 from timely_spark.graph import union_find as components
 
 
-def test_record_batches_in_and_out(spark):
-    df = spark.createDataFrame([(i, i % 3) for i in range(20)], "id long, g long").repartition(2)
+def test_record_batches_in_and_out(any_spark):
+    df = any_spark.createDataFrame([(i, i % 3) for i in range(20)], "id long, g long").repartition(2)
 
     def build(scope, batches):
         return batches.map(lambda rb: pa.record_batch(
@@ -38,8 +38,8 @@ def test_connected_components_through_the_bridge(spark):
     assert got == components(edges)
 
 
-def test_worker_errors_in_the_bridge_name_the_worker(spark):
-    df = spark.createDataFrame([(i,) for i in range(4)], "x long").repartition(2)
+def test_worker_errors_in_the_bridge_name_the_worker(any_spark):
+    df = any_spark.createDataFrame([(i,) for i in range(4)], "x long").repartition(2)
 
     def build(scope, rows):
         return rows.map(lambda r: {"x": 1 // (scope.index - 1)})

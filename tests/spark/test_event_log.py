@@ -31,12 +31,12 @@ def test_spark_reads_the_layout_directly(spark, tmp_path):
     assert ts.spark.event_log_frontier(spark, tmp_path).is_empty()
 
 
-def test_complete_only_leaves_out_the_open_epoch(spark, tmp_path):
+def test_complete_only_leaves_out_the_open_epoch(any_spark, tmp_path):
     epochs_log(tmp_path, open_epoch=True)
-    assert ts.spark.event_log_frontier(spark, tmp_path).elements() == [2]
-    complete = sorted((r["time"], r["word"]) for r in ts.spark.read_event_log(spark, tmp_path).collect())
+    assert ts.spark.event_log_frontier(any_spark, tmp_path).elements() == [2]
+    complete = sorted((r["time"], r["word"]) for r in ts.spark.read_event_log(any_spark, tmp_path).collect())
     assert complete == [(e, f"w{w}") for e in range(2) for w in range(2)]
-    everything = ts.spark.read_event_log(spark, tmp_path, complete_only=False).count()
+    everything = ts.spark.read_event_log(any_spark, tmp_path, complete_only=False).count()
     assert everything == 6
 
 
@@ -63,3 +63,10 @@ def test_not_an_event_log(spark, tmp_path):
     spark.createDataFrame([(1,)], "x long").write.parquet(str(tmp_path / "plain"))
     with pytest.raises(EventLogError, match="not a timely_spark event log"):
         ts.spark.read_event_log(spark, tmp_path / "plain")
+
+
+def test_a_log_with_no_commit_yet_says_so(any_spark, tmp_path):
+    (tmp_path / "_sink" / "staging").mkdir(parents=True)     # a sink's query stopped before its first commit
+    ts.spark.register(any_spark)
+    with pytest.raises(EventLogError, match="the timely sink has committed no micro-batch here yet"):
+        any_spark.read.format("timely").load(str(tmp_path)).collect()

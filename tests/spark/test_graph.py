@@ -8,9 +8,9 @@ from ..graph.graphs import awkward_graph
 
 
 @pytest.mark.timeout(90)
-def test_graph_algorithms_on_spark_agree_with_references(spark):
+def test_graph_algorithms_on_spark_agree_with_references(any_spark):
     table = awkward_graph(8)
-    df = spark.createDataFrame(table.to_pandas()).withColumnRenamed("src", "a")
+    df = any_spark.createDataFrame(table.to_pandas()).withColumnRenamed("src", "a")
     components = connected_components(df, src="a")
     assert components.columns == ["vertex", "component"]
     got = {r.vertex: r.component for r in components.collect()}
@@ -25,11 +25,11 @@ def test_graph_algorithms_on_spark_agree_with_references(spark):
 
 
 @pytest.mark.timeout(60)
-def test_shortest_paths_on_spark_match_dijkstra(spark):
+def test_shortest_paths_on_spark_match_dijkstra(any_spark):
     from timely_spark.graph import dijkstra_reference, shortest_paths
 
     table = awkward_graph(11)
-    df = spark.createDataFrame(table.to_pandas())
+    df = any_spark.createDataFrame(table.to_pandas())
     sources = [int(table["src"][0].as_py()), 30_000]
     got = {(r.vertex, r.source): r.distance for r in shortest_paths(df, sources).collect()}
     assert got == dijkstra_reference(table["src"].to_pylist(), table["dst"].to_pylist(), sources)
@@ -38,10 +38,10 @@ def test_shortest_paths_on_spark_match_dijkstra(spark):
 
 
 @pytest.mark.timeout(60)
-def test_null_ids_on_spark_raise_the_workers_error_naming_the_column(spark):
+def test_null_ids_on_spark_raise_the_workers_error_naming_the_column(any_spark):
     import timely_spark as ts
 
-    df = spark.createDataFrame([(1, 2), (None, 3)], "src long, dst long")
+    df = any_spark.createDataFrame([(1, 2), (None, 3)], "src long, dst long")
     with pytest.raises(ts.WorkerError, match=r"^worker \d, operator .*column 'src' has 1 null vertex ids"):
         connected_components(df, workers=2).collect()
 

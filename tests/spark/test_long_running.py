@@ -8,6 +8,7 @@ Every wait is bounded; no test asserts a timing."""
 
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -45,33 +46,54 @@ def wait_for(condition, what):
         time.sleep(0.05)
 
 
-def test_a_cancelled_job_group_stops_it_and_held_slots_fail_a_second_job_at_once(spark, tmp_path):
+@contextmanager
+def caller_group(spark, name):
+    """The calling thread's Spark jobs in job group ``name`` (over Connect: tagged ``name``)."""
+    if ts.spark.is_connect(spark):
+        spark.addTag(name)
+        try:
+            yield
+        finally:
+            spark.removeTag(name)
+        return
+    spark.sparkContext.setJobGroup(name, "a long-running timely job", interruptOnCancel=True)
+    try:
+        yield
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+
+
+def cancel_group(spark, name):
+    if ts.spark.is_connect(spark):
+        spark.interruptTag(name)
+    else:
+        spark.sparkContext.cancelJobGroup(name)
+
+
+def test_a_cancelled_job_group_stops_it_and_held_slots_fail_a_second_job_at_once(any_spark, tmp_path):
     inp, out = str(tmp_path / "in"), str(tmp_path / "out")
     source = ParquetEventWriter(inp, flush_seconds=0.0)       # stays open: the job would run forever
     source.push(Messages(0, [{"n": 1}]))
     source.push(Progress([(0, -1), (1, 1)]))
-    sc = spark.sparkContext
     outcome = {}
 
     def long_running():
-        sc.setJobGroup("streaming-test", "a long-running timely job", interruptOnCancel=True)
-        try:
-            ts.spark.run(spark, follow_and_capture(inp, out), workers=2, timeout=WAIT)
-        except Exception as exc:
-            outcome["error"] = exc
-        finally:
-            sc.setLocalProperty("spark.jobGroup.id", None)
+        with caller_group(any_spark, "streaming-test"):
+            try:
+                ts.spark.run(any_spark, follow_and_capture(inp, out), workers=2, timeout=WAIT)
+            except Exception as exc:
+                outcome["error"] = exc
 
     job = threading.Thread(target=long_running, daemon=True)
     job.start()
     wait_for(lambda: all((Path(out) / f"worker={w}").is_dir() for w in range(2)), "the job started")
     with pytest.raises(SparkSetupError, match="held by running timely jobs"):
-        ts.spark.run(spark, lambda worker: worker.index, workers=1)
-    sc.cancelJobGroup("streaming-test")
+        ts.spark.run(any_spark, lambda worker: worker.index, workers=1)
+    cancel_group(any_spark, "streaming-test")
     job.join(WAIT)
     assert not job.is_alive()
     assert isinstance(outcome.get("error"), SparkJobError) and "cancelled" in str(outcome["error"])
-    assert ts.spark.run(spark, lambda worker: worker.index, workers=2) == [0, 1]    # the slots are free again
+    assert ts.spark.run(any_spark, lambda worker: worker.index, workers=2) == [0, 1]    # the slots are free again
 
 
 def test_a_job_leaving_a_streaming_query_no_slot_fails_at_once(spark, tmp_path):

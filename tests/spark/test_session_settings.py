@@ -1,4 +1,4 @@
-"""ts.spark.get_session never overrides what spark-submit was given."""
+"""ts.spark.get_session never overrides what spark-submit was given, and adds the package's quiet defaults."""
 
 import os
 import subprocess
@@ -15,6 +15,7 @@ spark = ts.spark.get_session("settings", conf_dir="{conf}")
 print("MASTER", spark.sparkContext.master)
 print("PARTITIONS", spark.conf.get("spark.sql.shuffle.partitions"))
 print("ARROW", spark.conf.get("spark.sql.execution.arrow.pyspark.enabled"))
+print("UI", spark.conf.get("spark.ui.enabled"))
 spark.stop()
 """
 
@@ -35,3 +36,5 @@ def test_spark_submit_master_and_conf_win_over_the_conf_file(tmp_path):
     assert lines["MASTER"] == "local[1]"
     assert lines["PARTITIONS"] == "7"
     assert lines["ARROW"] == "true"                      # what nobody set comes from the conf file
+    assert lines["UI"] == "false"                        # ... or from the package's defaults
+    assert " INFO " not in done.stderr, done.stderr[-3000:]   # the package's logging: no INFO banners

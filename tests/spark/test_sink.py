@@ -66,34 +66,34 @@ def epochs(spark, log):
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)      # five streaming queries (and the session's start when it runs first)
-def test_batches_land_as_epochs_once_across_a_failed_commit_and_a_restart(spark, tmp_path):
-    src, log, ckpt = written(spark, tmp_path, [range(0, 7), range(7, 12)], partitions=3)
-    assert epochs(spark, log) == {0: list(range(7)), 1: list(range(7, 12))}
-    assert ts.spark.event_log_frontier(spark, log).elements() == [2]
+def test_batches_land_as_epochs_once_across_a_failed_commit_and_a_restart(any_spark, tmp_path):
+    src, log, ckpt = written(any_spark, tmp_path, [range(0, 7), range(7, 12)], partitions=3)
+    assert epochs(any_spark, log) == {0: list(range(7)), 1: list(range(7, 12))}
+    assert ts.spark.event_log_frontier(any_spark, log).elements() == [2]
 
     # batch 2's commit fails halfway: its first data file is put in place, its second
     # cannot be (a directory stands where it goes) -- a real failure
     add_file(src, 2, range(12, 20))
     blocker = log / "worker=0" / "part-000009.parquet"      # 2 epochs of 3 tasks + 1 progress file each: 8, 9, 10
     blocker.mkdir()
-    failure = run_query(spark, src, log, ckpt, partitions=3)
+    failure = run_query(any_spark, src, log, ckpt, partitions=3)
     assert failure is not None and "part-000009.parquet" in str(failure)
     blocker.rmdir()
     assert (log / "worker=0" / "part-000008.parquet").is_file()          # in place, but no progress file says so
-    assert epochs(spark, log) == {0: list(range(7)), 1: list(range(7, 12))}   # nothing of batch 2 visible
-    assert ts.spark.event_log_frontier(spark, log).elements() == [2]
+    assert epochs(any_spark, log) == {0: list(range(7)), 1: list(range(7, 12))}   # nothing of batch 2 visible
+    assert ts.spark.event_log_frontier(any_spark, log).elements() == [2]
 
     # restart from the checkpoint (with fewer partitions): batch 2 is run again and
     # replaces what the failed commit left (files past its one data file and progress)
-    assert run_query(spark, src, log, ckpt, partitions=1) is None
-    assert epochs(spark, log) == {0: list(range(7)), 1: list(range(7, 12)), 2: list(range(12, 20))}
-    assert ts.spark.event_log_frontier(spark, log).elements() == [3]
+    assert run_query(any_spark, src, log, ckpt, partitions=1) is None
+    assert epochs(any_spark, log) == {0: list(range(7)), 1: list(range(7, 12)), 2: list(range(12, 20))}
+    assert ts.spark.event_log_frontier(any_spark, log).elements() == [3]
     assert not any((log / "_sink" / "staging").glob("*/*/*.parquet"))
 
     ts.spark.close_sink_log(log)
-    assert ts.spark.event_log_frontier(spark, log).elements() == []
+    assert ts.spark.event_log_frontier(any_spark, log).elements() == []
     add_file(src, 4, [99])
-    failure = run_query(spark, src, log, ckpt, partitions=1)
+    failure = run_query(any_spark, src, log, ckpt, partitions=1)
     assert failure is not None and "closed" in str(failure)
 
 

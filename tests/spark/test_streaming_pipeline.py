@@ -12,8 +12,8 @@ from timely_spark.graph.streaming import run_pipeline
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_three_stage_pipeline_for_ten_epochs_equals_the_batch_algorithm(spark, tmp_path):
-    result = run_pipeline(spark, tmp_path, seconds=0, rate=40, interval=0.25, pool=60, printer=None,
+def test_three_stage_pipeline_for_ten_epochs_equals_the_batch_algorithm(any_spark, tmp_path):
+    result = run_pipeline(any_spark, tmp_path, seconds=0, rate=40, interval=0.25, pool=60, printer=None,
                               min_epochs=10, timeout=240)
     assert result["epochs"] >= 10
     assert result["edges"] == 2 * result["records"]

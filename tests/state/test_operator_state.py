@@ -69,12 +69,24 @@ def test_group_by_running(before, after):
     check(lambda s, x: x.group_by("k").aggregate(aggs, running=True), CHANGES, cut=3, before=before, after=after)
 
 
+@pytest.mark.parametrize("before, after", [(2, 2), (2, 3), (3, 2)])
+def test_reduce_and_top_k(before, after):
+    def spread(rows, keys):
+        out = rows.group_by(keys).aggregate([("v", "max"), ("v", "min")])
+        return out.select(["k", "v_max", "v_min"])
+    schema = pa.schema([("k", pa.string()), ("v_max", pa.int64()), ("v_min", pa.int64())])
+    check(lambda s, x: x.group_by("k").reduce(spread, schema), CHANGES, cut=3, before=before, after=after)
+    check(lambda s, x: x.map(lambda b: b.set_column(0, "k", pa.array(["g"] * b.num_rows))).group_by("k")
+          .top_k(2, [("v", "descending")]), CHANGES, cut=3, before=before, after=after)
+
+
 @pytest.mark.parametrize("after", [2, 3])
-def test_join_running(after):
+@pytest.mark.parametrize("kind", ["inner", "outer", "anti"])
+def test_join_running(after, kind):
     other = [_log([("a", 10, 1)]), _log([("b", 20, 1), ("a", 11, 1)]), [], _log([("a", 10, -1)]), _log([("c", 5, 1)])]
     epochs = [[left, right] for left, right in zip(CHANGES, other)]
-    check(lambda s, x, y: x.join(y.map(lambda b: b.rename_columns(["k", "w", "diff"])), "k", running=True),
-          epochs, cut=3, after=after, inputs=2)
+    check(lambda s, x, y: x.join(y.map(lambda b: b.rename_columns(["k", "w", "diff"])), "k", join_type=kind,
+                                 running=True), epochs, cut=3, after=after, inputs=2)
 
 
 def _events(epoch, n=4):
@@ -167,6 +179,35 @@ def test_pagerank_stream(after):
 @pytest.mark.parametrize("after", [2, 3])
 def test_shortest_paths_stream(after):
     check(lambda s, x: ts.graph.shortest_paths_stream(x, [1, 4]), EDGES, cut=3, after=after)
+
+
+def _reach_and_labels(s, x):
+    """Reachability from node 1 (join + distinct) and components (join + reduce(min)) through iterate."""
+    links = x.select(node="src", dst="dst", diff="diff")
+    roots = links.filter(pa.compute.field("node") == 1).select(node="node", diff="diff").distinct()
+
+    def reach(nodes, inner):
+        hop = nodes.join(links.enter(inner), "node", running=True).select(node="dst", diff="diff")
+        return hop.concat(roots.enter(inner)).distinct()
+
+    both = links.concat(x.select(node="dst", dst="src", diff="diff"))
+    own = both.select(node="node", label="node", diff="diff").distinct()
+    schema = pa.schema([("node", pa.int64()), ("label", pa.int64())])
+
+    def smallest(rows, keys):
+        return rows.group_by(keys).aggregate([("label", "min")]).rename_columns(["node", "label"])
+
+    def labels(current, inner):
+        offers = current.join(both.enter(inner), "node", running=True).select(node="dst", label="label", diff="diff")
+        return offers.concat(own.enter(inner)).group_by("node").reduce(smallest, schema)
+
+    return roots.iterate(reach).select(kind=pa.compute.scalar("reach"), node="node", label="node", diff="diff") \
+        .concat(own.iterate(labels).select(kind=pa.compute.scalar("label"), node="node", label="label", diff="diff"))
+
+
+@pytest.mark.parametrize("before, after", [(2, 3), (3, 2)])
+def test_iterate(before, after):
+    check(_reach_and_labels, EDGES, cut=3, before=before, after=after)
 
 
 def _unprocessed(build, restore=None):

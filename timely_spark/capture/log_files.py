@@ -44,6 +44,9 @@ def worker_dirs(path: Any) -> list[Path]:
     if not entries:
         raise EventLogError(f"{root}: an empty directory: the event log has not started yet (no worker=<i> "
                             "directory)")
+    if not found and {p.name for p in entries} == {"_sink"}:      # epoch_log.SINK_DIR (importing it would cycle)
+        raise EventLogError(f"{root}: the timely sink has committed no micro-batch here yet: nothing to read "
+                            "before its streaming query's first commit")
     if not found:
         raise EventLogError(f"{root}: not a timely_spark event log (not an event log: no worker=<i> directories)")
     return [p for _, p in sorted(found)]

@@ -101,6 +101,17 @@ class LocalPusher:
         self._inbox.queue.append(payload)
         self._inbox.activate()
 
+    def pair_pusher(self) -> Callable[[Any, Any], None]:
+        """``push(time, data)``: :meth:`push` of the pair ``(time, data)`` as one call (a pipeline's hot path)."""
+        append = self._inbox.queue.append
+        activate = self._inbox.activate
+
+        def push(time: Any, data: Any) -> None:
+            append((time, data))
+            activate()
+
+        return push
+
 
 class MailboxPusher:
     """Delivers to another worker of this process through its mailbox."""

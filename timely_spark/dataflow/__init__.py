@@ -5,7 +5,9 @@ the pact routing rows by the hash of key columns; ``destinations(batch, keys, pe
 the worker each row goes to; ``check_batch`` / ``check_columns``, the errors naming
 the operator that columnar operators raise for a row record or a missing column;
 ``DIFF``, ``diffs``, ``with_diffs``, ``without_diffs``: the changelog convention (an
-optional integer ``diff`` column), read and written the same way by every operator."""
+optional integer ``diff`` column), read and written the same way by every operator;
+``Trace``: the keyed, time-aware state of the incremental operators; ``Emit``: what a
+``per_time`` logic returns to send at later times and be woken at them."""
 
 from .capability import Capability, CapabilitySet, InputCapability
 from .channels import Exchange, Pipeline, stable_hash
@@ -18,12 +20,14 @@ from .operators.feedback import LoopHandle
 from .operators.generic import source
 from .operators.key_hash import destinations, hash_columns
 from .operators.op_state import StateHooks
+from .operators.per_time import Emit
 from .operators.split import BranchOut, OkErrOut
 from .ports import InputPort, OutputHandle
 from .probe import ProbeHandle
 from .scope import Scope
 from .state_hook import KEY_HASH
 from .stream import Stream
+from .trace import Trace
 from .vertex import Vertex
 from .worker import Worker
 
@@ -39,4 +43,6 @@ __all__ = [
     "DIFF", "diffs", "with_diffs", "without_diffs",
     # operator state in snapshots
     "KEY_HASH", "StateHooks",
+    # the keyed, time-aware state of the incremental operators; per_time's later sends and wake-ups
+    "Trace", "Emit",
 ]

@@ -19,7 +19,10 @@ __all__ = ["Pipeline", "Exchange", "Broadcast", "as_pact", "stable_hash"]
 
 class _Pipeline:
     def tee_pusher(self, pushers: Sequence[Any], index: int) -> Callable[[Any, list], None]:
-        push = pushers[index].push
+        pusher = pushers[index]
+        if hasattr(pusher, "pair_pusher"):      # this worker's own inbox: one call per batch
+            return pusher.pair_pusher()
+        push = pusher.push
 
         def pipeline(time: Any, data: list) -> None:
             push((time, data))

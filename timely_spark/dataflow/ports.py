@@ -8,7 +8,7 @@
   ``session(cap).give(x)`` / ``.give_batch(xs)``; batches leave when the operator's
   logic returns.
 * :class:`OutputPort` -- the raw end of an output, behind
-  :meth:`OutputHandle.unstable_push` (for the engine's pass-through operators).
+  ``OutputHandle.unstable_push`` (for the engine's pass-through operators).
 
 Both come from :class:`~timely_spark.dataflow.operator.OperatorBuilder`.
 """
@@ -99,7 +99,7 @@ class InputPort:
         out = []
         while q:
             t, data = q.popleft()
-            update(t, record_count(data))
+            update(t, sum(b.num_rows for b in data) if data and type(data[0]) is _RecordBatch else len(data))
             out.append((t, data))
         return out
 
@@ -121,7 +121,9 @@ class OutputPort:
 
     def push(self, time: Any, data: list) -> None:
         """Count and send one batch (nothing for an empty one)."""
-        n = record_count(data)
+        if not data:
+            return
+        n = sum(b.num_rows for b in data) if type(data[0]) is _RecordBatch else len(data)   # record_count, inline
         if n:
             self.produced.update(time, n * self.fanout)
             for push in self.tee:
@@ -169,13 +171,17 @@ class OutputHandle:
     b
     """
 
-    __slots__ = ("name", "_port", "_op", "_buffers")
+    __slots__ = ("name", "_port", "_op", "_buffers", "unstable_push")
 
     def __init__(self, port: OutputPort, op: Any, name: Optional[str] = None) -> None:
         self.name = name
         self._port = port
         self._op = op
         self._buffers: dict[Any, list] = {}
+        # Send a batch at once, without a capability check (the port's own push: no extra call per batch).
+        # Unstable, for the engine's pass-through operators: correct only at the time of an input batch the
+        # operator is processing now (whose consumption keeps the time from completing).
+        self.unstable_push: Callable[[Any, list], None] = port.push
 
     def session(self, cap: Any) -> Session:
         """A session sending at ``cap.time``."""
@@ -200,15 +206,6 @@ class OutputHandle:
     def give_batch(self, cap: Any, records: Any) -> None:
         """Send records at ``cap.time``."""
         self.session(cap).give_batch(records)
-
-    def unstable_push(self, time: Any, records: list) -> None:
-        """Send a batch at ``time`` at once, without a capability check.
-
-        Unstable, for the engine's pass-through operators: correct only at the time
-        of an input batch the operator is processing now (whose consumption keeps
-        the time from completing).
-        """
-        self._port.push(time, records)
 
     def flush(self) -> None:
         """Send the buffered batches (the engine calls it when the logic returns)."""

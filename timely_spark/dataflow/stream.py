@@ -21,6 +21,9 @@ from .operators import per_time as per_time_ops
 from .operators import window as window_ops
 from .operators.consolidate import consolidate as consolidate_op
 from .operators.distinct import distinct as distinct_op
+from .operators.iterate import iterate as iterate_op
+from .operators.iterate import negate as negate_op
+from .operators.temporal import valid_during as valid_during_op
 from .operators.upsert import upsert as upsert_op
 from .probe import probe, probe_with
 from .vertex import vertex
@@ -97,6 +100,9 @@ class Stream:
     consolidate = consolidate_op
     distinct = distinct_op
     upsert = upsert_op
+    negate = negate_op
+    iterate = iterate_op
+    valid_during = valid_during_op
     group_by_window = window_ops.group_by_window      # event-time windows
     # aggregation
     count = aggregation.count

@@ -310,19 +310,23 @@ class Subgraph(Operate):
         if child.local:
             batch = self._batch
             get = batch.get
+            # (``b.counts`` read first: most batches are empty at most runs, and skipping them costs no call)
             for tid, b in consumeds:
-                for t, n in b.unstable_take().items():
-                    key = (tid, t)
-                    batch[key] = get(key, 0) - n
-            for sid, b in internals:
-                for t, d in b.unstable_take().items():
-                    key = (sid, t)
-                    batch[key] = get(key, 0) + d
-            for tids, b in produceds:
-                for t, n in b.unstable_take().items():
-                    for tid in tids:
+                if b.counts:
+                    for t, n in b.unstable_take().items():
                         key = (tid, t)
-                        batch[key] = get(key, 0) + n
+                        batch[key] = get(key, 0) - n
+            for sid, b in internals:
+                if b.counts:
+                    for t, d in b.unstable_take().items():
+                        key = (sid, t)
+                        batch[key] = get(key, 0) + d
+            for tids, b in produceds:
+                if b.counts:
+                    for t, n in b.unstable_take().items():
+                        for tid in tids:
+                            key = (tid, t)
+                            batch[key] = get(key, 0) + n
         else:   # a nested subgraph: its reports are global already; apply them here
             updates: list[tuple[int, Any, int]] = []
             for tid, b in consumeds:

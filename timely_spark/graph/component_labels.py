@@ -118,11 +118,13 @@ REPLICATE_BELOW = 4096
 COMPACT_AT = 1 << 16
 
 
-def _column(batches: list, name: str) -> np.ndarray:
-    parts = [rb.column(name).to_numpy(zero_copy_only=False) for rb in batches if rb.num_rows]
-    if not parts:
-        return np.zeros(0, np.int64)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+def _columns(batches: list, names: tuple) -> list:
+    """The columns ``names`` of ``batches`` (non-empty, one schema), each as one numpy array:
+    one concatenation in Arrow, not a conversion per batch (a round brings many small ones)."""
+    if not batches:
+        return [np.zeros(0, np.int64) for _ in names]
+    table = pa.Table.from_batches(batches).combine_chunks()
+    return [table.column(name).to_numpy() for name in names]
 
 
 class ComponentLabels:
@@ -226,15 +228,20 @@ class ComponentLabels:
         control = [rb for rb in messages if rb.num_rows and "kind" in rb.schema.names]
         found = [rb for rb in messages if rb.num_rows and "kind" not in rb.schema.names]
         if found:
-            self.results(_column(found, "vertex"), _column(found, "component"), out)
+            vertex, component = _columns(found, ("vertex", "component"))
+            self.results(vertex, component, out)
         if control:
-            kind, vertex, a, b = (_column(control, c) for c in ("kind", "vertex", "a", "b"))
-            if (kind == MERGED).any():
-                self.merge(a[kind == MERGED], b[kind == MERGED], out)
-            if (kind == STARS).any():
-                self.replicated(a[kind == STARS], b[kind == STARS], out)
-            if ((kind != MERGED) & (kind != STARS)).any():
-                rows = {k: (vertex[kind == k], a[kind == k], b[kind == k]) for k in range(PEND + 1)}
+            kind, vertex, a, b = _columns(control, ("kind", "vertex", "a", "b"))
+            order = np.argsort(kind, kind="stable")           # the rows of each kind, a slice each
+            vertex, a, b = vertex[order], a[order], b[order]
+            at = np.searchsorted(kind[order], np.arange(STARS + 2)).tolist()
+            merged, stars = slice(at[MERGED], at[MERGED + 1]), slice(at[STARS], at[STARS + 1])
+            if at[MERGED + 1] > at[MERGED]:
+                self.merge(a[merged], b[merged], out)
+            if at[STARS + 1] > at[STARS]:
+                self.replicated(a[stars], b[stars], out)
+            if len(kind) > (at[MERGED + 1] - at[MERGED]) + (at[STARS + 1] - at[STARS]):
+                rows = {k: (vertex[at[k]:at[k + 1]], a[at[k]:at[k + 1]], b[at[k]:at[k + 1]]) for k in range(PEND + 1)}
                 self.search_round(rows, out)
         log_state(self.scope, self.name, time, len(self))
         return out
@@ -248,11 +255,11 @@ class ComponentLabels:
         if self.n >= max(self.compact_at, COMPACT_AT):
             self._compact()
             self.compact_at = 2 * self.n
-        v, w = _column(batches, "vertex"), _column(batches, "other")
+        v, w, appeared = _columns(batches, ("vertex", "other", "appeared"))
         if (v == ABSENT).any():
             raise GraphInputError(f"{self.name}: vertex id {ABSENT} is reserved (it marks a vertex not in the graph)",
                                   "src")
-        appeared = _column(batches, "appeared").astype(bool)
+        appeared = appeared.astype(bool)
         dv, dw = self._dense(np.concatenate([v, w])).reshape(2, -1)
         keys = (dv << SHIFT) | dw
         gone = ~appeared

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from ..capture import ParquetEventWriter, compact, follow
 from ..capture.follow import FOLLOW_POLL_INTERVAL
-from ..spark import close_sink_log, read_event_log, register
+from ..spark import close_sink_log, is_connect, read_event_log, register
 from ..spark import run as spark_run
 from .components_columnar import forest
 from .incremental_components import components
@@ -159,6 +159,10 @@ def follow_components(edges_log: str, changes_log: str, poll: float = FOLLOW_POL
 
 
 # ---- stage 3: the changes, read back as a stream -------------------------------------------
+#: Over Spark Connect, the in-memory table of the changes query: changed entities per epoch.
+CHANGE_COUNTS = "timely_spark_change_counts"
+
+
 class ChangeCounts:
     """foreachBatch sink: per epoch, how many entities (vertex >= 0) changed."""
 
@@ -182,9 +186,23 @@ class ChangeCounts:
 
 
 def changes_query(spark: Any, changes_log: Path, checkpoint: Path, sink: ChangeCounts) -> Any:
-    return (spark.readStream.format("timely").schema(CHANGES_SCHEMA).load(str(changes_log))
-            .writeStream.queryName("changes").option("checkpointLocation", str(checkpoint))
+    """The query reading the changes into ``sink`` -- over Spark Connect, where a
+    ``foreachBatch`` function runs in the server's Python (its counts would stay there),
+    into the in-memory table :data:`CHANGE_COUNTS` of the changed entities per epoch (one
+    row an epoch), which :func:`counted` reads into ``sink`` once the query has stopped."""
+    changes = spark.readStream.format("timely").schema(CHANGES_SCHEMA).load(str(changes_log))
+    if is_connect(spark):
+        return (changes.where("vertex >= 0").groupBy("time").count().writeStream.queryName(CHANGE_COUNTS)
+                .outputMode("complete").format("memory").option("checkpointLocation", str(checkpoint)).start())
+    return (changes.writeStream.queryName("changes").option("checkpointLocation", str(checkpoint))
             .foreachBatch(sink).start())
+
+
+def counted(spark: Any, sink: ChangeCounts) -> None:
+    """Over Spark Connect, after :func:`changes_query` stopped: its per-epoch counts into ``sink``."""
+    if is_connect(spark):
+        for r in spark.table(CHANGE_COUNTS).collect():
+            sink.counts[r["time"]] = r["count"]
 
 
 # ---- the whole pipeline --------------------------------------------------------------------
@@ -279,6 +297,7 @@ def run_pipeline(spark: Any, workdir: Path, seconds: float, rate: int = 200, int
         if reader.isActive:
             reader.processAllAvailable()
         reader.stop()
+        counted(spark, counts)
         stop_watch.set()
         for helper in helpers:
             helper.join()

@@ -20,23 +20,25 @@ class ChangeBatch:
 
     Updates accumulate in a dict, so any number of updates to one item cost one
     entry; :meth:`drain` hands the non-zero totals over and empties the batch.
+    ``counts`` is that dict (totals may be zero until compacted): the engine's hot path
+    reads it to skip empty batches without a call; everyone else uses the methods.
     """
 
-    __slots__ = ("_counts",)
+    __slots__ = ("counts",)
 
     def __init__(self, updates: Iterable[tuple[Hashable, int]] = ()) -> None:
-        self._counts: dict[Any, int] = {}
+        self.counts: dict[Any, int] = {}
         self.extend(updates)
 
     def update(self, item: Hashable, diff: int) -> None:
         """Add ``diff`` to ``item``'s count."""
         if diff:
-            counts = self._counts
+            counts = self.counts
             counts[item] = counts.get(item, 0) + diff
 
     def extend(self, updates: Iterable[tuple[Hashable, int]]) -> None:
         """Add every ``(item, diff)`` of ``updates``."""
-        counts = self._counts
+        counts = self.counts
         for item, diff in updates:
             if diff:
                 counts[item] = counts.get(item, 0) + diff
@@ -47,9 +49,9 @@ class ChangeBatch:
         Unstable, for the engine's hot path: totals may be zero (not yet compacted),
         and an empty batch hands over its own (empty) dict: do not keep it.
         """
-        counts = self._counts
+        counts = self.counts
         if counts:
-            self._counts = {}
+            self.counts = {}
         return counts
 
     def unstable_has_updates(self) -> bool:
@@ -57,22 +59,22 @@ class ChangeBatch:
 
         Unstable, for the engine's hot path: updates that cancel out still count.
         """
-        return bool(self._counts)
+        return bool(self.counts)
 
     def compact(self) -> None:
         """Forget items whose count is zero."""
-        self._counts = {k: v for k, v in self._counts.items() if v}
+        self.counts = {k: v for k, v in self.counts.items() if v}
 
     def is_empty(self) -> bool:
         """Whether every count is zero (compacts first)."""
-        if not self._counts:
+        if not self.counts:
             return True
         self.compact()
-        return not self._counts
+        return not self.counts
 
     def drain(self) -> list[tuple[Any, int]]:
         """Return the non-zero updates and leave the batch empty."""
-        counts, self._counts = self._counts, {}
+        counts, self.counts = self.counts, {}
         return [(k, v) for k, v in counts.items() if v]
 
     def drain_into(self, other: "ChangeBatch") -> None:
@@ -81,7 +83,7 @@ class ChangeBatch:
 
     def items(self) -> list[tuple[Any, int]]:
         """The non-zero updates, leaving the batch as it is."""
-        return [(k, v) for k, v in self._counts.items() if v]
+        return [(k, v) for k, v in self.counts.items() if v]
 
     def __iter__(self) -> Iterator[tuple[Any, int]]:
         return iter(self.items())

@@ -35,6 +35,7 @@ from .product import Product
 __all__ = ["Add", "ProductSummary", "TupleSummary", "MAX_INT"]
 
 MAX_INT = 2**64 - 1
+_new_tuple = tuple.__new__   # Product(o, i) without its Python-level __new__
 
 
 class Add:
@@ -88,13 +89,25 @@ class ProductSummary:
 
     def results_in(self, t: Product) -> Optional[Product]:
         """Both coordinates moved by their summaries, or None."""
-        o = self.outer.results_in(t[0])
-        if o is None:
-            return None
-        i = self.inner.results_in(t[1])
-        if i is None:
-            return None
-        return Product(o, i)
+        outer, inner = self.outer, self.inner
+        # the loop's own summaries (outer: Add, inner: Add) inline: a round of a loop calls this once
+        if type(outer) is Add:
+            o = t[0] + outer.delta
+            if o > outer.limit:
+                return None
+        else:
+            o = outer.results_in(t[0])
+            if o is None:
+                return None
+        if type(inner) is Add:
+            i = t[1] + inner.delta
+            if i > inner.limit:
+                return None
+        else:
+            i = inner.results_in(t[1])
+            if i is None:
+                return None
+        return _new_tuple(Product, (o, i))
 
     def followed_by(self, other: "ProductSummary") -> Optional["ProductSummary"]:
         """Coordinate by coordinate, or None."""

@@ -2,7 +2,8 @@
 
 * :func:`run` -- ``run(spark, fn, workers=N)``: ``fn(worker)`` in N barrier tasks;
 * :func:`transform` -- a DataFrame through a timely dataflow (``mapInArrow``, barrier);
-* :func:`get_session` -- a session for jobs, from ``conf/spark-defaults.conf``;
+* :func:`get_session` -- a session for jobs, with the package's quiet defaults;
+* :func:`quiet` -- a running session's driver logs made as quiet as ``get_session``'s;
 * :func:`file_input` -- whether (and how) ``transform``'s barrier tasks read a
   DataFrame's Parquet files themselves, with no shuffle before them.
 
@@ -19,11 +20,14 @@ except ImportError as exc:
     raise ImportError("timely_spark.spark needs PySpark, which is not installed here: pip install pyspark "
                       "(the engine -- ts.execute, ts.dataflow -- runs without it)") from exc
 
+from .connect import is_connect
 from .dataframe import SchemaMismatch, transform
 from .datasource import register
 from .event_log import event_log_frontier, read_event_log
 from .file_input import file_input
+from .job_errors import SparkMemoryError
 from .preflight import SparkSetupError, check_session, task_slots
+from .quiet import quiet
 from .rendezvous import RENDEZVOUS_CONF, RendezvousError
 from .runner import SparkJobError, run
 from .session import get_session, read_conf
@@ -31,11 +35,12 @@ from .sink import close_sink_log
 
 __all__ = [
     # sessions
-    "get_session", "read_conf", "register",
+    "get_session", "is_connect", "quiet", "read_conf", "register",
     # running dataflows on barrier tasks
     "check_session", "file_input", "run", "task_slots", "transform",
     # event logs in Spark
     "close_sink_log", "event_log_frontier", "read_event_log",
     # errors and settings
-    "RENDEZVOUS_CONF", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkSetupError",
+    "RENDEZVOUS_CONF", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkMemoryError",
+    "SparkSetupError",
 ]

@@ -17,6 +17,7 @@ import cloudpickle
 
 from ..runtime import DEFAULT_PEER_TIMEOUT, Config, new_secret
 from .barrier import reporting_failures, run_in_barrier_task, task_config
+from .connect import is_connect
 from .file_input import FileInput, file_input
 from .job_errors import install as install_error_translation
 from .output_schema import SchemaMismatch, arrow_schema, conform, rows_batch
@@ -50,14 +51,36 @@ def _to_batches(taken: list, schema: Any, rows: bool, worker: int) -> Iterator[A
 def _planned_partitions(df: Any) -> Optional[int]:
     """The partitions ``df``'s physical plan says it has when it ends in a shuffle by key
     (None otherwise, and over Spark Connect).  Runs no Spark job."""
-    try:
-        df.sparkSession.sparkContext
-    except Exception:  # Spark Connect
+    if is_connect(df.sparkSession):
         return None
     partitioning = df._jdf.queryExecution().sparkPlan().outputPartitioning()
     if partitioning.getClass().getSimpleName() != "HashPartitioning":
         return None     # only a shuffle by key ends a stage; a coalesce would share the barrier stage
     return int(partitioning.numPartitions()) or None
+
+
+def _hashable(t: Any) -> bool:
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(t, MapType):
+        return False
+    if isinstance(t, ArrayType):
+        return _hashable(t.elementType)
+    return not isinstance(t, StructType) or all(_hashable(f.dataType) for f in t.fields)
+
+
+def _spread(df: Any, workers: int) -> Any:
+    """``df`` in ``workers`` partitions.  Over Spark Connect, where the plan cannot be
+    read (a DataFrame hash-partitioned into ``workers`` already is not recognised), by a
+    hash of its columns: Spark keeps only this last of two repartitions, and a round-robin
+    one would sort every row first; otherwise (or with no column to hash) round-robin."""
+    if is_connect(df.sparkSession):
+        from pyspark.sql import functions as F
+
+        columns = [F.col("`" + f.name.replace("`", "``") + "`") for f in df.schema.fields if _hashable(f.dataType)]
+        if columns:
+            return df.repartition(workers, F.xxhash64(*columns))
+    return df.repartition(workers)
 
 
 def _fit_to_slots(df: Any) -> tuple[Any, Optional[int], Optional[FileInput]]:
@@ -67,9 +90,8 @@ def _fit_to_slots(df: Any) -> tuple[Any, Optional[int], Optional[FileInput]]:
     its partition count (None over Spark Connect).  Runs no Spark job: the partition
     count comes from the physical plan (or, for a plan that does not know it, such as
     local data, from its RDD, which has no shuffle to run)."""
-    try:
-        df.sparkSession.sparkContext
-    except Exception:  # Spark Connect: no SparkContext; Spark checks the slots itself
+    if is_connect(df.sparkSession):  # no plan to read: Spark checks the slots itself
+        check_session(df.sparkSession, 1)
         return df, None, None
     slots = task_slots(check_session(df.sparkSession, 1))
     planned = int(df._jdf.queryExecution().sparkPlan().outputPartitioning().numPartitions())
@@ -86,27 +108,24 @@ def _fit_to_slots(df: Any) -> tuple[Any, Optional[int], Optional[FileInput]]:
 def _ticket(df: Any, secret: bytes, config: Config) -> Optional[Ticket]:
     """A rendezvous ticket for the job's tasks (open while the result is used: it may run
     again later; closed after ``TICKET_IDLE_TIMEOUT`` seconds without use), and the
-    driver's error translation installed -- or None over Spark Connect, where the tasks
-    meet through ``allGather`` and errors stay Spark's."""
-    try:
-        sc = df.sparkSession.sparkContext
-    except Exception:  # Spark Connect
-        return None
+    driver's error translation installed -- or None where the tasks meet through
+    ``allGather`` (over Spark Connect, when this client is not on the Spark driver's
+    host: see :func:`.rendezvous.session_rendezvous`), and errors stay Spark's."""
     install_error_translation()
-    service = session_rendezvous(sc, df.sparkSession.conf)
+    spark = df.sparkSession
+    if is_connect(spark):
+        service = session_rendezvous(spark)
+    else:
+        service = session_rendezvous(spark.sparkContext, spark.conf)
     return None if service is None else service.open(secret, config.connect_timeout, idle=TICKET_IDLE_TIMEOUT)
 
 
 def _accumulator(df: Any, stats: Optional[dict]) -> Any:
     """A Spark accumulator merging the tasks' stats into ``stats`` (None without
-    ``stats``, and over Spark Connect)."""
-    if stats is None:
+    ``stats``, and over Spark Connect, which has no accumulators)."""
+    if stats is None or is_connect(df.sparkSession):
         return None
-    try:
-        sc = df.sparkSession.sparkContext
-    except Exception:  # Spark Connect: no accumulators
-        return None
-    return sc.accumulator(stats, TaskStats())
+    return df.sparkSession.sparkContext.accumulator(stats, TaskStats())
 
 
 def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool = False,
@@ -148,7 +167,7 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     output that does not fit ``schema`` as ``SchemaMismatch``, executors that cannot
     import the package as ``SparkSetupError`` -- each with Spark's error as its
     ``__cause__`` (``__context__`` for ``SparkSetupError``; over Spark Connect, Spark's
-    error, whose text holds the cause).  A bad ``workers`` is a ``ParameterError``.
+    error is not chained).  A bad ``workers`` is a ``ParameterError``.
 
     ``transform`` takes no ``checkpoint``: its whole input enters at one time (0), so no
     time completes before the input is all read and there is nothing to snapshot
@@ -179,7 +198,7 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
         if _planned_partitions(df) != workers:     # a DataFrame partitioned already (by key) is kept
             direct = file_input(df, workers)       # a plain Parquet scan: the tasks read it, no shuffle
             if direct is None:
-                df = df.repartition(workers)
+                df = _spread(df, workers)
     else:
         df, partitions, direct = _fit_to_slots(df)
     source = df if direct is None else df.sparkSession.range(0, partitions or 1, 1, partitions or 1)

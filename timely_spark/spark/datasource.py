@@ -34,6 +34,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader
 
 from ..capture.log_index import LogIndex, LogSnapshot, local_path
 from ..capture.parquet import RESERVED, EventLogError, is_changelog, not_started, read_meta
+from .connect import is_connect
 from .job_errors import install as install_error_translation
 from .log_collection import bucket_partitions, hashable, read_collection
 from .log_scan import arrow_schema, partitions, read_partition
@@ -73,6 +74,8 @@ def register(spark: Any) -> None:
 def registered(spark: Any) -> bool:
     """Whether session ``spark`` has the ``"timely"`` data source, as its JVM says (a
     Spark Connect session cannot tell from here: False)."""
+    if is_connect(spark):
+        return False
     try:
         manager = spark._jsparkSession.sessionState().dataSourceManager()
         return bool(manager.dataSourceExists(TimelyDataSource.name()))

@@ -27,6 +27,7 @@ from typing import Any, Iterator, Optional
 from urllib.parse import unquote, urlparse
 
 from ..errors import SparkJobError
+from .connect import is_connect
 
 __all__ = ["FileInput", "file_input", "plain_parquet_scan", "row_ranges"]
 
@@ -65,7 +66,9 @@ def plain_parquet_scan(df: Any) -> Optional[tuple[Any, list]]:
     """``(scan, columns)`` if ``df``'s physical plan is a plain Parquet scan (see the
     module's text) with only a projection of its columns above it, ``columns`` being
     ``(output name, file column, Spark type of the file column, Spark type out)``; else
-    None.  Looks at the plan only (no file, no Spark job)."""
+    None.  Looks at the plan only (no file, no Spark job); None over Spark Connect."""
+    if is_connect(df.sparkSession):
+        return None
     try:
         plan = df._jdf.queryExecution().sparkPlan()
         project = None

@@ -23,10 +23,13 @@ import re
 from typing import Any, Callable, Optional
 
 from ..capture.parquet import EventLogError
+from ..errors import SparkMemoryError
+from .connect import conf_get
+from .connect import install_error_translation as install_connect_translation
 from .preflight import SparkSetupError
 from .rendezvous import reported_failure
 
-__all__ = ["install", "timely_cause", "chained", "spark_summary", "SHIPPING_DOCS"]
+__all__ = ["install", "timely_cause", "chained", "spark_summary", "memory_error", "SHIPPING_DOCS", "SparkMemoryError"]
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,11 @@ SHIPPING_DOCS = "docs/running.md, section 'Shipping the package to a cluster'"
 # quoted after Spark's exception name (``PythonException: 'timely_spark.errors.EventLogError: ...'``).
 _EVENT_LOG = re.compile(r"^(?:.*?: (')|)(?:[A-Za-z_]\w*\.)*EventLogError: (.+?)(?(1)'|)$", re.M)
 _MISSING = re.compile(r"No module named '(timely_spark)(\.[\w.]+)?'")
+_RESULT_SIZE = re.compile(r"Total size of serialized results of (\d+) tasks \(([^)]*)\) is bigger than "
+                          r"(?:spark\.driver\.)?maxResultSize \(([^)]*)\)")
+_OUT_OF_MEMORY = re.compile(r"java\.lang\.OutOfMemoryError(?:: ([^\n]*))?")
+_WRITE_IT = ("write it with the DataFrame writer instead of collecting it (df.write.parquet(path): each executor "
+             "writes its own partitions and the driver holds nothing)")
 _JVM_PACKAGES = ("org.", "java.", "scala.")
 _JAVA_ERROR = re.compile(r"^:?\s*((?:org|java|scala)\.[\w.$]+): (.+)$")
 _PYTHON_ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Interrupt|Failure|Mismatch|Timeout)\b.*)$", re.M)
@@ -46,10 +54,10 @@ def _executor_python() -> str:
     from pyspark.sql import SparkSession
 
     spark = SparkSession.getActiveSession()
-    conf = spark.sparkContext.getConf() if spark is not None else None
     for key in ("spark.pyspark.python", "spark.executorEnv.PYSPARK_PYTHON"):
-        if conf is not None and conf.get(key, None):
-            return str(conf.get(key))
+        value = conf_get(spark, key) if spark is not None else None
+        if value:
+            return value
     return os.environ.get("PYSPARK_PYTHON", "python3")
 
 
@@ -59,6 +67,9 @@ def timely_cause(exc: BaseException) -> Optional[BaseException]:
     (in Spark's planner, on an executor, or in a streaming query), or ``SparkSetupError``
     if executors cannot import timely_spark; None if ``exc`` is about something else."""
     text = str(exc)
+    memory = memory_error(text)
+    if memory is not None:
+        return memory
     reported = reported_failure(text)     # Spark shows one task's error; its job attempt's most telling wins
     if reported is not None:
         return reported
@@ -74,14 +85,42 @@ def timely_cause(exc: BaseException) -> Optional[BaseException]:
     return None
 
 
+def memory_error(text: str) -> Optional[SparkMemoryError]:
+    """The package's error for Spark error text ``text`` that says a result does not fit
+    ``spark.driver.maxResultSize`` or a JVM ran out of memory (None otherwise), in its
+    words: how large, and what to do.
+
+    >>> print(memory_error("Job aborted due to stage failure: Total size of serialized results of 2 tasks "
+    ...                    "(1030.5 KiB) is bigger than spark.driver.maxResultSize (1024.0 KiB)"))
+    ... # doctest: +ELLIPSIS
+    the result is larger than spark.driver.maxResultSize (1024.0 KiB): 1030.5 KiB in the 2 task ... write it ...
+    """
+    size = _RESULT_SIZE.search(text)
+    if size is not None:
+        tasks, got, limit = size.groups()
+        return SparkMemoryError(
+            f"the result is larger than spark.driver.maxResultSize ({limit}): {got} in the {tasks} task results "
+            f"fetched when Spark gave up -- {_WRITE_IT}; or, to collect it, raise spark.driver.maxResultSize "
+            "above the result's size and spark.driver.memory to several times it (the driver holds a few copies "
+            "while it fetches and converts it), when the session is built")
+    oom = _OUT_OF_MEMORY.search(text)
+    if oom is not None:
+        return SparkMemoryError(
+            f"Spark ran out of memory (java.lang.OutOfMemoryError: {oom.group(1) or 'no detail'}): a result "
+            f"collected to the driver (collect, toArrow, toPandas) needs a driver heap of several times its size "
+            f"-- {_WRITE_IT}; or raise spark.driver.memory (spark.executor.memory if an executor ran out: see "
+            "Spark's error, this error's __cause__) when the session is built")
+    return None
+
+
 def chained(error: BaseException, spark_error: BaseException) -> BaseException:
     """``error`` with Spark's error as its ``__cause__`` -- except a ``SparkSetupError``,
     which says all there is to fix: printed, Spark's error would put a hundred lines of
-    Java before it, so it is only its ``__context__`` (reachable, not printed) and in
-    this module's debug log."""
+    Java before it, so it is only its ``__context__`` (reachable, not printed).  Spark's
+    error also goes to this module's debug log."""
     error.__suppress_context__ = True
+    log.debug("Spark's error behind %s: %s", type(error).__name__, spark_error)
     if isinstance(error, SparkSetupError):
-        log.debug("Spark's error behind %s: %s", type(error).__name__, spark_error)
         error.__cause__, error.__context__ = None, spark_error
     else:
         error.__cause__ = spark_error
@@ -130,7 +169,8 @@ def install() -> None:
     PySpark installs its own handler again whenever a ``SparkSession`` object is made
     (``DataFrame.sparkSession`` makes one, and so does every ``foreachBatch`` call), by
     wrapping py4j's function with ``capture_sql_exception``; that function is wrapped
-    too, so that each handler PySpark installs later translates as well."""
+    too, so that each handler PySpark installs later translates as well.  The Spark
+    Connect client's errors are translated too (see :mod:`.connect`)."""
     import py4j.java_gateway
     from pyspark.errors.exceptions import captured
 
@@ -144,3 +184,11 @@ def install() -> None:
     current = py4j.java_gateway.get_return_value
     if not getattr(current, "timely_spark_translating", False):
         py4j.java_gateway.get_return_value = _translating(current)
+    install_connect_translation(_translated)
+
+
+def _translated(exc: BaseException) -> Optional[BaseException]:
+    """The package's error for a Spark Connect client's ``exc`` (None: keep it).  The
+    client raises it ``from None``: Spark's error is not its ``__cause__``."""
+    cause = timely_cause(exc)
+    return None if cause is None else chained(cause, exc)

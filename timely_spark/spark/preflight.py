@@ -2,7 +2,8 @@
 
 Barrier execution mode needs every task of the stage running at once.  When that
 cannot be, Spark itself retries its slot check for minutes (or waits forever for
-dynamic allocation); these checks say what is wrong at once instead.
+dynamic allocation); these checks say what is wrong at once instead.  Over Spark
+Connect they read the session's configuration (see :mod:`.connect`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Iterator
 
 from ..errors import ParameterError, SparkSetupError
 from ..runtime import check_count
+from .connect import ConnectSession, conf_get, connect_session, connect_slots, is_connect
 
 __all__ = ["SparkSetupError", "check_session", "task_slots", "check_free_slots", "holding_slots", "held_slots",
            "free_slots", "barrier_stage_slots", "RUN_RDD_NAME", "refuse_streaming"]
@@ -48,13 +50,31 @@ def _spark_context(spark: Any) -> Any:
     except Exception:  # Spark Connect sessions have no SparkContext
         sc = None
     if sc is None:
-        raise SparkSetupError("ts.spark.run needs a classic SparkSession (with a SparkContext); "
-                              "over Spark Connect use ts.spark.transform on a DataFrame")
+        raise SparkSetupError(f"timely_spark needs a SparkSession (classic or Spark Connect) or a SparkContext, "
+                              f"got {type(spark).__name__}")
     return sc
 
 
+def _connect_slots(spark: Any) -> int:
+    slots, where = connect_slots(spark)
+    if slots is None:
+        raise SparkSetupError(f"over Spark Connect the task slots cannot be told ({where}): pass workers=N "
+                              "(Spark checks that N tasks can run at once when the job starts)")
+    return slots
+
+
+def _master(sc: Any) -> str:
+    if is_connect(sc):
+        return conf_get(sc, "spark.master", "?") or "?"
+    return str(sc.getConf().get("spark.master", "?"))
+
+
 def task_slots(sc: Any) -> int:
-    """How many tasks of the default resource profile can run at once now."""
+    """How many tasks of the default resource profile can run at once now (``sc``: a
+    SparkContext, or a Spark Connect session: its configuration's slots, see
+    :func:`.connect.master_slots`; SparkSetupError when it does not say)."""
+    if is_connect(sc):
+        return _connect_slots(sc)
     jsc = sc._jsc.sc()
     try:
         profile = jsc.resourceProfileManager().defaultResourceProfile()
@@ -69,10 +89,14 @@ def check_session(spark: Any, workers: int, wait: float = 60.0) -> Any:
     (ParameterError if ``workers`` is not a whole number >= 1).
 
     Waits up to ``wait`` seconds for executors to register (a cluster that is still
-    starting).  Returns the SparkContext.  (Over Spark Connect there is none:
-    ``transform`` then leaves the slot check to Spark.)
+    starting).  Returns the SparkContext -- or, over Spark Connect, which has none, a
+    :class:`.connect.ConnectSession` (the session, its settings read once), whose slots
+    come from its configuration (see :mod:`.connect`; where it does
+    not say, Spark checks the slots when the job starts).
     """
     check_count("workers", workers)
+    if is_connect(spark):
+        return _check_connect(spark, workers)
     sc = _spark_context(spark)
     try:
         stopped = sc._jsc is None or sc._jsc.sc().isStopped()
@@ -99,6 +123,29 @@ def check_session(spark: Any, workers: int, wait: float = 60.0) -> Any:
     return sc
 
 
+def _check_connect(spark: Any, workers: int) -> ConnectSession:
+    try:
+        stopped = bool(spark.is_stopped)
+        if not stopped and not isinstance(spark, ConnectSession):
+            spark = connect_session(spark)
+    except Exception as exc:
+        raise SparkSetupError(f"the Spark Connect session is not usable: {exc}") from exc
+    if stopped:
+        raise SparkSetupError("the Spark Connect session is stopped; create a new one "
+                              "(SparkSession.builder.remote(...).getOrCreate())")
+    if (conf_get(spark, "spark.dynamicAllocation.enabled", "false") or "").strip().lower() == "true":
+        raise SparkSetupError("barrier execution mode does not support dynamic allocation: "
+                              "set spark.dynamicAllocation.enabled=false for timely jobs")
+    slots, where = connect_slots(spark)
+    if slots is None:
+        log.info("timely_spark: Spark checks the task slots of %d workers itself (%s)", workers, where)
+    elif slots < workers:
+        raise SparkSetupError(
+            f"{workers} timely workers need {workers} task slots running at once, but the cluster "
+            f"({where}) has {slots}: use workers <= {slots}, or more executors / cores")
+    return spark
+
+
 # ---- slots held by running barrier jobs --------------------------------------------------
 # A barrier job holds its task slots for its whole life: a long-running timely job (one
 # following a live log) holds them for hours.  Spark would make a second barrier job
@@ -107,7 +154,7 @@ def check_session(spark: Any, workers: int, wait: float = 60.0) -> Any:
 # cannot get its slots fails at once.
 
 _held_lock = threading.Lock()
-_held: dict[int, int] = {}          # id(SparkContext) -> slots held by running ts.spark.run jobs
+_held: dict[str, int] = {}          # Spark application id -> slots held by running ts.spark.run jobs
 
 
 #: The name of a ``ts.spark.run`` job's barrier RDD: its slots are counted by
@@ -115,19 +162,27 @@ _held: dict[int, int] = {}          # id(SparkContext) -> slots held by running 
 RUN_RDD_NAME = "timely_spark.run"
 
 
+def _application(sc: Any) -> str:
+    """The Spark application of a SparkContext or a Connect session (its slots are shared)."""
+    return (conf_get(sc, "spark.app.id", "") or "") if is_connect(sc) else str(sc.applicationId)
+
+
 def held_slots(sc: Any) -> int:
     """Task slots of ``sc`` held now by this driver's running timely jobs: its
     ``ts.spark.run`` jobs (from before their launch) and the running barrier stages
     of other jobs (``ts.spark.transform`` results being computed)."""
     with _held_lock:
-        held = _held.get(id(sc), 0)
+        held = _held.get(_application(sc), 0)
     return held + barrier_stage_slots(sc)
 
 
 def barrier_stage_slots(sc: Any) -> int:
     """Tasks of the barrier stages Spark's scheduler runs now, other than those of
     ``ts.spark.run`` jobs (their RDD is named :data:`RUN_RDD_NAME`): each holds a slot
-    until its stage ends.  (Read from the driver's scheduler; 0 where it cannot be read.)"""
+    until its stage ends.  (Read from the driver's scheduler; 0 where it cannot be read,
+    as over Spark Connect.)"""
+    if is_connect(sc):
+        return 0
     try:
         found = 0
         stages = sc._jsc.sc().dagScheduler().runningStages().toList()   # a copy: the scheduler changes the set
@@ -145,13 +200,14 @@ def barrier_stage_slots(sc: Any) -> int:
 @contextmanager
 def holding_slots(sc: Any, workers: int) -> Iterator[None]:
     """Count ``workers`` slots of ``sc`` as held while the block runs (a barrier job)."""
+    app = _application(sc)
     with _held_lock:
-        _held[id(sc)] = _held.get(id(sc), 0) + workers
+        _held[app] = _held.get(app, 0) + workers
     try:
         yield
     finally:
         with _held_lock:
-            _held[id(sc)] -= workers
+            _held[app] -= workers
 
 
 def _streaming_queries(spark: Any) -> int:
@@ -172,13 +228,16 @@ def check_free_slots(spark: Any, sc: Any, workers: int) -> None:
     """SparkSetupError, at once, unless ``workers`` barrier tasks can get slots now and
     leave one for the active streaming queries of session ``spark``: slots held by this
     driver's running timely jobs are not free (Spark would wait for them forever), and
-    streaming queries with no slot left would stall while the timely job runs."""
+    streaming queries with no slot left would stall while the timely job runs.  (Over
+    Spark Connect with slots the configuration does not tell: not checked here.)"""
+    if is_connect(sc) and connect_slots(sc)[0] is None:
+        return
     slots, held, queries = task_slots(sc), held_slots(sc), _streaming_queries(spark)
     if workers + held + min(1, queries) > slots:
         parts = [f"{held} held by running timely jobs"] if held else []
         parts += [f"one for the session's {queries} active streaming queries"] if queries else []
         raise SparkSetupError(
             f"{workers} timely workers need {workers} free task slots, but of the {slots} task slots "
-            f"({sc.getConf().get('spark.master', '?')}) {' and '.join(parts)} must stay free: a barrier job holds "
+            f"({_master(sc)}) {' and '.join(parts)} must stay free: a barrier job holds "
             "its slots for its whole life. Use fewer workers, or more slots (more executors or cores; on one "
             "machine local[N] with N above the number of cores), or run the timely job in its own application")

@@ -64,6 +64,7 @@ from ..communication.tcp import (
 )
 from ..errors import RendezvousError, WorkerFailure, describe_error, most_telling, rebuild_error
 from ..runtime import DEFAULT_CONNECT_TIMEOUT, POLL_INTERVAL
+from .connect import client_on_driver_host, conf_get, is_connect
 
 __all__ = ["Ticket", "DriverRendezvous", "RendezvousError", "driver_rendezvous", "session_rendezvous",
            "scheduler_attempts", "meet", "report_failure", "failure_marker", "reported_failure", "RENDEZVOUS_CONF",
@@ -411,19 +412,37 @@ def session_rendezvous(sc: Any, runtime_conf: Any = None) -> Optional[DriverRend
     ``spark.timely_spark.rendezvous`` is ``allGather`` (in the SparkContext's settings
     or ``runtime_conf``, a session's ``spark.conf``).  Listens where the driver's own
     RPC does (``spark.driver.bindAddress``, else ``spark.driver.host``).  (Over Spark
-    Connect there is no SparkContext, and callers use ``allGather``.)"""
+    Connect, ``sc`` is the session: its service runs in this client process, which the
+    executors reach only when it runs on the Spark driver's host (a local Connect
+    server, see :func:`.connect.client_on_driver_host`); otherwise None: ``allGather``.)"""
+    if is_connect(sc):
+        return _client_rendezvous(sc)
     conf = sc.getConf()
     mode = conf.get(RENDEZVOUS_CONF, "driver")
     if runtime_conf is not None:
         mode = runtime_conf.get(RENDEZVOUS_CONF, mode)
-    if mode.strip().lower() == "allgather":
+    if not _through_driver(mode):
         return None
-    if mode.strip().lower() != "driver":
-        raise ValueError(f"{RENDEZVOUS_CONF} must be 'driver' or 'allGather', not {mode!r}")
     host = conf.get("spark.driver.host", None) or socket.gethostname()
     service = driver_rendezvous(host, conf.get("spark.driver.bindAddress", None))
     service.attempt_of = scheduler_attempts(sc)      # type: ignore[method-assign]
     return service
+
+
+def _through_driver(mode: str) -> bool:
+    if mode.strip().lower() == "allgather":
+        return False
+    if mode.strip().lower() != "driver":
+        raise ValueError(f"{RENDEZVOUS_CONF} must be 'driver' or 'allGather', not {mode!r}")
+    return True
+
+
+def _client_rendezvous(spark: Any) -> Optional[DriverRendezvous]:
+    host = conf_get(spark, "spark.driver.host")
+    if not _through_driver(conf_get(spark, RENDEZVOUS_CONF, "driver") or "driver") or not client_on_driver_host(host):
+        return None
+    assert host is not None
+    return driver_rendezvous(host, conf_get(spark, "spark.driver.bindAddress"))
 
 
 def failure_marker(ticket: Ticket, stage: int, task: int) -> str:

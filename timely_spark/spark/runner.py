@@ -15,6 +15,7 @@ from ..state.manifest import list_manifests, load_manifest, manifest_path
 from ..state.owner import owning_checkpoint
 from .barrier import run_in_barrier_task, task_config
 from .cancel import caller_job_group, cancelled_on_interrupt_or_deadline
+from .connect import is_connect
 from .job_errors import chained, spark_summary, timely_cause
 from .job_errors import install as install_error_translation
 from .preflight import RUN_RDD_NAME, check_free_slots, check_session, free_slots, holding_slots
@@ -25,25 +26,66 @@ __all__ = ["run", "SparkJobError"]
 
 log = logging.getLogger(__name__)
 
+OUTCOME = "outcome"
+"""The column of a task's pickled outcome, over Spark Connect."""
+
+
+def _task_outcome(fn_bytes: bytes, config: Config, secret: bytes, ticket: Optional[Ticket]) -> bytes:
+    """In a barrier task: run its worker; its ``(index, outcome, stats)``, pickled."""
+    from pyspark import BarrierTaskContext
+
+    started, start = time.time(), time.perf_counter()
+    fn = cloudpickle.loads(fn_bytes)
+    stats: dict = {}
+    ctx = BarrierTaskContext.get()
+    index = ctx.partitionId()
+    try:
+        index, result = run_in_barrier_task(fn, config, secret, stats=stats, ticket=ticket)
+        outcome = ("ok", result)
+    except Exception as exc:  # after the mesh is up, every task reports instead of raising
+        outcome = ("error", picklable(exc))
+    stats.update(task_report(stats, index, ctx.stageId(), started, start))
+    return cloudpickle.dumps((index, outcome, stats), protocol=5)
+
 
 def _partition_fn(fn_bytes: bytes, config: Config, secret: bytes, ticket: Optional[Ticket]) -> Callable:
     def partition(_: Any) -> Any:
-        from pyspark import BarrierTaskContext
-
-        started, start = time.time(), time.perf_counter()
-        fn = cloudpickle.loads(fn_bytes)
-        stats: dict = {}
-        ctx = BarrierTaskContext.get()
-        index = ctx.partitionId()
-        try:
-            index, result = run_in_barrier_task(fn, config, secret, stats=stats, ticket=ticket)
-            outcome = ("ok", result)
-        except Exception as exc:  # after the mesh is up, every task reports instead of raising
-            outcome = ("error", picklable(exc))
-        stats.update(task_report(stats, index, ctx.stageId(), started, start))
-        yield cloudpickle.dumps((index, outcome, stats), protocol=5)
+        yield _task_outcome(fn_bytes, config, secret, ticket)
 
     return partition
+
+
+def _arrow_fn(fn_bytes: bytes, config: Config, secret: bytes, ticket: Optional[Ticket]) -> Callable:
+    def func(batches: Any) -> Any:
+        import pyarrow as pa
+
+        for _ in batches:       # the task's one row
+            pass
+        yield pa.record_batch({OUTCOME: pa.array([_task_outcome(fn_bytes, config, secret, ticket)], pa.binary())})
+
+    return func
+
+
+def _barrier_collect(sc: Any, workers: int, fn_bytes: bytes, config: Config, secret: bytes,
+                     ticket: Optional[Ticket]) -> list:
+    """Run the barrier stage of ``workers`` tasks; their pickled outcomes.  Over Spark
+    Connect (``sc`` the session), a ``mapInArrow(..., barrier=True)`` over a DataFrame of
+    one row per task; on a classic session, an RDD's barrier stage (named :data:`RUN_RDD_NAME`)."""
+    if is_connect(sc):
+        from pyspark.sql.types import BinaryType, StructField, StructType
+
+        frame = sc.range(0, workers, 1, workers)     # a StructType: no round trip to parse a DDL string
+        return [row[0] for row in frame.mapInArrow(_arrow_fn(fn_bytes, config, secret, ticket),
+                                                   StructType([StructField(OUTCOME, BinaryType())]),
+                                                   barrier=True).collect()]
+    return (sc.parallelize(range(workers), workers).barrier()
+            .mapPartitions(_partition_fn(fn_bytes, config, secret, ticket))
+            .setName(RUN_RDD_NAME).collect())
+
+
+def _describe(sc: Any, text: Optional[str]) -> None:
+    if not is_connect(sc):      # Connect has no job descriptions (the job's tag shows in the UI)
+        sc.setJobDescription(text)
 
 
 def _first_line(exc: Optional[BaseException]) -> str:
@@ -114,6 +156,13 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     ``stats["failures"]`` lists each failed attempt (``attempt``, ``noticed``: the
     wall-clock time, ``time.time()``, when the driver learnt of it, ``error``).
 
+    Over Spark Connect (``spark`` a Connect session) the same, through what Connect
+    offers (see :mod:`.connect`): the barrier stage is a ``mapInArrow(..., barrier=True)``
+    over a DataFrame of one row per task, the slot check reads the session's
+    configuration, Ctrl-C and ``timeout`` interrupt the job's tag (and a caller that
+    tagged its operations with ``spark.addTag`` stops it with ``spark.interruptTag``),
+    and ``stats`` has no ``stage_start``.
+
         results = ts.spark.run(spark, lambda worker: worker.index, workers=2)   # [0, 1]
     """
     check_count("max_attempts", max_attempts)
@@ -126,7 +175,7 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
     check_free_slots(spark, sc, workers)
     fn_bytes = cloudpickle.dumps(fn, protocol=5)
     install_error_translation()
-    service = session_rendezvous(sc, getattr(spark, "conf", None))
+    service = session_rendezvous(sc, None if is_connect(sc) else getattr(spark, "conf", None))
     with owning_checkpoint(config):               # every attempt: a retry is this run, another job is not
         return _attempts(sc, fn_bytes, config, workers, max_attempts, service, stats)
 
@@ -138,13 +187,11 @@ def _attempts(sc: Any, fn_bytes: bytes, config: Config, workers: int, max_attemp
     for attempt in range(1, max_attempts + 1):
         secret = new_secret()
         ticket = None if service is None else service.open(secret, config.connect_timeout)
-        sc.setJobDescription(f"timely_spark.run: {workers} workers (attempt {attempt} of {max_attempts})")
+        _describe(sc, f"timely_spark.run: {workers} workers (attempt {attempt} of {max_attempts})")
         backstop = None if config.timeout is None else config.timeout + 2 * STOP_GRACE + 10
         try:
             with holding_slots(sc, workers), cancelled_on_interrupt_or_deadline(sc, backstop) as expired:
-                rows = (sc.parallelize(range(workers), workers).barrier()
-                        .mapPartitions(_partition_fn(fn_bytes, config, secret, ticket))
-                        .setName(RUN_RDD_NAME).collect())
+                rows = _barrier_collect(sc, workers, fn_bytes, config, secret, ticket)
         except Exception as exc:  # the stage failed; Spark will not retry it
             if expired.is_set():
                 assert config.timeout is not None
@@ -153,13 +200,14 @@ def _attempts(sc: Any, fn_bytes: bytes, config: Config, workers: int, max_attemp
                 failure.__cause__ = exc
             elif isinstance(exc, TimelyError):   # translated already (see job_errors)
                 failure = exc
-            elif "cancelled" in str(exc) and caller_job_group(sc) is not None:
-                failure = chained(SparkJobError(f"the timely job was cancelled with its Spark job group "
+            elif "cancel" in str(exc).lower() and caller_job_group(sc) is not None:   # or Connect's "CANCELED"
+                how = "job tags" if is_connect(sc) else "Spark job group"
+                failure = chained(SparkJobError(f"the timely job was cancelled with its {how} "
                                                 f"{caller_job_group(sc)!r}; its workers were stopped"), exc)
                 break       # the caller stopped it: no retry
             else:
-                failure = chained(timely_cause(exc) or SparkJobError(
-                    f"the barrier job failed (attempt {attempt} of {max_attempts}): {spark_summary(exc)}"), exc)
+                failed = SparkJobError(f"the barrier job failed: {spark_summary(exc)}")
+                failure = chained(timely_cause(exc) or failed, exc)
         else:
             decoded = sorted((cloudpickle.loads(r) for r in rows), key=lambda r: r[0])
             errors = [outcome[1] for _, outcome, _ in decoded if outcome[0] == "error"]
@@ -172,7 +220,7 @@ def _attempts(sc: Any, fn_bytes: bytes, config: Config, workers: int, max_attemp
                 return [outcome[1] for _, outcome, _ in decoded]
             failure = most_telling(errors)
         finally:
-            sc.setJobDescription(None)
+            _describe(sc, None)
             if ticket is not None:
                 assert service is not None
                 service.close(ticket)

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from .connect import is_connect
+
 __all__ = ["TaskStats", "PHASES", "stage_start_seconds", "breakdown", "task_report"]
 
 #: The phases of a task's time, in order.
@@ -38,7 +40,10 @@ PHASES = ("stage_start", "rendezvous", "input", "compute", "output")
 def stage_start_seconds(sc: Any, stage: int, task_start: float) -> Optional[float]:
     """Seconds from Spark submitting ``stage`` to a task starting at ``task_start``
     (``time.time()`` on its executor), or None if Spark no longer knows the stage.
-    (On a cluster the executor's clock may differ from the driver's.)"""
+    (On a cluster the executor's clock may differ from the driver's; over Spark Connect,
+    ``sc`` being the session, Spark's stage times cannot be read: None.)"""
+    if is_connect(sc):
+        return None
     try:
         info = sc._jsc.sc().statusTracker().getStageInfo(stage)
         if info.isEmpty():

@@ -25,7 +25,7 @@ import pyarrow as pa
 from ...errors import ChangelogError
 from .key_hash import hash_columns
 
-__all__ = ["Arrangement", "ranges", "save_arrangements", "load_arrangements"]
+__all__ = ["Arrangement", "ranges", "save_arrangements", "load_arrangements", "conform_to"]
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -40,6 +40,31 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         return np.zeros(0, np.int64)
     offsets = np.cumsum(lengths) - lengths
     return np.repeat(np.asarray(starts, np.int64) - offsets, lengths) + np.arange(total, dtype=np.int64)
+
+
+def conform_to(table: pa.Table, schema: Optional[pa.Schema], name: str, time: object = None) -> pa.Table:
+    """``table`` in ``schema`` (its columns in that order, cast safely to their types;
+    unchanged if ``schema`` is ``None``); a :class:`~timely_spark.errors.ChangelogError`
+    naming the operator ``name``, ``time`` and both schemas if it cannot be.
+
+    >>> import pyarrow as pa
+    >>> schema = pa.schema([("k", pa.string()), ("v", pa.int64())])
+    >>> conform_to(pa.table({"v": [1], "k": ["a"]}), schema, "Op").column_names
+    ['k', 'v']
+    """
+    if schema is None or table.schema.equals(schema):
+        return table
+    if sorted(table.column_names) == sorted(schema.names):
+        try:
+            return table.select(schema.names).cast(schema)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            pass
+    where = f"operator {name!r}" + ("" if time is None else f" at time {time!r}")
+
+    def show(s: pa.Schema) -> str:
+        return ", ".join(f"{f.name}: {f.type}" for f in s)
+    raise ChangelogError(f"{where}: rows ({show(table.schema)}) do not fit the state's schema "
+                         f"({show(schema)}); a changelog keeps one schema across times")
 
 
 class Arrangement:
@@ -84,19 +109,7 @@ class Arrangement:
         timely_spark.errors.ChangelogError: operator 'Distinct' at time 3: rows (k: int64) do not fit the \
 state's schema (k: int64, v: string); a changelog keeps one schema across times
         """
-        if self.schema is None or table.schema.equals(self.schema):
-            return table
-        if sorted(table.column_names) == sorted(self.schema.names):
-            try:
-                return table.select(self.schema.names).cast(self.schema)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                pass
-        where = f"operator {self.name!r}" + ("" if time is None else f" at time {time!r}")
-
-        def show(schema: pa.Schema) -> str:
-            return ", ".join(f"{f.name}: {f.type}" for f in schema)
-        raise ChangelogError(f"{where}: rows ({show(table.schema)}) do not fit the state's schema "
-                             f"({show(self.schema)}); a changelog keeps one schema across times")
+        return conform_to(table, self.schema, self.name, time)
 
     @property
     def rows(self) -> int:

@@ -17,7 +17,8 @@ from .pipe import pipe
 if TYPE_CHECKING:
     from ..stream import Stream
 
-__all__ = ["as_record_batches", "is_table_like", "rebatch", "to_records", "from_records", "DEFAULT_MAX_ROWS"]
+__all__ = ["as_record_batches", "is_table_like", "rebatch", "to_records", "from_records", "DEFAULT_MAX_ROWS",
+           "tables_of"]
 
 #: Rows per record batch when a table is split for a stream.
 DEFAULT_MAX_ROWS = 65_536
@@ -109,3 +110,19 @@ def from_records(stream: "Stream", schema: Any, name: str = "FromRecords") -> "S
             raise TypeError(f"operator {name!r}: records do not fit the schema {schema}: {exc}") from exc
 
     return pipe(stream, name, fn)
+
+
+def tables_of(batches: list, operator: str, time: Any) -> pa.Table:
+    """One table of a time's batches; a ValueError naming the operator and the time if
+    their schemas differ.
+
+    >>> import pyarrow as pa
+    >>> tables_of([pa.record_batch({"x": [1]}), pa.record_batch({"x": [2]})], "Aggregate", 0).num_rows
+    2
+    """
+    try:
+        return pa.Table.from_batches(batches)
+    except pa.ArrowInvalid as exc:
+        schemas = sorted({str(b.schema).replace("\n", ", ") for b in batches})
+        raise ValueError(f"operator {operator!r}: batches at time {time!r} have different schemas "
+                         f"({' | '.join(schemas)}); this operator needs one schema") from exc

@@ -53,7 +53,7 @@ def evaluate(batch: pa.RecordBatch, columns: dict[str, Expression], operator: st
             table = acero.Declaration.from_sequence([
                 acero.Declaration("table_source", acero.TableSourceNodeOptions(pa.Table.from_batches([batch]))),
                 acero.Declaration("project", acero.ProjectNodeOptions(list(exprs.values()), list(exprs))),
-            ]).to_table()
+            ]).to_table(use_threads=False)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             raise ValueError(f"operator {operator!r}: {exc}") from exc
         for name in exprs:

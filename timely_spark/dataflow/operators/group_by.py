@@ -23,7 +23,7 @@ key's values (a withdrawn minimum is replaced by the next one).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +34,7 @@ from .agg_spec import aggregate_table, checked_aggregate
 from .agg_spec import aggregation_spec as _spec
 from .agg_spec import output_name as _output_name
 from .arrangement import Arrangement, load_arrangements, save_arrangements
+from .batches import tables_of
 from .changelog import DIFF, check_counts, consolidate_table, diffs, require_total_order, with_diffs, with_int64_diffs
 from .exchange_by import ExchangeBy, check_columns, key_list
 from .key_hash import hash_columns
@@ -50,24 +51,9 @@ _PARTIALS = {"sum": [("sum", "sum")], "count": [("count", "sum")], "count_all": 
              "min": [("min", "min")], "max": [("max", "max")], "mean": [("sum", "sum"), ("count", "sum")]}
 
 
-def tables_of(batches: list, operator: str, time: Any) -> pa.Table:
-    """One table of a time's batches; a ValueError naming the operator and the time if
-    their schemas differ.
-
-    >>> import pyarrow as pa
-    >>> tables_of([pa.record_batch({"x": [1]}), pa.record_batch({"x": [2]})], "Aggregate", 0).num_rows
-    2
-    """
-    try:
-        return pa.Table.from_batches(batches)
-    except pa.ArrowInvalid as exc:
-        schemas = sorted({str(b.schema).replace("\n", ", ") for b in batches})
-        raise ValueError(f"operator {operator!r}: batches at time {time!r} have different schemas "
-                         f"({' | '.join(schemas)}); this operator needs one schema") from exc
-
-
 class GroupBy:
-    """A stream grouped by key columns (``stream.group_by(keys)``): call :meth:`aggregate`.
+    """A stream grouped by key columns (``stream.group_by(keys)``): call :meth:`aggregate`,
+    :meth:`reduce`, :meth:`top_k`, :meth:`argmin` or :meth:`argmax`.
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> ts.example(lambda s: s.to_stream(pa.table({"k": [1]})).group_by(["k"]).keys)
@@ -130,6 +116,64 @@ class GroupBy:
         if running_state is not None:
             kept = StateHooks(lambda t: running_state.save(), running_state.restore, keyed=True)
         return per_time(self.stream, logic, exchange=ExchangeBy(keys, operator), name=operator, state=kept)
+
+
+    def reduce(self, fn: Callable[[pa.Table, list], Any], schema: Optional[pa.Schema] = None,
+               name: str = "Reduce") -> "Stream":
+        """Keep ``fn`` of each key's rows current over this changelog: see
+        :func:`.reduce.reduce` (``fn(rows, keys)`` is called once per completed time with
+        the rows of every key that changed, and the output is the changelog of its result).
+
+        >>> import pyarrow as pa, timely_spark as ts
+        >>> log = pa.table({"k": ["a", "a", "b"], "v": [1, 2, 3]})
+        >>> size = pa.schema([("k", pa.string()), ("n", pa.int64())])
+        >>> count = lambda rows, keys: rows.group_by(keys).aggregate([([], "count_all")]).rename_columns(["k", "n"])
+        >>> _ = ts.example(lambda s: s.to_stream(log).group_by("k").reduce(count, size)
+        ...                .inspect(lambda b: print(sorted(b.to_pylist(), key=str))))
+        [{'k': 'a', 'n': 2, 'diff': 1}, {'k': 'b', 'n': 1, 'diff': 1}]
+        """
+        from .reduce import reduce
+        return reduce(self.stream, self.keys, fn, schema, name)
+
+    def top_k(self, k: int, by: Union[str, Sequence[Any]], name: str = "TopK") -> "Stream":
+        """The changelog of each key's first ``k`` rows in the order ``by`` (a column, or
+        ``[(column, "ascending" | "descending"), ...]``; ties broken by the other
+        columns): a :meth:`reduce` with :func:`.reduce.top_k_of`, exact under withdrawals
+        (a withdrawn row of the top k is replaced by the next one).
+
+        >>> import pyarrow as pa, timely_spark as ts
+        >>> log = pa.table({"k": ["a", "a", "a", "b"], "v": [5, 9, 7, 1]})
+        >>> _ = ts.example(lambda s: s.to_stream(log).group_by("k").top_k(2, [("v", "descending")])
+        ...                .inspect(lambda b: print(sorted(b.to_pylist(), key=str))))
+        [{'k': 'a', 'v': 7, 'diff': 1}, {'k': 'a', 'v': 9, 'diff': 1}, {'k': 'b', 'v': 1, 'diff': 1}]
+        """
+        from .reduce import top_k_of
+        order = [(by, "ascending")] if isinstance(by, str) else [tuple(o) for o in by]
+        return self.reduce(top_k_of(k, order), None, name)
+
+    def argmin(self, column: str, name: str = "ArgMin") -> "Stream":
+        """The changelog of each key's row with the least ``column`` (ties: the least by the
+        other columns) -- ``top_k(1, [(column, "ascending")])``.
+
+        >>> import pyarrow as pa, timely_spark as ts
+        >>> log = pa.table({"k": ["a", "a"], "v": [5, 2], "who": ["x", "y"]})
+        >>> _ = ts.example(lambda s: s.to_stream(log).group_by("k").argmin("v")
+        ...                .inspect(lambda b: print(b.to_pylist())))
+        [{'k': 'a', 'v': 2, 'who': 'y', 'diff': 1}]
+        """
+        return self.top_k(1, [(column, "ascending")], name)
+
+    def argmax(self, column: str, name: str = "ArgMax") -> "Stream":
+        """The changelog of each key's row with the greatest ``column`` (ties: the least by
+        the other columns) -- ``top_k(1, [(column, "descending")])``.
+
+        >>> import pyarrow as pa, timely_spark as ts
+        >>> log = pa.table({"k": ["a", "a"], "v": [5, 2], "who": ["x", "y"]})
+        >>> _ = ts.example(lambda s: s.to_stream(log).group_by("k").argmax("v")
+        ...                .inspect(lambda b: print(b.to_pylist())))
+        [{'k': 'a', 'v': 5, 'who': 'x', 'diff': 1}]
+        """
+        return self.top_k(1, [(column, "descending")], name)
 
 
 class _PerTime:

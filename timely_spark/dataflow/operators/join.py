@@ -16,12 +16,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import BuildError
-from .arrangement import Arrangement, load_arrangements, save_arrangements
-from .changelog import DIFF, consolidate_table, require_total_order, with_int64_diffs
+from ...progress import sort_key
+from ..lattice import coordinates, times_of_array
+from ..trace import Trace
+from .arrangement import load_arrangements, save_arrangements
+from .batches import tables_of
+from .changelog import DIFF, consolidate_table, with_int64_diffs
 from .exchange_by import ExchangeBy, check_columns, key_list
-from .group_by import tables_of
+from .key_hash import hash_columns
 from .op_state import KEY_HASH, StateHooks
 from .per_time import per_time
+from .reduction import Reduction, changed_keys, emitted
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -47,18 +52,21 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
     clash with this stream's get the suffix ``_right``.
 
     ``running=True`` joins changelogs (see :mod:`.changelog`): the output is the
-    changelog of the inner join of the two collections -- at each completed time, a
-    change on one side joins the other side's collection as it is at that time, and
-    diffs multiply (the ``diff`` columns of the inputs become one, last; a side
-    without ``diff`` counts +1 per row).  Each side's state is kept by key
-    (:mod:`.arrangement`): a time costs in proportion to its changes and the rows of
-    the keys they touch.  Running joins are inner only (any other ``join_type``
-    raises BuildError); null keys match nothing; a withdrawal of a row a side does
-    not hold is not detected here (the output then withdraws join rows it never
-    added -- ``ts.collection`` of it raises ChangelogError); running needs totally
-    ordered times (not inside ``iterative``: BuildError).  Snapshots keep both sides'
-    collections of a running join, keyed by the key columns' hash (they re-shard); a
-    per-time join keeps the schemas it saw last on each side.
+    changelog of the join of the two collections, for every ``join_type``.  Matched rows:
+    a change on one side meets every change the other side had, diffs multiplied (the
+    ``diff`` columns of the inputs become one, last; a side without ``diff`` counts +1
+    per row); at ``Product`` times (inside ``iterate``/``iterative``) the output lands
+    at the lattice join of the two changes' times.  Unmatched rows of outer joins have
+    the other side's columns null: such a row is withdrawn when its key's first match
+    appears and comes back when the last one goes; ``semi`` gives the left rows whose key
+    has a match, ``anti`` those without one (left columns only).  Each side's changes are
+    kept by key (:mod:`..trace`): a time costs in proportion to its changes and the rows
+    of the keys they touch.  Null keys match nothing.  An unmatched row carries only its
+    side's columns until the other side has had a row (its columns are unknown before).
+    A withdrawal of a row a side does not hold is not detected by the matched part
+    (``ts.collection`` of the output raises ChangelogError).  Snapshots keep the
+    changes of both sides (and the unmatched rows emitted), keyed by the key columns'
+    hash (they re-shard); a per-time join keeps the schemas it saw last on each side.
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> users = pa.table({"id": [1, 2], "name": ["ann", "bob"]})
@@ -88,22 +96,18 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
     if how is None:
         raise BuildError(f"operator {name!r}: join_type {join_type!r} is not one of {', '.join(JOIN_TYPES)}")
     if running:
-        if how != "inner":
-            raise BuildError(f"operator {name!r}: a running join (of changelogs) is inner only, not "
-                             f"{join_type!r}: an unmatched row's output would change with the other side's "
-                             "state (join the changelogs, then add the unmatched rows from an anti-join of "
-                             "their collections per time if needed)")
-        require_total_order(stream.scope, name)
-        running_join = _RunningJoin(keys, name)
+        running_join = _RunningJoin(keys, how, name, stream.scope.minimum)
         logic: Any = running_join
-        kept = StateHooks(lambda t: save_arrangements(running_join.states, KEY_HASH),
-                         lambda table: load_arrangements(running_join.states, table, KEY_HASH), keyed=True)
+        kept = StateHooks(lambda t: save_arrangements(running_join.stores, KEY_HASH),
+                         lambda table: load_arrangements(running_join.stores, table, KEY_HASH), keyed=True)
+        advance = running_join.advance
     else:
         per_time_join = _PerTimeJoin(keys, how, name, stream.scope.index)
         logic = per_time_join
         kept = StateHooks(lambda t: per_time_join.save(), per_time_join.restore, keyed=True)
+        advance = None
     exchange = ExchangeBy(keys, name)
-    return per_time(stream, logic, others=[other], exchange=exchange, name=name, state=kept)
+    return per_time(stream, logic, others=[other], exchange=exchange, name=name, state=kept, advance=advance)
 
 
 class _PerTimeJoin:
@@ -157,16 +161,35 @@ class _PerTimeJoin:
 
 
 class _RunningJoin:
-    """The changelog of the inner join of two changelogs' collections: each side's
-    state in an arrangement by key; a time's changes on one side join the other side's
-    state as of the time before plus the other side's changes at this time."""
+    """The changelog of a join of two changelogs' collections (see :func:`join`): each
+    side's changes in a :class:`~..trace.Trace` by key.  The matched rows are bilinear: a
+    change at ``t`` meets every change the other side's trace holds, at the lattice join
+    of the two times, diffs multiplied.  The unmatched rows (outer joins) and semi/anti
+    joins are functions of each key's two collections, kept by a :class:`.reduction.Reduction`."""
 
-    def __init__(self, keys: list[str], name: str) -> None:
-        self.keys, self.name = keys, name
-        self.states = [Arrangement(keys, self._compact, name), Arrangement(keys, self._compact, name)]
+    def __init__(self, keys: list[str], how: str, name: str, like: Any) -> None:
+        self.keys, self.how, self.name, self.like = keys, how, name, like
+        self.sides = [Trace(keys, like, name), Trace(keys, like, name)]
+        self.matched = how in ("inner", "left outer", "right outer", "full outer")
+        self.parts: dict[str, Reduction] = {}
+        if how in ("left outer", "full outer", "left anti"):
+            self.parts["left"] = Reduction(keys, like, name, self._unmatched_left)
+        if how in ("right outer", "full outer"):
+            self.parts["right"] = Reduction(keys, like, name, self._unmatched_right)
+        if how == "left semi":
+            self.parts["semi"] = Reduction(keys, like, name, self._matched_left)
 
-    def _compact(self, table: pa.Table) -> pa.Table:
-        return consolidate_table(table, self.name)
+    @property
+    def stores(self) -> list:
+        """The arrangements a snapshot keeps: both sides, then the kept unmatched rows."""
+        return [t.store for t in self.sides] + [r.output.store for r in self.parts.values()]
+
+    def advance(self, frontier: list) -> None:
+        """Compact every trace to ``frontier``."""
+        for trace in self.sides:
+            trace.advance(frontier)
+        for part in self.parts.values():
+            part.advance(frontier)
 
     def _changes(self, batches: list, t: Any, side: int) -> Optional[pa.Table]:
         if not batches:
@@ -174,33 +197,115 @@ class _RunningJoin:
         for batch in batches:
             check_columns(batch, self.keys, self.name)
         delta = consolidate_table(tables_of(with_int64_diffs(batches, self.name), self.name, t), self.name)
-        return self.states[side].conform(delta, t) if delta.num_rows else None
+        return self.sides[side].conform(delta, t) if delta.num_rows else None
 
-    def _join(self, left: pa.Table, right: pa.Table) -> pa.Table:
-        lt = left.rename_columns([("__dl" if n == DIFF else n) for n in left.column_names])
-        rt = right.rename_columns([("__dr" if n == DIFF else n) for n in right.column_names])
-        joined = lt.join(rt, self.keys, join_type="inner", right_suffix="_right", use_threads=False)
+    # ---- matched rows: bilinear, at the lattice join of the two times -------------------
+    def _pairs(self, left: pa.Table, right: pa.Table, t: Any) -> Optional[tuple[pa.Table, np.ndarray]]:
+        times = self.sides[0].time_columns
+
+        def renamed(table: pa.Table, mark: str) -> pa.Table:
+            return table.rename_columns([f"__d{mark}" if n == DIFF else (f"__{mark}{n}" if n in times else n)
+                                         for n in table.column_names])
+        joined = renamed(left, "l").join(renamed(right, "r"), self.keys, join_type="inner",
+                                         right_suffix="_right", use_threads=False)
+        if not joined.num_rows:
+            return None
+        at = np.tile(np.array(coordinates(t), np.int64), (joined.num_rows, 1))
+        for mark in ("l", "r"):
+            if f"__{mark}{times[0]}" in joined.column_names:
+                at = np.maximum(at, np.column_stack([joined[f"__{mark}{c}"].to_numpy() for c in times]))
         product = pc.multiply(joined["__dl"], joined["__dr"])
-        return joined.drop_columns(["__dl", "__dr"]).append_column(DIFF, product)
+        extra = [n for n in joined.column_names if n.startswith(("__l__t", "__r__t")) or n in ("__dl", "__dr")]
+        return joined.drop_columns(extra).append_column(DIFF, product), at
+
+    def _matched(self, t: Any, dl: Optional[pa.Table], dr: Optional[pa.Table]) -> dict:
+        left, right = self.sides
+        found: list = []
+        if dl is not None:
+            other = right.gather(dl)                          # every change the right side had
+            for piece in (other, dr):
+                if piece is not None and piece.num_rows:
+                    found.append(self._pairs(dl, piece, t))
+        if dr is not None:
+            mine = left.gather(dr)
+            if mine is not None and mine.num_rows:
+                found.append(self._pairs(mine, dr, t))
+        found = [f for f in found if f is not None]
+        if not found:
+            return {}
+        rows = pa.concat_tables([f[0] for f in found], promote_options="default")
+        at = np.concatenate([f[1] for f in found])
+        here = np.array(coordinates(t), np.int64)
+        if (at == here).all():
+            return {t: [rows]}
+        distinct, which = np.unique(at, axis=0, return_inverse=True)
+        which = which.reshape(-1)
+        return {when: [rows.filter(pa.array(which == i))] for i, when in enumerate(times_of_array(distinct, self.like))}
+
+    # ---- unmatched rows, semi and anti: functions of each key's two collections ----------
+    def _has_match(self, rows: pa.Table, others: pa.Table) -> np.ndarray:
+        """Per row of ``rows``: whether its key (no null in it) has rows in ``others``."""
+        if not rows.num_rows:
+            return np.zeros(0, bool)
+        present = others.filter(pc.greater(others[DIFF], 0)) if others.num_rows else others
+        if not present.num_rows:
+            return np.zeros(rows.num_rows, bool)
+        match = np.isin(hash_columns(rows, self.keys), hash_columns(present, self.keys))
+        for k in self.keys:
+            match &= rows[k].is_valid().to_numpy(zero_copy_only=False)
+        return match
+
+    def _unmatched_left(self, folded: list, t: Any) -> pa.Table:
+        left, right = folded
+        return left.filter(pa.array(~self._has_match(left, right)))
+
+    def _unmatched_right(self, folded: list, t: Any) -> pa.Table:
+        left, right = folded
+        return right.filter(pa.array(~self._has_match(right, left)))
+
+    def _matched_left(self, folded: list, t: Any) -> pa.Table:
+        left, right = folded
+        return left.filter(pa.array(self._has_match(left, right)))
+
+    def _padded(self, rows: pa.Table, side: str) -> pa.Table:
+        """Unmatched rows of one side in the columns of the matched rows, the other side's
+        columns null (only this side's columns while the other has shown none)."""
+        schemas = [self.sides[0].schema, self.sides[1].schema]
+        if schemas[0] is None or schemas[1] is None:
+            return rows
+        times = set(self.sides[0].time_columns) | {DIFF}
+        lefts = [f for f in schemas[0] if f.name not in times]
+        rights = [f for f in schemas[1] if f.name not in times and f.name not in self.keys]
+        left_names = {f.name for f in lefts}
+        n = rows.num_rows
+        columns: dict[str, Any] = {}
+        for f in lefts:
+            present = side == "left" or f.name in self.keys
+            columns[f.name] = rows[f.name].cast(f.type) if present else pa.nulls(n, f.type)
+        for f in rights:
+            name = f"{f.name}_right" if f.name in left_names else f.name
+            columns[name] = rows[f.name] if side == "right" else pa.nulls(n, f.type)
+        columns[DIFF] = rows[DIFF]
+        return pa.table(columns)
 
     def __call__(self, t: Any, lefts: list, rights: list) -> Any:
         dl, dr = self._changes(lefts, t, 0), self._changes(rights, t, 1)
-        left, right = self.states
-        parts = []
-        if dl is not None:
-            other = right.gather(dl)                          # the right collection before t
-            pieces = [p for p in (other, dr) if p is not None and p.num_rows]
-            if pieces:
-                parts.append(self._join(dl, pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]))
-        if dr is not None:
-            mine = left.gather(dr)                           # the left collection before t
-            if mine is not None and mine.num_rows:
-                parts.append(self._join(mine, dr))
-        if dl is not None:
-            left.insert(dl)
-        if dr is not None:
-            right.insert(dr)
-        parts = [p for p in parts if p.num_rows]
-        if not parts:
-            return None
-        return consolidate_table(pa.concat_tables(parts), self.name).combine_chunks().to_batches()
+        later = self._matched(t, dl, dr) if self.matched else {}
+        for trace, delta in zip(self.sides, (dl, dr)):
+            if delta is not None:
+                trace.insert(delta, t)
+        changed = changed_keys([dl, dr], self.keys)
+        wake: set = set()
+        for kind, part in self.parts.items():
+            out, times = part.step(t, self.sides, changed, check=False)
+            wake.update(times)
+            if out is not None:
+                if kind in ("left", "right") and self.how != "left anti":
+                    out = self._padded(out, kind)
+                later.setdefault(t, []).append(out)
+        out = None
+        if t in later:
+            out = consolidate_table(pa.concat_tables(later.pop(t), promote_options="default"), self.name)
+        return emitted(t, out, sorted(wake, key=sort_key),
+                       {when: consolidate_table(pa.concat_tables(ts, promote_options="default"), self.name)
+                        .combine_chunks().to_batches() for when, ts in later.items()})

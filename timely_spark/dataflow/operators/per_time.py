@@ -9,12 +9,12 @@ its closure between times; that is how incremental operators keep their indexes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Optional, Sequence
 
 import pyarrow as pa
 
 from ...errors import CheckpointError
-from ...progress import sort_key
+from ...progress import less_equal, sort_key
 from ..operator import OperatorBuilder
 from .exchange_by import check_batch
 from .op_state import before
@@ -22,12 +22,28 @@ from .op_state import before
 if TYPE_CHECKING:
     from ..stream import Stream
 
-__all__ = ["per_time"]
+__all__ = ["per_time", "Emit"]
+
+
+class Emit(NamedTuple):
+    """What ``logic`` may return instead of record batches, when it sends at later times
+    or must look at a later time again: ``batches`` maps times ``>=`` the completed time
+    to the record batches to send at each; ``wake`` lists times ``>=`` it at which
+    ``logic`` is to be called once they are complete, with or without input then (an
+    incremental operator's "interesting times").
+
+    >>> Emit({3: []}, [4]).wake
+    [4]
+    """
+
+    batches: dict
+    wake: Sequence = ()
 
 
 def per_time(stream: "Stream", logic: Callable[..., Optional[Iterable[pa.RecordBatch]]],
              others: Sequence["Stream"] = (), exchange: Any = None,
-             name: str = "PerTime", state: Any = None) -> "Stream":
+             name: str = "PerTime", state: Any = None,
+             advance: Optional[Callable[[list], None]] = None) -> "Stream":
     """Call ``logic(time, batches, *others_batches)`` once per completed time and send
     the record batches it returns (an iterable, or ``None``) at that time.
 
@@ -36,7 +52,12 @@ def per_time(stream: "Stream", logic: Callable[..., Optional[Iterable[pa.RecordB
     list for some input, never for all.  A time is delivered once no input can still
     receive data at a time ``<=`` it, and times are delivered in an order consistent
     with their partial order; a time at which no input received data is never
-    delivered.  ``exchange`` routes the inputs first: ``None`` (stay on this worker),
+    delivered -- unless ``logic`` asked to be woken at it: ``logic`` may return an
+    :class:`Emit` (batches at times ``>=`` the completed one, times to wake at).
+    ``advance(frontier)``, if given, is called after each activation that completed
+    times with the elements of the inputs' joint frontier (no time that is not at or
+    beyond one of them will be delivered again: state may be compacted to it).
+    ``exchange`` routes the inputs first: ``None`` (stay on this worker),
     one pact for every input (e.g. ``ExchangeBy(["key"])``), or a list with one pact
     (or ``None``) per input.  A record that is not a ``pyarrow.RecordBatch`` raises an
     error naming the operator.
@@ -92,15 +113,40 @@ def per_time(stream: "Stream", logic: Callable[..., Optional[Iterable[pa.RecordB
                 if entry is None:
                     entry = pending[cap.time] = [cap.retain(), *([] for _ in inputs)]
                 entry[1 + i].extend(check_batch(record, name) for record in data)
-        done = [t for t in pending if not any(inp.frontier.less_equal(t) for inp in inputs)]
-        for t in sorted(done, key=sort_key):
+        done = sorted((t for t in pending if not any(inp.frontier.less_equal(t) for inp in inputs)), key=sort_key)
+        completed = bool(done)
+        while done:
+            t = done.pop(0)
             cap, *held = pending.pop(t)
             produced = logic(t, *held)
-            if produced is not None:
+            if isinstance(produced, Emit):
+                if send_later(cap, t, produced):       # woken times complete already go in order
+                    done = sorted((t for t in pending if not any(inp.frontier.less_equal(t) for inp in inputs)),
+                                  key=sort_key)
+            elif produced is not None:
                 batches = [b for b in produced if b.num_rows]
                 if batches:
                     out.session(cap).give_batch(batches)
             cap.drop()
+        if completed and advance is not None:
+            advance(joint_frontier())
+
+    def send_later(cap: Any, t: Any, emit: Emit) -> bool:
+        """Send ``emit``'s batches, hold its wake times; whether a wake time was new."""
+        for when, batches in emit.batches.items():
+            batches = [b for b in batches if b.num_rows]
+            if batches:
+                out.session(cap if when == t else cap.delayed(when)).give_batch(batches)
+        new = False
+        for when in emit.wake:
+            if when not in pending:
+                pending[when] = [cap.delayed(when), *([] for _ in inputs)]
+                new = True
+        return new
+
+    def joint_frontier() -> list:
+        times = {t for inp in inputs for t in inp.frontier.elements()}
+        return [t for t in times if not any(u != t and less_equal(u, t) for u in times)]
 
     builder.build(logic_, notify=True)
     return result

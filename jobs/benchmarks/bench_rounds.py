@@ -1,0 +1,281 @@
+"""What a small round costs: the engine, the exchange and the operators, each beside a raw baseline.
+
+Incremental work is many small rounds, so what a round costs when it carries little data is what
+a user waits for. Each row is printed with its raw baseline, measured in the same run:
+
+1. ``loop``: one record circulating through ``iterative`` + ``feedback`` on one worker,
+   microseconds a round; baseline: a plain Python loop moving the record through a deque.
+2. ``epoch``: an epoch across 2 processes (worker 0 sends one record to worker 1 and back,
+   ``advance_to``, a probe), median microseconds; baseline: a raw socket round trip.
+3. ``arrow``: Arrow record batches exchanged between 2 processes, GB/s per direction;
+   baseline: the same bytes through a raw socket.
+4. ``components``: ``ts.graph.components`` on ``--edges`` random edges (2 threads), the median
+   small epoch of ``--changes`` inserted edges, and of 90 % inserts and 10 % withdrawals, with
+   its parts (operator logic, from the engine's ``schedule`` events; the rest: the engine and
+   the exchange); baseline: the batch form recomputing the whole graph.
+5. ``pagerank``: ``ts.graph.pagerank_stream`` output rows per changed edge in the same epochs.
+
+    python jobs/benchmarks/bench_rounds.py [--only loop,epoch,arrow,components,pagerank]
+                                           [--edges N] [--changes N] [--epochs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections import deque
+
+import numpy as np
+import pyarrow as pa
+from bench_engine import loop_rounds  # beside this script
+
+import timely_spark as ts
+
+
+def loop_round(rounds: int) -> float:
+    """Seconds a round of one record through a feedback loop on one worker (bench_engine's loop)."""
+    return loop_rounds(rounds) / rounds
+
+
+def python_round(rounds: int) -> float:
+    """The same record moved by hand: a deque per operator, the round counted, the branch tested."""
+    queues = [deque(), deque(), deque()]
+    queues[0].append((0, "token"))
+    start = time.perf_counter()
+    while True:
+        t, x = queues[0].popleft()
+        queues[1].append((t, x))
+        t, x = queues[1].popleft()
+        if not t < rounds:
+            break
+        queues[2].append((t, x))
+        t, x = queues[2].popleft()
+        queues[0].append((t + 1, x))
+    return (time.perf_counter() - start) / rounds
+
+
+def sync(worker) -> None:
+    ts.sync.Barrier(worker).wait()
+
+
+def epoch_latency(epochs: int) -> float:
+    """The median seconds of an epoch in which one record goes to the other process and back."""
+    def work(worker):
+        def build(scope):
+            inp, stream = scope.new_input()
+            return inp, stream.exchange(lambda r: 1).exchange(lambda r: 0).probe()
+
+        inp, probe = worker.dataflow(build)
+        sync(worker)
+        times = []
+        for epoch in range(epochs):
+            start = time.perf_counter()
+            if worker.index == 0:
+                inp.send(epoch)
+            inp.advance_to(epoch + 1)
+            worker.step_while(lambda: probe.less_than(epoch + 1), timeout=60)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times[epochs // 10:])
+
+    return max(ts.execute(work, processes=2, timeout=600))
+
+
+def arrow_exchange(total_mb: int, batch_mb: int = 4) -> float:
+    """Bytes a second per direction: each of 2 processes sends ``total_mb / 2`` MB of Arrow batches to the other."""
+    def work(worker):
+        rows = batch_mb * (1 << 20) // 16
+        rb = pa.record_batch({"a": pa.array(np.arange(rows)), "b": pa.array(np.arange(rows, dtype=np.float64))})
+        got = [0]
+
+        def build(scope):
+            inp, stream = scope.new_input()
+            probe = stream.exchange(lambda b: worker.index + 1).inspect(
+                lambda b: got.__setitem__(0, got[0] + b.nbytes)).probe()
+            return inp, probe
+
+        inp, probe = worker.dataflow(build)
+        sync(worker)
+        start = time.perf_counter()
+        for _ in range(total_mb // batch_mb // worker.peers):
+            inp.send_batch([rb])
+            worker.step()
+        inp.close()
+        worker.step_while(lambda: not probe.done(), timeout=600)
+        return got[0], time.perf_counter() - start
+
+    results = ts.execute(work, processes=2, timeout=600)
+    return min(r[0] / r[1] for r in results)
+
+
+RAW_PEER = r"""
+import socket, sys
+mode, port, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.create_connection(("127.0.0.1", port))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+buf = bytearray(1 << 22); view = memoryview(buf)
+if mode == "sink":
+    left = size
+    while left:
+        n = s.recv_into(view[:min(left, len(buf))])
+        if not n: break
+        left -= n
+    s.sendall(b"k")
+else:
+    while True:
+        n = s.recv_into(buf)
+        if not n: break
+        s.sendall(buf[:n])
+"""
+
+
+def raw_peer(mode: str, size: int) -> tuple[subprocess.Popen, socket.socket]:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        proc = subprocess.Popen([sys.executable, "-c", RAW_PEER, mode, str(listener.getsockname()[1]), str(size)])
+        listener.settimeout(60)
+        conn, _ = listener.accept()
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return proc, conn
+
+
+def raw_round_trip(trips: int) -> float:
+    proc, conn = raw_peer("echo", 0)
+    with conn:
+        times = []
+        for _ in range(trips):
+            start = time.perf_counter()
+            conn.sendall(b"x" * 16)
+            got = 0
+            while got < 16:
+                got += len(conn.recv(64))
+            times.append(time.perf_counter() - start)
+    proc.wait(60)
+    return statistics.median(times)
+
+
+def raw_copy(total_bytes: int, chunk: int = 4 << 20) -> float:
+    proc, conn = raw_peer("sink", total_bytes)
+    data = memoryview(bytes(chunk))
+    with conn:
+        start = time.perf_counter()
+        for sent in range(0, total_bytes, chunk):
+            conn.sendall(data[:min(chunk, total_bytes - sent)])
+        conn.recv(1)
+        elapsed = time.perf_counter() - start
+    proc.wait(60)
+    return total_bytes / elapsed
+
+
+def edge_epochs(rng, base: pa.Table, vertices: int, epochs: int, size: int, delete_share: float) -> list:
+    deletes = int(size * delete_share)
+    gone = rng.choice(base.num_rows, deletes * epochs, replace=False)
+    out = []
+    for e in range(epochs):
+        rows = base.take(gone[e * deletes:(e + 1) * deletes])
+        n = size - deletes
+        out.append(pa.record_batch({
+            "src": np.concatenate([rng.integers(0, vertices, n), rows["src"].to_numpy()]),
+            "dst": np.concatenate([rng.integers(0, vertices, n), rows["dst"].to_numpy()]),
+            "diff": np.concatenate([np.ones(n, np.int64), -np.ones(deletes, np.int64)])}))
+    return out
+
+
+def stream_epochs(algorithm, base: pa.Table, epochs: list, threads: int = 2) -> tuple[list, list, list]:
+    """Per small epoch: seconds, seconds in operator logic (worker 0), rows emitted."""
+    def work(worker):
+        rows: list = [0] * (len(epochs) + 1)
+        busy = [0.0]
+        open_: list = []      # [start, nested] of the schedules under way (a scope's holds its operators')
+
+        def on_events(events):   # operator logic: schedules with no schedule nested in them
+            for e in events:
+                if e["event"] != "schedule":
+                    continue
+                if e["start"]:
+                    if open_:
+                        open_[-1][1] = True
+                    open_.append([e["elapsed"], False])
+                elif open_:
+                    began, nested = open_.pop()
+                    if not nested:
+                        busy[0] += e["elapsed"] - began
+
+        def build(scope):
+            inp, edges = scope.new_input()
+            out = algorithm(edges).inspect_time(lambda t, rb: rows.__setitem__(t, rows[t] + rb.num_rows))
+            return inp, out.probe()
+
+        inp, probe = worker.dataflow(build)
+        times, logic = [], []
+        for e, batch in enumerate([base.to_batches()[0], *epochs]):
+            if e == 1 and worker.index == 0:
+                worker.log_register().insert("timely", on_events)
+            busy[0] = 0.0
+            start = time.perf_counter()
+            if worker.index == 0:
+                inp.send(batch)
+            inp.advance_to(e + 1)
+            worker.step_while(lambda: probe.less_than(inp.time), timeout=3600)
+            times.append(time.perf_counter() - start)
+            logic.append(busy[0])
+        return times[1:], logic[1:], rows[1:]
+
+    parts = ts.execute(work, threads=threads, timeout=7200)
+    times = [max(p[0][i] for p in parts) for i in range(len(epochs))]
+    rows = [sum(p[2][i] for p in parts) for i in range(len(epochs))]
+    return times, parts[0][1], rows
+
+
+def graph_rows(args, rng) -> None:
+    m, v = args.edges, args.edges // 2
+    base = pa.table({"src": rng.integers(0, v, m), "dst": rng.integers(0, v, m)}).combine_chunks()
+    start = time.perf_counter()
+    ts.graph.connected_components(base, workers=2)
+    scratch = time.perf_counter() - start
+    for label, share in (("inserts", 0.0), ("10% withdrawals", 0.1)):
+        epochs = edge_epochs(rng, base, v, args.epochs, args.changes, share)
+        if "components" in args.only:
+            times, logic, rows = stream_epochs(ts.graph.components, base, epochs)
+            med = statistics.median(times)
+            print(f"components, epochs of {args.changes:,} changed edges ({label}), {m:,} edges, 2 threads: "
+                  f"median {med * 1e3:.1f} ms (operator logic on worker 0 {statistics.median(logic) * 1e3:.1f} ms, "
+                  f"engine and exchange the rest); batch form from scratch {scratch * 1e3:.0f} ms, "
+                  f"ratio {med / scratch:.3f}; rows emitted per epoch {statistics.median(rows):,.0f}")
+        if "pagerank" in args.only:
+            times, _, rows = stream_epochs(lambda e: ts.graph.pagerank_stream(e, tolerance=1e-9), base, epochs)
+            print(f"pagerank_stream, same epochs ({label}): median {statistics.median(times) * 1e3:.1f} ms, "
+                  f"{statistics.median(rows) / args.changes:.1f} rows emitted per changed edge")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default="loop,epoch,arrow,components,pagerank")
+    parser.add_argument("--rounds", type=int, default=100_000)
+    parser.add_argument("--trips", type=int, default=2_000)
+    parser.add_argument("--arrow-mb", type=int, default=2_048)
+    parser.add_argument("--edges", type=int, default=2_000_000)
+    parser.add_argument("--changes", type=int, default=1_000)
+    parser.add_argument("--epochs", type=int, default=20)
+    args = parser.parse_args()
+    args.only = set(args.only.split(","))
+    if "loop" in args.only:
+        engine, plain = loop_round(args.rounds), python_round(args.rounds)
+        print(f"loop, one record, one worker: {engine * 1e6:.1f} us a round; the same moves in plain Python "
+              f"{plain * 1e6:.2f} us (ratio {engine / plain:.0f}); timely-dataflow in Rust: about 1.6 us")
+    if "epoch" in args.only:
+        epoch, raw = epoch_latency(args.trips), raw_round_trip(args.trips)
+        print(f"epoch across 2 processes (one record there and back, advance_to, probe): median {epoch * 1e6:.0f} us; "
+              f"raw socket round trip {raw * 1e6:.0f} us (ratio {epoch / raw:.1f})")
+    if "arrow" in args.only:
+        rate, raw = arrow_exchange(args.arrow_mb), raw_copy(args.arrow_mb << 20)
+        print(f"Arrow exchange between 2 processes: {rate / 1e9:.2f} GB/s per direction; raw socket "
+              f"{raw / 1e9:.2f} GB/s (ratio {rate / raw:.2f})")
+    if args.only & {"components", "pagerank"}:
+        graph_rows(args, np.random.default_rng(7))
+
+
+if __name__ == "__main__":
+    main()
