@@ -197,10 +197,10 @@ def test_bad_input_names_operator_time_and_row():
     assert isinstance(info.value.cause, ChangelogError)
     assert "'Components' at time 0" in str(info.value.cause) and "integer" in str(info.value.cause)
 
-    def strings(scope):
+    def strings(scope):                            # ids of two types
         inp, edges = scope.new_input()
         components(edges)
-        inp.send(pa.record_batch({"src": ["a"], "dst": ["b"]}))
+        inp.send(pa.record_batch({"src": ["a"], "dst": [2]}))
         inp.close()
 
     with pytest.raises(WorkerError) as info:

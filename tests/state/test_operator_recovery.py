@@ -59,6 +59,30 @@ def _work(build, epochs, fail_at=None, sink=None, files=None):
     return work
 
 
+def _records(rows):
+    return [pa.record_batch({"k": [r[0] for r in rows], "seq": [r[1] for r in rows], "v": [r[2] for r in rows],
+                             "gone": [r[3] for r in rows]})]
+
+
+# a change feed: inserts, updates (two of a key in one epoch), deletes, a delete of an unknown key
+UPSERTS = [_records([("a", 1, 1, False), ("b", 1, 2, False), ("a", 2, 3, False)]),
+           _records([("c", 1, 4, False), ("b", 2, 5, False)]),
+           _records([("a", 3, 3, True), ("z", 1, 0, True)]),
+           _records([("a", 4, 7, False), ("c", 2, 8, False), ("c", 3, 9, False)]),
+           _records([("b", 3, 5, True), ("d", 1, 1, False)]),
+           _records([("a", 5, 1, False), ("d", 2, 2, False)])]
+
+
+def _strings(batches):
+    """Edge batches with string vertex ids."""
+    out = []
+    for b in batches:
+        for n in ("src", "dst"):
+            b = b.set_column(b.schema.get_field_index(n), n, b.column(n).cast(pa.string()))
+        out.append(b)
+    return out
+
+
 def _running_sum(k, v, s):
     total = (s or 0) + v
     return total, [(k, total)]
@@ -80,6 +104,8 @@ PIPELINES = {
         lambda b: b.set_column(1, "rank", pa.compute.round(b["rank"], 6))), EDGES),
     "shortest_paths": (lambda s, x: ts.graph.shortest_paths_stream(x, [1, 4]), EDGES),
     "components": (lambda s, x: ts.graph.components(x), EDGES),
+    "components_strings": (lambda s, x: ts.graph.components(x), [_strings(e) for e in EDGES]),
+    "upsert": (lambda s, x: x.upsert("k", sequence_by="seq", delete="gone"), UPSERTS),
     # windows open across the snapshot: tumbling ones closing at every other time, and
     # sessions of keys with rows at every time, open until the input ends
     "window_tumbling": (lambda s, x: x.group_by_window("t", keys="k", every=20, epoch=10).aggregate(WINDOW_AGGS),

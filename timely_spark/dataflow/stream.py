@@ -24,6 +24,7 @@ from .operators.distinct import distinct as distinct_op
 from .operators.iterate import iterate as iterate_op
 from .operators.iterate import negate as negate_op
 from .operators.temporal import valid_during as valid_during_op
+from .operators.upsert import upsert as upsert_op
 from .probe import probe, probe_with
 from .vertex import vertex
 
@@ -98,6 +99,7 @@ class Stream:
     # changelogs (a ``diff`` column: see operators/changelog.py)
     consolidate = consolidate_op
     distinct = distinct_op
+    upsert = upsert_op
     negate = negate_op
     iterate = iterate_op
     valid_during = valid_during_op

@@ -37,6 +37,7 @@ from .components_columnar import edge_arrays
 from .edge_input import edge_changes, withdrawn_error
 from .key_index import KeyIndex
 from .state_log import log_state
+from .stream_ids import decode_stream_ids, encode_stream_ids, smallest_labels
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
@@ -187,7 +188,7 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
     """Incremental connected components: a changelog of edges in, the changelog of the
     result out.
 
-    Input: record batches of int64 edges ``(src, dst)`` with an optional integer
+    Input: record batches of edges ``(src, dst)`` with an optional integer
     ``diff`` column (``+1`` adds one copy of the edge, ``-1`` withdraws one; none
     means ``+1``; other columns are ignored).  Edges are undirected; the graph at time t holds the edges whose
     copies, summed over all times <= t, are positive.  Output: at each completed time,
@@ -201,7 +202,12 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
     docstring for the costs, and for where the state lives: the edge counts sharded by
     edge hash, the labels and adjacency by vertex hash).
 
-    A missing column or non-integer ids raise :class:`~timely_spark.errors.GraphInputError`;
+    Vertex ids may be of any type the batch forms take (integers, strings, binaries,
+    uint64, dates, timestamps; one type per stream): ids that are not signed integers
+    are mapped to int64 ids inside the workers (:mod:`.stream_ids`, kept in snapshots)
+    and back, the component being the smallest id in the type's own order.
+
+    A missing column or ids of two types raise :class:`~timely_spark.errors.GraphInputError`;
     a non-integer ``diff``, or the withdrawal of an edge the graph does not hold,
     :class:`~timely_spark.errors.ChangelogError` naming the operator, time and row.
 
@@ -223,6 +229,7 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
     name = "Components"
     scope = edges.scope
     tallies = [EdgeCounts(name)]
+    edges, pairs = encode_stream_ids(edges, src, dst, name)
 
     def keyed(rb: pa.RecordBatch) -> pa.RecordBatch:
         a, b = edge_arrays(check_batch(rb, name), src, dst, name)
@@ -247,4 +254,4 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
         state=StateHooks(lambda t: tallies[0].saved(),
                          lambda table: tallies.__setitem__(0, EdgeCounts.restored(f"{name}Edges", table)),
                          keyed=True))
-    return label_changes(changes, name)
+    return smallest_labels(decode_stream_ids(pairs, label_changes(changes, name), "vertex", name), name)

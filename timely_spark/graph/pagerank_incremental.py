@@ -44,6 +44,7 @@ from .components_columnar import edge_arrays
 from .edge_input import diffs_at, withdrawn_error
 from .in_order import rounds_in_order
 from .sorted_rows import SortedRows
+from .stream_ids import decode_stream_ids, encode_stream_ids
 from .stream_state import keyed_parts, part_of, scalars_of
 from .unique import sorted_unique
 
@@ -388,7 +389,8 @@ def check_stream_parameters(tolerance: Any, damping: Any) -> None:
 
 def pagerank_stream(edges: "Stream", tolerance: float = PAGERANK_TOLERANCE, damping: float = 0.85,
                     src: str = "src", dst: str = "dst") -> "Stream":
-    """A changelog of int64 edges ``(src, dst, optional diff)`` in; a changelog of
+    """A changelog of edges ``(src, dst, optional diff)`` in (ids of any type the batch
+    form takes, one type per stream: see :mod:`.stream_ids`); a changelog of
     ``(vertex, rank, diff)`` out: at each completed time, ``-1`` rows for the ranks
     that changed or left and ``+1`` rows for the new ones, nothing for the rest.
 
@@ -424,6 +426,8 @@ def pagerank_stream(edges: "Stream", tolerance: float = PAGERANK_TOLERANCE, damp
         state.append(_PageRank(inner.peers, tolerance, damping, src, dst, name))
         return state[0]
 
+    edges, pairs = encode_stream_ids(edges, src, dst, name)
     ticks = rounds_in_order(edges, make, src, name)
-    return ticks.per_time(lambda t, batches: state[0].emit(t, batches), name=f"{name}Emit")
+    ranks = ticks.per_time(lambda t, batches: state[0].emit(t, batches), name=f"{name}Emit")
+    return decode_stream_ids(pairs, ranks, "vertex", name)
 

@@ -40,6 +40,7 @@ from .edge_input import diffs_at, source_vertices, weighted_edges, withdrawn_err
 from .in_order import rounds_in_order
 from .key_index import expand_ranges
 from .sorted_rows import SortedRows
+from .stream_ids import decode_sources, decode_stream_ids, encode_stream_ids, local_sources
 from .stream_state import keyed_parts, part_of, scalars_of
 
 if TYPE_CHECKING:
@@ -402,7 +403,9 @@ class _Paths:
 
 def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optional[str] = None,
                           src: str = "src", dst: str = "dst") -> "Stream":
-    """A changelog of int64 edges ``(src, dst[, weight], optional diff)`` in; a changelog
+    """A changelog of edges ``(src, dst[, weight], optional diff)`` in (ids of any type the
+    batch form takes, one type per stream: see :mod:`.stream_ids`; ``sources`` a list or
+    pyarrow array of ids of that type); a changelog
     of ``(vertex, source, distance, diff)`` out: at each completed time, the distances
     that changed, appeared or went (``-1`` for the old row, ``+1`` for the new), from
     each source in the graph to each vertex it reaches -- hop counts (int64) when
@@ -429,14 +432,16 @@ def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optio
     0 {'vertex': [1, 2, 3], 'source': [1, 1, 1], 'distance': [0, 1, 2], 'diff': [1, 1, 1]}
     1 {'vertex': [3, 3], 'source': [1, 1], 'distance': [2, 1], 'diff': [-1, 1]}
     """
-    wanted = source_vertices(sources)
     name = "ShortestPathsStream"
+    ids, originals = local_sources(sources)
+    wanted = source_vertices(ids)
+    edges, pairs = encode_stream_ids(edges, src, dst, name)
 
     def make(inner: Any) -> _Paths:
         return _Paths(inner.peers, inner.index, wanted, weight, src, dst, name)
 
     result = rounds_in_order(edges, make, src, name).consolidate(name=f"{name}Changes")
     if weight is None:
-        return result.map(lambda rb: rb.set_column(2, "distance", rb.column(2).cast(pa.int64())))
-    return result
+        result = result.map(lambda rb: rb.set_column(2, "distance", rb.column(2).cast(pa.int64())))
+    return decode_sources(decode_stream_ids(pairs, result, "vertex", name), originals, "source")
 

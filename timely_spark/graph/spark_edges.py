@@ -42,6 +42,10 @@ def spark_edges(edges: Any, src: str, dst: str, weight: Optional[str] = None) ->
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, DateType, IntegralType, LongType, NumericType, StringType
 
+    from ..spark.preflight import refuse_streaming
+
+    refuse_streaming(edges, "ts.graph's batch forms (connected_components, pagerank, shortest_paths)")
+
     types = {f.name: f.dataType for f in edges.schema.fields}
     for name in [src, dst] + ([weight] if weight else []):
         if name not in types:

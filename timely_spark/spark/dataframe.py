@@ -23,7 +23,7 @@ from .job_errors import install as install_error_translation
 from .output_schema import SchemaMismatch, arrow_schema, conform, rows_batch
 from .output_stream import OutputStream
 from .packed_rows import pack, packable, packed_struct, unpack
-from .preflight import check_session, task_slots
+from .preflight import check_session, refuse_streaming, task_slots
 from .rendezvous import TICKET_IDLE_TIMEOUT, Ticket, session_rendezvous
 from .stage_boundary import after_barrier
 from .task_input import chunked
@@ -159,7 +159,8 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     bounds each worker's run; ``peer_timeout`` is how long a worker may stay silent.
     Runs as ``mapInArrow(..., barrier=True)``, so it also works over Spark Connect.
     Before planning, ``SparkSetupError`` if the session cannot run ``workers`` barrier
-    tasks at once.
+    tasks at once, and ``ParameterError`` naming the route a stream takes if ``df`` is a
+    streaming DataFrame.
 
     Errors surface in the action that runs the result (``collect``, ``write``...):
     a worker's error as ``WorkerError`` (worker, operator, original traceback), an
@@ -187,6 +188,7 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
             lambda scope, batches: batches.group_by("word").aggregate([([], "count_all")]),
             "word string, count_all long")
     """
+    refuse_streaming(df, "ts.spark.transform")
     struct, out_schema = arrow_schema(df, schema)
     config = task_config(timeout=timeout, peer_timeout=peer_timeout)
     partitions: Optional[int] = workers

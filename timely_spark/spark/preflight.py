@@ -14,14 +14,30 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from ..errors import SparkSetupError
+from ..errors import ParameterError, SparkSetupError
 from ..runtime import check_count
 from .connect import ConnectSession, conf_get, connect_session, connect_slots, is_connect
 
 __all__ = ["SparkSetupError", "check_session", "task_slots", "check_free_slots", "holding_slots", "held_slots",
-           "free_slots", "barrier_stage_slots", "RUN_RDD_NAME"]
+           "free_slots", "barrier_stage_slots", "RUN_RDD_NAME", "refuse_streaming"]
 
 log = logging.getLogger(__name__)
+
+#: What a streaming DataFrame goes through instead of a batch call.
+STREAM_ROUTE = ("write it to a timely event log with df.writeStream.format(\"timely\"), follow that log with "
+                "ts.spark.run(fn, workers, checkpoint=...) (ts.capture.follow inside fn, capturing its output "
+                "to a second log) and read the output with spark.readStream.format(\"timely\"); docs/streams.md "
+                "walks through it")
+
+
+def refuse_streaming(df: Any, call: str) -> None:
+    """A :class:`~timely_spark.errors.ParameterError` naming ``call`` and the route a
+    stream takes if ``df`` is a streaming DataFrame (Spark would raise its raw
+    ``AnalysisException`` only later, when the batch job is planned).  Runs no Spark job.
+    """
+    if getattr(df, "isStreaming", False) is True:
+        raise ParameterError(f"{call} takes a batch DataFrame, and this one is streaming (df.isStreaming): "
+                             f"{STREAM_ROUTE}")
 
 
 def _spark_context(spark: Any) -> Any:

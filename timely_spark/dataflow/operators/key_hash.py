@@ -98,7 +98,7 @@ def hash_array(arr: Any) -> np.ndarray:
     if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t):
         h = _hash_binary(arr)
     elif pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
-        if pa.types.is_temporal(t):
+        if pa.types.is_temporal(t) or pa.types.is_uint64(t):     # uint64: the same bits as int64, all of them
             arr = arr.view(pa.int64() if t.bit_width == 64 else pa.int32())
         values = arr.cast(pa.int64()) if not pa.types.is_int64(arr.type) else arr
         if values.null_count:
