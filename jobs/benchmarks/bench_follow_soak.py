@@ -8,7 +8,8 @@ closes the log; a follower (its own process, ``ts.execute`` with one worker) run
 every row ``(epoch, i)`` it is given; this process compacts the log every
 ``--compact-every`` seconds (``ts.capture.compact`` with its defaults: the replaced
 files stay for the grace period, then go) and reads the follower's resident memory
-(``VmRSS``) every minute.  It prints the per-minute RSS table (and the change since the
+(``VmRSS``) every minute (the follower logs, on stderr, its Arrow pool's bytes and
+Python's allocated blocks each minute).  It prints the per-minute RSS table (and the change since the
 first minute) and the exactly-once check: every row of every epoch the writer wrote
 delivered once, none twice, none at another time.
 
@@ -62,6 +63,7 @@ def follow_all(path: str, capacity: int, rows: int, timeout: float) -> None:
     """The follower: every row of the log, counted once per delivery (a fixed-size
     array, so the check itself adds no memory as the run goes on)."""
     import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     import timely_spark as ts
@@ -69,8 +71,14 @@ def follow_all(path: str, capacity: int, rows: int, timeout: float) -> None:
 
     seen = np.zeros(capacity * rows, dtype=np.uint8)
     wrong = {"time": 0, "range": 0, "batches": 0}
+    heap = {"next": time.monotonic() + 60}
 
     def count(t, batches):
+        if time.monotonic() >= heap["next"]:        # where the memory is: Arrow's pool or Python's heap
+            heap["next"] += 60
+            print(json.dumps({"heap": {"arrow_mb": round(pa.total_allocated_bytes() / 2**20, 1),
+                                       "python_blocks": sys.getallocatedblocks(), "epoch": t}}),
+                  file=sys.stderr, flush=True)
         for b in batches:
             wrong["batches"] += 1
             epoch, i = b.column(0), b.column(1).to_numpy()
