@@ -118,3 +118,25 @@ def test_a_large_compacted_file_is_not_rewritten_by_the_next_compaction(tmp_path
     assert snap.frontier.elements() == [10] and sum(s.rows for s in snap.complete()) == 10005
     assert compact(tmp_path, retain_before=3, min_files=2, grace=0.0)["dropped"] == 6000   # retention rewrites it
     assert sum(s.rows for s in LogIndex(tmp_path).snapshot().complete()) == 4005
+
+
+def test_compactions_more_often_than_the_grace_period_still_remove_what_they_replaced(tmp_path):
+    # each later compaction covers parts 0..3 again; they go once the first file that covered
+    # them is older than the grace period, whatever the later ones (and the directory's order)
+    import os
+
+    w = write(str(tmp_path), 4)
+    folder = tmp_path / "worker=0"
+    assert compact(tmp_path, min_files=2, grace=60.0)["compacted"] == 4
+    first = folder / "part-000000-000003.parquet"
+    made = time.time() - 120.0
+    os.utime(first, (made, made))                       # it appeared two minutes ago
+    for t in range(4, 20):
+        w.push(Messages(t, [{"n": t}]))
+        w.push(Progress([(t, -1), (t + 1, 1)]))
+        compact(tmp_path, min_files=2, grace=60.0)      # a new compacted file, covering parts 0..3 too
+    names = {p.name for p in folder.glob("part-*")}
+    assert len([n for n in names if n.count("-") == 2]) > 2, names      # later compacted files kept (grace)
+    assert not names & {f"part-{i:06d}.parquet" for i in range(4)}, sorted(names)
+    snap = LogIndex(tmp_path).snapshot()
+    assert snap.frontier.elements() == [20] and sum(s.rows for s in snap.complete()) == 4 * 3 + 16

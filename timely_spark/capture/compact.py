@@ -218,27 +218,31 @@ def _write(final: Path, table: Any) -> None:
 
 
 def _remove_replaced(folder: Path, grace: float) -> int:
-    """Delete files a compacted file replaced ``grace`` seconds ago or more."""
+    """Delete files a compacted file replaced ``grace`` seconds ago or more (counted from
+    the oldest compacted file that covers them: later compactions, which cover them
+    again, do not put their removal off)."""
     spans = []
     for p in folder.iterdir():
         span = part_range(p.name)
         if span is not None:
             spans.append((span, p))
-    covering = [(span, p) for span, p in spans if span[1] > span[0]]
+    covering = [(span, p, _mtime(p)) for span, p in spans if span[1] > span[0]]
     removed = 0
     now = _time.time()
     for span, p in spans:
-        for (first, last), big in covering:
-            if big != p and first <= span[0] and span[1] <= last:
-                try:
-                    age = now - big.stat().st_mtime
-                except FileNotFoundError:
-                    break
-                if age >= grace:
-                    p.unlink(missing_ok=True)
-                    removed += 1
-                break
+        since = min((made for (first, last), big, made in covering
+                     if big != p and first <= span[0] and span[1] <= last), default=None)
+        if since is not None and now - since >= grace:
+            p.unlink(missing_ok=True)
+            removed += 1
     return removed
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return math.inf               # gone: it covers nothing any more
 
 
 def compact_due(path: Any, every: int) -> Optional[dict]:
