@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional
 import cloudpickle
 
 from ..errors import CheckpointError, RunTimeout, SparkJobError, TimelyError, most_telling, picklable
+from ..function_pickle import dumps_function, loads_function
 from ..runtime import DEFAULT_PEER_TIMEOUT, STOP_GRACE, Config, check_count, new_secret
 from ..state.manifest import list_manifests, load_manifest, manifest_path
 from .barrier import run_in_barrier_task, task_config
@@ -29,7 +30,7 @@ def _partition_fn(fn_bytes: bytes, config: Config, secret: bytes, ticket: Option
         from pyspark import BarrierTaskContext
 
         started, start = time.time(), time.perf_counter()
-        fn = cloudpickle.loads(fn_bytes)
+        fn = loads_function(fn_bytes)
         stats: dict = {}
         ctx = BarrierTaskContext.get()
         index = ctx.partitionId()
@@ -121,7 +122,7 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
         workers = max(1, free_slots(spark, sc))
         check_session(spark, workers)
     check_free_slots(spark, sc, workers)
-    fn_bytes = cloudpickle.dumps(fn, protocol=5)
+    fn_bytes = dumps_function(fn)
     install_error_translation()
     service = session_rendezvous(sc, getattr(spark, "conf", None))
     failure: Optional[BaseException] = None
