@@ -102,6 +102,6 @@ def test_the_convention_finds_the_shown_outputs():
 def test_readme_has_examples_and_the_ci_command():
     assert len(BLOCKS) >= 3
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
-    command = ("python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' && ruff check . && "
-               "mypy timely_spark && python -m pytest")
+    command = ("python3 -m venv .venv && . .venv/bin/activate && pip install -c constraints.txt -e '.[dev]' && "
+               "ruff check . && mypy timely_spark && python -m pytest")
     assert command in README and command in ci
