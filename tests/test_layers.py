@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "timely_spark"
 # A module may import modules of its own rank or lower.  Leaves import nothing of the
 # package but other leaves; anyone may import them.
 RANKS = {
-    "_version": 0, "errors": 0, "runtime": 0,
+    "_version": 0, "errors": 0, "function_pickle": 0, "runtime": 0,
     "progress": 1,
     "communication": 2, "logging": 2,
     "dataflow": 3,

@@ -35,6 +35,7 @@ from typing import IO, Any, Callable, Iterator
 import cloudpickle
 
 from .errors import RunTimeout, WorkerFailure, most_telling
+from .function_pickle import dumps_function, loads_function
 from .runtime import POLL_INTERVAL, STOP_GRACE, Config, new_secret
 
 __all__ = ["launch_local", "child_main", "ChildProcess", "read_message"]
@@ -148,7 +149,7 @@ def launch_local(fn: Callable, config: Config) -> list:
 
 def _launch(fn: Callable, config: Config) -> list:
     secret = new_secret()
-    fn_bytes = cloudpickle.dumps(fn, protocol=5)
+    fn_bytes = dumps_function(fn)
     children = [ChildProcess(p) for p in range(config.processes)]
     ok = False
     try:
@@ -275,7 +276,7 @@ def child_main(write_fd: int, parent: int = 0) -> None:
     threading.Thread(target=_watch_parent, args=(stdin.fileno(),), name="timely-parent-watch", daemon=True).start()
     message: tuple[str, Any]
     try:
-        fn = cloudpickle.loads(start["fn"])
+        fn = loads_function(start["fn"])
         results = run_workers(fn, replace(config, addresses=addresses), listener, start["secret"])
         message = ("result", results)
     except BaseException as exc:  # noqa: BLE001 -- sent to the parent

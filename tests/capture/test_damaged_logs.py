@@ -40,7 +40,8 @@ def with_column(table, name, column):
 
 
 def struct_times(table):
-    times = pa.array([{"outer": t, "inner": 0} for t in table["time"].to_pylist()])
+    times = pa.array([{"outer": t, "inner": 0} for t in table["time"].to_pylist()],
+                     pa.struct([("outer", pa.int64()), ("inner", pa.int64())]))   # older pyarrow infers them sorted
     return with_column(table, "time", times)
 
 

@@ -3,8 +3,9 @@ and tuple times): its distinct values with their row counts, and the rows at a s
 times -- one Arrow call per file, never a Python call per row.
 
 >>> import pyarrow as pa
+>>> product = pa.struct([("outer", pa.int64()), ("inner", pa.int64())])
 >>> t = pa.table({"time": pa.array([{"outer": 0, "inner": 1}, {"outer": 0, "inner": 1},
-...                                 {"outer": 1, "inner": 0}]), "x": [1, 2, 3]})
+...                                 {"outer": 1, "inner": 0}], product), "x": [1, 2, 3]})
 >>> time_counts(t["time"])
 ([{'outer': 0, 'inner': 1}, {'outer': 1, 'inner': 0}], [2, 1])
 >>> rows_at(t, pa.array([{"outer": 1, "inner": 0}], t["time"].type))["x"].to_pylist()

@@ -13,8 +13,7 @@ import time
 import warnings
 from typing import Any, Callable, Iterator, Optional
 
-import cloudpickle
-
+from ..function_pickle import dumps_function, loads_function
 from ..runtime import DEFAULT_PEER_TIMEOUT, Config, new_secret
 from .barrier import reporting_failures, run_in_barrier_task, task_config
 from .connect import is_connect
@@ -203,7 +202,7 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
         df, partitions, direct = _fit_to_slots(df)
     source = df if direct is None else df.sparkSession.range(0, partitions or 1, 1, partitions or 1)
     packed = packable(struct)
-    build_bytes = cloudpickle.dumps(build, protocol=5)
+    build_bytes = dumps_function(build)
     secret = new_secret()
     ticket = _ticket(df, secret, config)
     accumulator = _accumulator(df, stats)
@@ -212,7 +211,7 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
         from pyspark import BarrierTaskContext
 
         started, start = time.time(), time.perf_counter()
-        user_build = cloudpickle.loads(build_bytes)
+        user_build = loads_function(build_bytes)
         output = OutputStream()
         task: dict = {"input": 0.0, "cpu_from": time.process_time()}
         ctx = BarrierTaskContext.get()

@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional, Union
 import cloudpickle
 
 from ..errors import CheckpointError, RunTimeout, SparkJobError, TimelyError, most_telling, picklable
+from ..function_pickle import dumps_function, loads_function
 from ..runtime import DEFAULT_PEER_TIMEOUT, STOP_GRACE, Config, check_count, new_secret
 from ..state.key import file_key
 from ..state.manifest import list_manifests, load_manifest, manifest_path
@@ -35,7 +36,7 @@ def _task_outcome(fn_bytes: bytes, config: Config, secret: bytes, ticket: Option
     from pyspark import BarrierTaskContext
 
     started, start = time.time(), time.perf_counter()
-    fn = cloudpickle.loads(fn_bytes)
+    fn = loads_function(fn_bytes)
     stats: dict = {}
     ctx = BarrierTaskContext.get()
     index = ctx.partitionId()
@@ -173,7 +174,7 @@ def run(spark: Any, fn: Callable[[Any], Any], workers: Optional[int] = None, max
         workers = max(1, free_slots(spark, sc))
         check_session(spark, workers)
     check_free_slots(spark, sc, workers)
-    fn_bytes = cloudpickle.dumps(fn, protocol=5)
+    fn_bytes = dumps_function(fn)
     install_error_translation()
     service = session_rendezvous(sc, None if is_connect(sc) else getattr(spark, "conf", None))
     with owning_checkpoint(config):               # every attempt: a retry is this run, another job is not
