@@ -16,7 +16,9 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
+
+from .package_data import package_text
 
 __all__ = ["quiet", "LOG4J", "dropped_messages", "spark_default_logging", "use_package_logging"]
 
@@ -25,7 +27,7 @@ log = logging.getLogger(__name__)
 LOG4J = Path(__file__).with_name("log4j2.properties")
 
 
-def dropped_messages(path: Path = LOG4J) -> dict[str, list[str]]:
+def dropped_messages(path: Optional[Path] = None) -> dict[str, list[str]]:
     """The messages a log4j2 properties file drops: ``logger name -> [regex]`` of its
     loggers' ``RegexFilter`` s that deny what they match.
 
@@ -33,7 +35,8 @@ def dropped_messages(path: Path = LOG4J) -> dict[str, list[str]]:
     ['(?s)Lost task .*']
     """
     props: dict[str, str] = {}
-    for line in path.read_text().splitlines():
+    text = path.read_text() if path is not None else package_text(LOG4J.name)   # (also inside a zip)
+    for line in text.splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
             key, _, value = line.partition("=")
             props[key.strip()] = value.strip()
@@ -95,6 +98,8 @@ def use_package_logging(jvm: Any) -> None:
     (spark-submit's JVM has): it is told that its profile is not in use any more (a
     flag of Spark's ``Logging``; where a Spark version has none, the context's start
     prints Spark's INFO banner, and the package's configuration holds from then on)."""
+    if not LOG4J.is_file():        # the package imported from a zip: no file for the JVM to read
+        return
     jvm.org.apache.logging.log4j.LogManager.getContext(False).setConfigLocation(jvm.java.net.URI(LOG4J.resolve().as_uri()))
     try:
         spark_logging = getattr(getattr(jvm.org.apache.spark.internal, "Logging$"), "MODULE$")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .datasource import register
+from .package_data import package_text
 from .preflight import task_slots
 from .quiet import LOG4J, spark_default_logging, use_package_logging
 
@@ -23,8 +24,17 @@ DRIVER_MEMORY_PER_RESULT = 6
 
 def read_conf(path: Any) -> dict[str, str]:
     """The ``key value`` pairs of a spark-defaults.conf file (comments and blanks skipped)."""
+    return parse_conf(Path(path).read_text())
+
+
+def parse_conf(text: str) -> dict[str, str]:
+    """The ``key value`` pairs of a spark-defaults.conf text (comments and blanks skipped).
+
+    >>> parse_conf("# a comment\nspark.ui.enabled false\n")
+    {'spark.ui.enabled': 'false'}
+    """
     conf: dict[str, str] = {}
-    for line in Path(path).read_text().splitlines():
+    for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
@@ -111,7 +121,8 @@ def package_defaults(master: str, driver_memory: str = "1g") -> dict[str, str]:
     """
     local = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
     result = {"spark.driver.maxResultSize": f"{max(1, _mib(driver_memory) // DRIVER_MEMORY_PER_RESULT)}m"}
-    return {**read_conf(DEFAULTS), **result, **(local if master.startswith("local") else {})}
+    defaults = parse_conf(package_text(DEFAULTS.name))   # (also inside a zip shipped with --py-files)
+    return {**defaults, **result, **(local if master.startswith("local") else {})}
 
 
 def _mib(size: str) -> int:
@@ -129,6 +140,8 @@ def _with_log4j(settings: dict[str, str], log4j: Path) -> None:
     if "log4j2.configurationFile" in options + os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         return
     path = log4j if log4j.exists() else LOG4J
+    if not path.is_file():         # the package imported from a zip: no file for the JVM to read
+        return
     given = f"-Dlog4j2.configurationFile={path.resolve().as_uri()}"
     settings["spark.driver.extraJavaOptions"] = f"{options} {given}".strip()
 
