@@ -30,7 +30,7 @@ def read_conf(path: Any) -> dict[str, str]:
 def parse_conf(text: str) -> dict[str, str]:
     """The ``key value`` pairs of a spark-defaults.conf text (comments and blanks skipped).
 
-    >>> parse_conf("# a comment\nspark.ui.enabled false\n")
+    >>> parse_conf(chr(10).join(["# a comment", "spark.ui.enabled false", ""]))
     {'spark.ui.enabled': 'false'}
     """
     conf: dict[str, str] = {}
