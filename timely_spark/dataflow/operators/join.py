@@ -250,7 +250,7 @@ class _RunningJoin:
         present = others.filter(pc.greater(others[DIFF], 0)) if others.num_rows else others
         if not present.num_rows:
             return np.zeros(rows.num_rows, bool)
-        match = np.isin(hash_columns(rows, self.keys), hash_columns(present, self.keys))
+        match = np.isin(hash_columns(rows, self.keys), hash_columns(present, self.keys), kind="sort")   # uint64 hashes
         for k in self.keys:
             match &= rows[k].is_valid().to_numpy(zero_copy_only=False)
         return match

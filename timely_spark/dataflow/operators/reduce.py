@@ -133,7 +133,7 @@ class _Reduce:
             produced = self._conform(produced, schema, time)
         given = np.unique(hash_columns(rows, self.keys))
         made = hash_columns(produced, self.keys) if produced.num_rows else np.zeros(0, np.uint64)
-        stray = ~np.isin(made, given)
+        stray = ~np.isin(made, given, kind="sort")     # (uint64 hashes: numpy 2.0's table kind overflows)
         if stray.any():
             row = produced.slice(int(np.argmax(stray)), 1).to_pylist()[0]
             key = {k: row[k] for k in self.keys}
