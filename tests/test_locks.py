@@ -17,7 +17,11 @@ except ImportError:         # Python 3.10
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-REQUIREMENTS = [Requirement(r) for r in PROJECT["dependencies"] + PROJECT["optional-dependencies"]["dev"]]
+# the package's own requirements and every extra's (the dev extra pulls in the others by naming the package itself)
+REQUIREMENTS = sorted({str(r): r for r in (Requirement(line) for group in [PROJECT["dependencies"],
+                                                                          *PROJECT["optional-dependencies"].values()]
+                                           for line in group)
+                       if canonicalize_name(r.name) != canonicalize_name(PROJECT["name"])}.values(), key=str)
 
 
 def pins(lock: str) -> dict:
