@@ -154,7 +154,7 @@ def test_no_page_names_an_issue_number_or_a_folder_of_one_machine():
     for page in PAGES:
         text = page.read_text()
         assert not re.search(r"\bissue \d+", text, re.I), page
-        assert "/work/" not in text, page
+        assert f"{ROOT.parent}/" not in text, page      # the folder this checkout sits in, on any machine
 
 
 @pytest.mark.timeout(300)
