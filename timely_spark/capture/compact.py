@@ -90,7 +90,8 @@ def _frontier(value: Any) -> Antichain:
 def compact(path: Any, retain_before: Any = None, min_files: int = COMPACT_MIN_FILES,
             grace: float = COMPACT_GRACE) -> dict:
     """Compact the event log at ``path`` (see the module's docstring): per worker, its
-    first files whose data is at complete times become one file, if there are at least
+    first files whose data is at complete times, after the compacted files a compaction
+    leaves alone (:data:`COMPACT_FANOUT`), become one file, if there are at least
     ``min_files`` of them (or data to drop); ``retain_before`` (a frontier: an Antichain,
     a list of times or one time) drops the data at times complete at it; replaced files
     older than ``grace`` seconds are removed.  Safe while the writers and readers run;

@@ -26,6 +26,7 @@ frontiers ``S`` and ``E`` (``E`` later) are those at times ``t`` with some eleme
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time as _time
@@ -241,8 +242,6 @@ def _piece(table: Any) -> tuple[list, list, list, list]:
 def _summarize(file: Path, stat: tuple, meta: dict, pieces: list) -> PartSummary:
     """A checked part file's summary from the pieces (:func:`_piece`) of its batches, in
     order: a time's row counts summed over the batches it has rows in."""
-    import json
-
     if len(pieces) == 1:
         plain, counts, progress_times, diffs = pieces[0]
     else:
@@ -276,7 +275,7 @@ class LogIndex:
     or missing file raises ``EventLogError`` naming it (see :func:`timely_spark.capture.parquet.log_files` and
     :mod:`timely_spark.capture.part_file`), and so does progress that takes a worker's
     count of a time below zero.  Each part file is opened once per process (its footer
-    and its ``kind``, ``time``, ``diff`` columns, in one read), while its size and
+    and its ``kind``, ``time``, ``diff`` columns, in one pass), while its size and
     modification time stay the same.
     """
 
