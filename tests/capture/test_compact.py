@@ -13,6 +13,7 @@ import pytest
 
 import timely_spark as ts
 from timely_spark.capture import LogIndex, Messages, ParquetEventReader, ParquetEventWriter, Progress, compact, follow
+from timely_spark.capture.compact import COMPACT_FANOUT
 from timely_spark.capture.log_files import part_range
 from timely_spark.errors import EventLogError
 
@@ -62,7 +63,7 @@ def test_compaction_while_the_writer_and_a_follower_run_shows_each_epoch_once(tm
     assert sum(c["compacted"] for c in compactions) > 0
     compact(path, min_files=2, grace=0.0)
     files = [p.name for p in (Path(path) / "worker=0").glob("part-*")]
-    assert len(files) <= 6, files          # a few compacted files of growing size (and maybe its tail)
+    assert len(files) <= 2 * (COMPACT_FANOUT + 1) + 1, files     # two tiers of compacted files (and maybe its tail)
     snap = LogIndex(path).snapshot()
     assert not snap.frontier and sum(s.rows for s in snap.complete()) == 3 * EPOCHS
 
