@@ -311,19 +311,26 @@ class Subgraph(Operate):
             batch = self._batch
             get = batch.get
             # (``b.counts`` read first: most batches are empty at most runs, and skipping them costs no call)
+            # (``b.counts`` taken inline: ChangeBatch.unstable_take without its call)
             for tid, b in consumeds:
-                if b.counts:
-                    for t, n in b.unstable_take().items():
+                counts = b.counts
+                if counts:
+                    b.counts = {}
+                    for t, n in counts.items():
                         key = (tid, t)
                         batch[key] = get(key, 0) - n
             for sid, b in internals:
-                if b.counts:
-                    for t, d in b.unstable_take().items():
+                counts = b.counts
+                if counts:
+                    b.counts = {}
+                    for t, d in counts.items():
                         key = (sid, t)
                         batch[key] = get(key, 0) + d
             for tids, b in produceds:
-                if b.counts:
-                    for t, n in b.unstable_take().items():
+                counts = b.counts
+                if counts:
+                    b.counts = {}
+                    for t, n in counts.items():
                         for tid in tids:
                             key = (tid, t)
                             batch[key] = get(key, 0) + n

@@ -187,7 +187,10 @@ class MutableAntichain:
         if len(positive) <= 1:
             new = positive
         else:
-            positive.sort(key=sort_key)
+            if le is native_le:          # ints, tuples: Python's own order, no key function per time
+                positive.sort()
+            else:
+                positive.sort(key=sort_key)
             new = []
             for t in positive:  # a linear extension: no later t is below an earlier one
                 for f in new:
