@@ -227,6 +227,17 @@ class Tracker:
         else:
             pending.append((time, diff))
 
+    def update_ids(self, updates: Iterable[tuple[int, Any, int]]) -> None:
+        """Like :meth:`update_id` for every ``(location id, time, diff)`` of ``updates``
+        (one call for a whole progress batch)."""
+        pending = self._pending
+        for loc_id, time, diff in updates:
+            lst = pending.get(loc_id)
+            if lst is None:
+                pending[loc_id] = [(time, diff)]
+            else:
+                lst.append((time, diff))
+
     # ---- propagation ---------------------------------------------------------------
     def propagate_all(self) -> None:
         """Apply the recorded changes and update the frontiers of the observed targets; what changed is kept for
