@@ -314,8 +314,8 @@ class Subgraph(Operate):
         if child.local:
             batch = self._batch
             get = batch.get
-            # (``b.counts`` read first: most batches are empty at most runs, and skipping them costs no call)
-            # (``b.counts`` taken inline: ChangeBatch.unstable_take without its call)
+            # (``b.counts`` read and taken inline, ChangeBatch.unstable_take without its call: most batches
+            # are empty at most runs, and skipping them costs no call)
             for tid, b in consumeds:
                 counts = b.counts
                 if counts:
