@@ -20,8 +20,10 @@ sent so far):
   with the auctions open at their time, then two running aggregates).
 * q5 hot items: per sliding window (10 s long, every 2 s), the auctions with the most
   bids, with that count.
-* q6 average selling price by seller: as q4, per seller (over all of a seller's
-  auctions -- the last-10 bound of the reference needs a top-k reduction).
+* q6 average selling price by seller: per seller, the mean winning price (as q4) of
+  its last 10 closed auctions (latest expiry first, then highest id); an auction is
+  closed once its expiry is behind the logical time (a temporal filter), and the end of
+  the input closes all.
 * q7 highest bid: per tumbling 10 s window, the bids with the window's highest price
   (a running join of the window maxima with each time's leading bids per window).
 * q8 new users: ``id, name, window_start`` of people who opened an auction in the
@@ -38,6 +40,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -58,6 +61,8 @@ Q3_CATEGORY = 10
 Q5_PERIOD, Q5_EVERY = timedelta(seconds=10), timedelta(seconds=2)
 TUMBLE = timedelta(seconds=10)          # q7 and q8's windows
 MILLISECOND = timedelta(milliseconds=1)
+Q6_LAST = 10                            # closed auctions per seller
+FOREVER = pc.scalar(np.iinfo(np.int64).max)   # a temporal filter's end that never comes
 
 
 def q0(people: "Stream", auctions: "Stream", bids: "Stream", epoch: Epoch) -> "Stream":
@@ -102,7 +107,7 @@ class _OpenAuctions:
     later bid (and a bid, no auction that comes later: an auction opens at its own event
     time) -- its row is dropped; without ``epoch_ms`` every auction is kept."""
 
-    def __init__(self, by: str, epoch_ms: Optional[int]) -> None:
+    def __init__(self, by: list[str], epoch_ms: Optional[int]) -> None:
         self.by, self.epoch_ms = by, epoch_ms
         self.open: Optional[pa.Table] = None
 
@@ -116,26 +121,28 @@ class _OpenAuctions:
             stamp = joined["date_time"]
             valid = joined.filter(pc.and_(pc.greater_equal(stamp, joined["opened"]),
                                           pc.less_equal(stamp, joined["expires"])))
-            best = valid.group_by(["auction", self.by], use_threads=False).aggregate([("price", "max")])
-            out = best.rename_columns(["auction", self.by, "price"]).to_batches()
+            best = valid.group_by(["auction", *self.by], use_threads=False).aggregate([("price", "max")])
+            out = best.rename_columns(["auction", *self.by, "price"]).to_batches()
         if self.epoch_ms is not None and self.open is not None:
             bound = pa.scalar(t * self.epoch_ms, pa.int64()).cast(self.open.schema.field("expires").type)
             self.open = self.open.filter(pc.greater_equal(self.open["expires"], bound))
         return out
 
 
-def _winning_bids(auctions: "Stream", bids: "Stream", by: str, epoch: Epoch, name: str) -> "Stream":
-    """Per auction (and ``by``), the highest bid within its lifetime: a running changelog."""
-    lifetimes = auctions.select(by, "expires", auction=pc.field("id"), opened=pc.field("date_time"))
+def _winning_bids(auctions: "Stream", bids: "Stream", by: list[str], epoch: Epoch, name: str) -> "Stream":
+    """Per auction (and the auction's columns ``by``), the highest bid within its lifetime:
+    a running changelog."""
+    kept = [*dict.fromkeys([*by, "expires"])]
+    lifetimes = auctions.select(*kept, auction=pc.field("id"), opened=pc.field("date_time"))
     placed = bids.select("auction", "price", "date_time")
     valid = lifetimes.per_time(_OpenAuctions(by, _epoch_ms(epoch)), others=[placed],
                                exchange=ExchangeBy(["auction"], f"{name}Join"), name=f"{name}Join")
-    return valid.group_by(["auction", by]).aggregate([("price", "max")], running=True, name=f"{name}Max")
+    return valid.group_by(["auction", *by]).aggregate([("price", "max")], running=True, name=f"{name}Max")
 
 
 def q4(people: "Stream", auctions: "Stream", bids: "Stream", epoch: Epoch) -> "Stream":
     """Mean winning price per category."""
-    winning = _winning_bids(auctions, bids, "category", epoch, "Q4")
+    winning = _winning_bids(auctions, bids, ["category"], epoch, "Q4")
     return winning.group_by("category").aggregate([("price_max", "mean")], running=True, name="Q4Mean")
 
 
@@ -150,9 +157,19 @@ def q5(people: "Stream", auctions: "Stream", bids: "Stream", epoch: Epoch) -> "S
 
 
 def q6(people: "Stream", auctions: "Stream", bids: "Stream", epoch: Epoch) -> "Stream":
-    """Mean winning price per seller."""
-    winning = _winning_bids(auctions, bids, "seller", epoch, "Q6")
-    return winning.group_by("seller").aggregate([("price_max", "mean")], running=True, name="Q6Mean")
+    """Mean winning price of each seller's last closed auctions."""
+    winning = _winning_bids(auctions, bids, ["seller", "expires"], epoch, "Q6")
+    epoch_ms = _epoch_ms(epoch)
+    if epoch_ms is None:                    # only the end of the input closes auctions
+        closes: Any = pc.scalar(pa.scalar(None, pa.int64()))
+    else:                                   # the first logical time whose events are all past its expiry
+        closes = pc.add(pc.divide(pc.field("expires").cast(pa.int64()), epoch_ms), 1)
+    closed = winning.select("auction", "seller", "expires", "price_max", "diff", closes=closes, never=FOREVER) \
+                    .valid_during("closes", "never", name="Q6Closed") \
+                    .select("auction", "seller", "expires", "price_max", "diff")
+    last = closed.group_by("seller").top_k(Q6_LAST, [("expires", "descending"), ("auction", "descending")],
+                                           name="Q6Last")
+    return last.group_by("seller").aggregate([("price_max", "mean")], running=True, name="Q6Mean")
 
 
 def _tumble_start(column: str) -> pc.Expression:
