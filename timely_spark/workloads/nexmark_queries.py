@@ -22,8 +22,9 @@ sent so far):
   bids, with that count.
 * q6 average selling price by seller: per seller, the mean winning price (as q4) of
   its last 10 closed auctions (latest expiry first, then highest id); an auction is
-  closed once its expiry is behind the logical time (a temporal filter), and the end of
-  the input closes all.
+  closed once the first 10 s boundary of event time after its expiry is behind the
+  logical time (a temporal filter: auctions close in bulk), and the end of the input
+  closes all.
 * q7 highest bid: per tumbling 10 s window, the bids with the window's highest price
   (a running join of the window maxima with each time's leading bids per window).
 * q8 new users: ``id, name, window_start`` of people who opened an auction in the
@@ -62,6 +63,7 @@ Q5_PERIOD, Q5_EVERY = timedelta(seconds=10), timedelta(seconds=2)
 TUMBLE = timedelta(seconds=10)          # q7 and q8's windows
 MILLISECOND = timedelta(milliseconds=1)
 Q6_LAST = 10                            # closed auctions per seller
+Q6_CLOSE_EVERY = timedelta(seconds=10)  # auctions close in bulk, at these boundaries of event time
 FOREVER = pc.scalar(np.iinfo(np.int64).max)   # a temporal filter's end that never comes
 
 
@@ -162,8 +164,10 @@ def q6(people: "Stream", auctions: "Stream", bids: "Stream", epoch: Epoch) -> "S
     epoch_ms = _epoch_ms(epoch)
     if epoch_ms is None:                    # only the end of the input closes auctions
         closes: Any = pc.scalar(pa.scalar(None, pa.int64()))
-    else:                                   # the first logical time whose events are all past its expiry
-        closes = pc.add(pc.divide(pc.field("expires").cast(pa.int64()), epoch_ms), 1)
+    else:        # the first logical time past the next Q6_CLOSE_EVERY boundary after the expiry
+        every = Q6_CLOSE_EVERY // MILLISECOND
+        boundary = pc.multiply(pc.add(pc.divide(pc.field("expires").cast(pa.int64()), every), 1), every)
+        closes = pc.divide(pc.add(boundary, epoch_ms - 1), epoch_ms)
     closed = winning.select("auction", "seller", "expires", "price_max", "diff", closes=closes, never=FOREVER) \
                     .valid_during("closes", "never", name="Q6Closed") \
                     .select("auction", "seller", "expires", "price_max", "diff")
