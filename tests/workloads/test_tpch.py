@@ -19,13 +19,22 @@ from timely_spark.workloads.tpch_sql import duckdb_answer, refreshed, same
 REFRESHES = 3
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
+def _generated(tmp_path_factory, scale, refreshes):
     cli = shutil.which("tpchgen-cli") or str(Path(sys.executable).parent / "tpchgen-cli")
     directory = tmp_path_factory.mktemp("tpch")
-    subprocess.run([cli, "parquet", "-s", "0.01", "--output-dir", str(directory), "-q"], check=True, timeout=120)
+    subprocess.run([cli, "parquet", "-s", scale, "--output-dir", str(directory), "-q"], check=True, timeout=300)
     tables = tpch.read_tables(str(directory))
-    return tables, tpch.refreshes(tables, REFRESHES, seed=3)
+    return tables, tpch.refreshes(tables, refreshes, seed=3)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return _generated(tmp_path_factory, "0.01", REFRESHES)
+
+
+@pytest.fixture(scope="module")
+def data_sf_0_1(tmp_path_factory):
+    return _generated(tmp_path_factory, "0.1", 2)
 
 
 def _drawn_by_the_rules(lines, suppliers):
@@ -62,13 +71,24 @@ def test_refreshes_are_rf1_and_rf2(data):
         assert all(s < e for s, e in zip(ship, receipt))
 
 
-@pytest.mark.parametrize("query", sorted(tpch.TPCH_QUERIES))
-def test_view_equals_duckdb_after_every_refresh(data, query):
+def _check_every_refresh(data, query):
     tables, refreshes = data
     view = run_view(query, tables, refreshes, workers=2)
-    assert len(view.seconds) == REFRESHES + 1
-    for t in range(REFRESHES + 1):
+    assert len(view.seconds) == len(refreshes) + 1
+    for t in range(len(refreshes) + 1):
         expected = duckdb_answer(query, refreshed(tables, refreshes, t))
         assert expected.num_rows > 0
         got = ts.collection(view.changelog, as_of=t)
         assert same(got, expected, expected.column_names), (query, t)
+
+
+@pytest.mark.parametrize("query", sorted(tpch.TPCH_QUERIES))
+def test_view_equals_duckdb_after_every_refresh(data, query):
+    _check_every_refresh(data, query)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("query", sorted(tpch.TPCH_QUERIES))
+def test_view_equals_duckdb_after_every_refresh_at_sf_0_1(data_sf_0_1, query):
+    _check_every_refresh(data_sf_0_1, query)
