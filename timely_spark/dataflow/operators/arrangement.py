@@ -5,7 +5,10 @@ columns (:func:`.key_hash.hash_columns`), newest last.  :meth:`Arrangement.inser
 adds a time's changes as a new level and merges the newest levels while a level is
 not at least twice the size of the next (so there are O(log n) levels and each row
 is merged O(log n) times: amortized cost per change, not per state size); a merge
-``compact``\\ s the rows (e.g. sums the diffs of equal rows and drops zeros).
+interleaves the two levels' sorted hashes (no rehash of the rows, no full sort) and
+``compact``\\ s the rows (e.g. sums the diffs of equal rows and drops zeros); a compaction
+that keeps the rows' order (as :func:`.changelog.consolidate_table` does) leaves them
+sorted, so only the key columns are hashed again.
 :meth:`Arrangement.gather` returns every stored row whose key hashes like one of the
 given keys: a binary search per level and key (``numpy.searchsorted``) and one
 ``take`` -- cost in proportion to the keys asked for and the rows they hold.
@@ -119,8 +122,16 @@ state's schema (k: int64, v: string); a changelog keeps one schema across times
     def _level(self, table: pa.Table) -> tuple[np.ndarray, pa.Table]:
         table = table.combine_chunks()
         h = hash_columns(table, self.keys)
+        if len(h) < 2 or (h[1:] >= h[:-1]).all():         # a compaction kept the merge's order
+            return h, table
         order = np.argsort(h, kind="stable")
         return h[order], table.take(pa.array(order))
+
+    def _merge(self, older: tuple[np.ndarray, pa.Table], newer: tuple[np.ndarray, pa.Table]) -> pa.Table:
+        """Two levels' rows in one, sorted by hash (a merge of two sorted runs), compacted."""
+        order = np.argsort(np.concatenate([older[0], newer[0]]), kind="stable")
+        rows = pa.concat_tables([older[1], newer[1]]).combine_chunks().take(pa.array(order))
+        return self.compact(rows)
 
     def insert(self, table: pa.Table) -> None:
         """Add ``table``'s rows (which have the key columns; see :meth:`conform`) as the
@@ -132,9 +143,8 @@ state's schema (k: int64, v: string); a changelog keeps one schema across times
             self.schema = table.schema
         self.levels.append(self._level(table))
         while len(self.levels) > 1 and len(self.levels[-2][0]) <= 2 * len(self.levels[-1][0]):
-            _, newer = self.levels.pop()
-            _, older = self.levels.pop()
-            merged = self.compact(pa.concat_tables([older, newer]))
+            newer = self.levels.pop()
+            merged = self._merge(self.levels.pop(), newer)
             if merged.num_rows:
                 self.levels.append(self._level(merged))
 
