@@ -201,3 +201,50 @@ def test_a_driver_killed_mid_way_and_started_again_gives_every_epoch_once(spark,
     check_every_epoch(spark, root, epochs)
     output = table(spark, root / "output")
     assert pc.max(output["time"]).as_py() == epochs - 1
+
+
+def components_by_union_find(edges):
+    """``{vertex: smallest vertex of its component}`` of an edge list."""
+    parent = {}
+
+    def find(v):
+        while parent.setdefault(v, v) != v:
+            v = parent[v]
+        return v
+
+    for a, b in edges:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return {v: find(v) for v in parent}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_graph_components_of_a_streaming_dataframe_of_string_edge_changes(spark, tmp_path):
+    epochs = [[("ann", "bob", 1), ("cy", "bob", 1), ("dan", "eve", 1)],
+              [("fay", "gus", 1), ("eve", "cy", 1)],
+              [("cy", "bob", -1), ("ann", "bob", 1)],
+              [("eve", "cy", -1), ("hal", "ann", 1)]]
+    folder = tmp_path / "src"
+    folder.mkdir()
+    for i, rows in enumerate(epochs):
+        path = folder / f"edges-{i}.json"
+        path.write_text("".join(json.dumps({"src": s, "dst": d, "diff": c}) + "\n" for s, d, c in rows))
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    edges = spark.readStream.schema("src string, dst string, diff long").option("maxFilesPerTrigger", 1) \
+        .json(str(folder))
+    with pytest.raises(ParameterError, match=r"ts.graph.components takes a timely stream or a streaming "
+                                             r"DataFrame.*batch DataFrame: use ts.graph.connected_components"):
+        ts.graph.components(spark.createDataFrame([("a", "b")], "src string, dst string"), checkpoint="x")
+    with ts.graph.components(edges, checkpoint=str(tmp_path / "ckpt")) as pipeline:
+        pipeline.await_epoch(len(epochs) - 1, timeout=400)
+    output = table(spark, tmp_path / "ckpt" / "output")
+    assert output.schema.field("vertex").type == pa.string() and "diff" in output.column_names
+    held = {}
+    for e, rows in enumerate(epochs):
+        for s, d, c in rows:
+            held[(s, d)] = held.get((s, d), 0) + c
+        want = components_by_union_find([k for k, n in held.items() if n > 0])
+        got = ts.collection(output.drop_columns(["worker"]), as_of=e).to_pylist()
+        assert {r["vertex"]: r["component"] for r in got} == want, e
