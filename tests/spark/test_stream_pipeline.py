@@ -248,3 +248,18 @@ def test_graph_components_of_a_streaming_dataframe_of_string_edge_changes(spark,
         want = components_by_union_find([k for k, n in held.items() if n > 0])
         got = ts.collection(output.drop_columns(["worker"]), as_of=e).to_pylist()
         assert {r["vertex"]: r["component"] for r in got} == want, e
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_streaming_components_example_resolves_many_entities_with_a_few_merges(tmp_path):
+    done = subprocess.run([sys.executable, str(HERE.parents[1] / "jobs" / "examples" / "streaming_components.py"),
+                           "--seconds", "4", "--rate", "200", "--workdir", str(tmp_path)],
+                          env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"), capture_output=True, text=True,
+                          timeout=540)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[-1].endswith("final entities equal the batch algorithm's: yes")
+    records, entities = int(lines[-1].split()[0].replace(",", "")), int(lines[-1].split()[5].replace(",", ""))
+    assert records >= 800 and records * 0.8 < entities < records      # many entities, some records joined
+    assert len([line for line in lines if line.startswith("epoch ")]) >= 4
