@@ -145,6 +145,7 @@ def test_an_output_that_does_not_fit_the_schema_is_named_and_the_pipeline_stops(
                                                     r"\[.total.\]"):
         pipeline.await_epoch(1, timeout=240)
     assert not pipeline.is_active and not spark.streams.active
+    assert not [t for t in threading.enumerate() if t.name == "timely_spark stream job"]
 
 
 @pytest.mark.slow
