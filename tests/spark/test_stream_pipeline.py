@@ -25,7 +25,8 @@ import pytest
 
 import timely_spark as ts
 from timely_spark.capture import LogIndex, ParquetEventWriter, follow
-from timely_spark.errors import ParameterError, SparkSetupError, WorkerError
+from timely_spark.capture.epoch_log import EpochLog
+from timely_spark.errors import EventLogError, ParameterError, SparkSetupError, WorkerError
 
 from .stream_pipeline_job import OUTPUT, counts, source
 
@@ -132,8 +133,11 @@ def test_bad_input_is_refused_at_the_call_before_anything_starts(spark, tmp_path
     with pytest.raises(SparkSetupError, match=r"ts.spark.stream needs 3 task slots running at once -- 2 for the "
                                               r"timely workers .* and 1 .*the session has 2"):
         ts.spark.stream(stream, counts, OUTPUT, checkpoint=str(tmp_path / "d"), workers=2)
-    assert not spark.streams.active
     assert not any((tmp_path / d).exists() for d in "abcd")
+    EpochLog.create(tmp_path / "e" / "input", pa.schema([("word", pa.string()), ("n", pa.int32())]))
+    with pytest.raises(EventLogError, match=r"e/input: the stream's columns .* differ from the log's .*column 'n'"):
+        ts.spark.stream(stream, counts, OUTPUT, checkpoint=str(tmp_path / "e"))   # the input's schema changed
+    assert not spark.streams.active and not (tmp_path / "e" / "state").exists()
 
 
 @pytest.mark.timeout(300)

@@ -33,6 +33,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..capture.epoch_log import EpochLog
 from ..capture.follow import FOLLOW_POLL_INTERVAL, follow
 from ..capture.log_files import not_started
 from ..capture.log_index import LogIndex, local_path
@@ -46,6 +47,7 @@ from .datasource import register
 from .output_schema import SchemaMismatch, arrow_schema, conform
 from .preflight import check_session, held_slots, task_slots
 from .runner import run
+from .sink import record_columns
 
 __all__ = ["stream", "StreamingPipeline", "PIPELINE_SNAPSHOT_EVERY", "PIPELINE_STOP_WAIT"]
 
@@ -399,7 +401,9 @@ def stream(df: Any, build: Callable[[Any, Any], Any], schema: Any, checkpoint: A
 
     Before anything starts: ``ParameterError`` if ``df`` is a batch DataFrame (use
     :func:`ts.spark.transform <timely_spark.spark.transform>`) or a column of ``df`` or
-    ``schema`` is named ``time``, ``worker``, ``seq`` or ``kind``; ``SparkSetupError``
+    ``schema`` is named ``time``, ``worker``, ``seq`` or ``kind``; ``EventLogError`` naming
+    the column if ``df``'s columns differ from those the input log under ``checkpoint``
+    holds (a stream whose schema changed: start it on a new checkpoint); ``SparkSetupError``
     unless the session has ``workers`` + 1 free task slots (the workers hold theirs for
     the pipeline's life; the streaming queries' tasks take turns on one more).  By
     default ``workers`` is the free slots less one.
@@ -428,6 +432,7 @@ def stream(df: Any, build: Callable[[Any, Any], Any], schema: Any, checkpoint: A
     register(spark)
     carried = "diff" in columns
     source = df.withColumnRenamed("diff", DIFF_CARRIER) if carried else df
+    EpochLog.create(root / "input", record_columns(source.schema, root / "input"))   # a changed input: refused now
     writer = source.writeStream.format("timely").option("checkpointLocation", str(root / "input-query"))
     if trigger:
         writer = writer.trigger(**trigger)
