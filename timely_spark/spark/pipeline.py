@@ -290,7 +290,8 @@ class StreamingPipeline:
     def await_epoch(self, epoch: int, timeout: float = 600.0,
                     report: Optional[Callable[[str], Any]] = None) -> dict:
         """Wait until output epoch ``epoch`` is complete; its :attr:`last_progress`.
-        ``report`` (e.g. ``print``) gets a line for each epoch completed meanwhile.
+        ``report`` (e.g. ``print``) gets a progress line (``epoch N: ...``, N the newest
+        complete output epoch) whenever the output moves on.
         Raises the pipeline's error if it failed, and ``RunTimeout`` after ``timeout`` s."""
         check_timeout("timeout", timeout, allow_none=False)
         deadline = time.monotonic() + timeout
