@@ -37,6 +37,7 @@ from .components_columnar import edge_arrays
 from .edge_input import edge_changes, withdrawn_error
 from .key_index import KeyIndex
 from .state_log import log_state
+from .stream_frames import is_frame, run_on_frame
 from .stream_ids import decode_stream_ids, encode_stream_ids, smallest_labels
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ class EdgeCounts:
         return lo[changed], hi[changed], (unew > 0)[changed]
 
 
-def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
+def components(edges: "Stream", src: str = "src", dst: str = "dst", **pipeline: Any) -> "Stream":
     """Incremental connected components: a changelog of edges in, the changelog of the
     result out.
 
@@ -211,6 +212,11 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
     a non-integer ``diff``, or the withdrawal of an edge the graph does not hold,
     :class:`~timely_spark.errors.ChangelogError` naming the operator, time and row.
 
+    Given a streaming Spark DataFrame of edge changes instead, with ``checkpoint=DIR``
+    and any other setting of :func:`timely_spark.spark.stream` as keywords, it runs as
+    that pipeline and returns it: its ``.df`` streams the changes (``vertex``, ``component``,
+    ``diff``; see :mod:`.stream_frames`).
+
     >>> import pyarrow as pa, timely_spark as ts
     >>> def build(scope):
     ...     inp, edges = scope.new_input()
@@ -226,6 +232,9 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
     1 [(5, 1, 1), (5, 5, -1), (6, 1, 1), (6, 5, -1)]
     2 [(5, 1, -1)]
     """
+    if is_frame(edges) or pipeline:
+        return run_on_frame(edges, "ts.graph.components", lambda scope, s: components(s, src, dst),
+                            lambda t: f"vertex {t}, component {t}, diff long", src, dst, pipeline)
     name = "Components"
     scope = edges.scope
     tallies = [EdgeCounts(name)]

@@ -44,6 +44,7 @@ from .components_columnar import edge_arrays
 from .edge_input import diffs_at, withdrawn_error
 from .in_order import rounds_in_order
 from .sorted_rows import SortedRows
+from .stream_frames import is_frame, run_on_frame
 from .stream_ids import decode_stream_ids, encode_stream_ids
 from .stream_state import keyed_parts, part_of, scalars_of
 from .unique import sorted_unique
@@ -388,7 +389,7 @@ def check_stream_parameters(tolerance: Any, damping: Any) -> None:
 
 
 def pagerank_stream(edges: "Stream", tolerance: float = PAGERANK_TOLERANCE, damping: float = 0.85,
-                    src: str = "src", dst: str = "dst") -> "Stream":
+                    src: str = "src", dst: str = "dst", **pipeline: Any) -> "Stream":
     """A changelog of edges ``(src, dst, optional diff)`` in (ids of any type the batch
     form takes, one type per stream: see :mod:`.stream_ids`); a changelog of
     ``(vertex, rank, diff)`` out: at each completed time, ``-1`` rows for the ranks
@@ -402,6 +403,11 @@ def pagerank_stream(edges: "Stream", tolerance: float = PAGERANK_TOLERANCE, damp
     count as often as they are held; a vertex whose last edge is withdrawn leaves.
     A ``diff`` that is not an integer, or a withdrawal of an edge not held, raises
     :class:`~timely_spark.errors.ChangelogError` naming the operator, time and edge.
+
+    Given a streaming Spark DataFrame of edge changes instead, with ``checkpoint=DIR``
+    and any other setting of :func:`timely_spark.spark.stream` as keywords, it runs as
+    that pipeline and returns it: its ``.df`` streams the changes (``vertex``, ``rank``,
+    ``diff``; see :mod:`.stream_frames`).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> def build(s):
@@ -418,6 +424,10 @@ def pagerank_stream(edges: "Stream", tolerance: float = PAGERANK_TOLERANCE, damp
     0 [1, 2] [0.5, 0.5] [1, 1]
     1 [1, 1, 2, 2] [0.5, 0.6491, 0.5, 0.3509] [-1, 1, -1, 1]
     """
+    if is_frame(edges) or pipeline:
+        return run_on_frame(edges, "ts.graph.pagerank_stream",
+                            lambda scope, s: pagerank_stream(s, tolerance, damping, src, dst),
+                            lambda t: f"vertex {t}, rank double, diff long", src, dst, pipeline)
     check_stream_parameters(tolerance, damping)
     name = "PageRankStream"
     state: list = []

@@ -40,6 +40,7 @@ from .edge_input import diffs_at, source_vertices, weighted_edges, withdrawn_err
 from .in_order import rounds_in_order
 from .key_index import expand_ranges
 from .sorted_rows import SortedRows
+from .stream_frames import is_frame, run_on_frame
 from .stream_ids import decode_sources, decode_stream_ids, encode_stream_ids, local_sources
 from .stream_state import keyed_parts, part_of, scalars_of
 
@@ -402,7 +403,7 @@ class _Paths:
 
 
 def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optional[str] = None,
-                          src: str = "src", dst: str = "dst") -> "Stream":
+                          src: str = "src", dst: str = "dst", **pipeline: Any) -> "Stream":
     """A changelog of edges ``(src, dst[, weight], optional diff)`` in (ids of any type the
     batch form takes, one type per stream: see :mod:`.stream_ids`; ``sources`` a list or
     pyarrow array of ids of that type); a changelog
@@ -420,6 +421,11 @@ def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optio
     held, raises :class:`~timely_spark.errors.ChangelogError` naming the operator, the
     time and the edge.
 
+    Given a streaming Spark DataFrame of edge changes instead, with ``checkpoint=DIR``
+    and any other setting of :func:`timely_spark.spark.stream` as keywords, it runs as
+    that pipeline and returns it: its ``.df`` streams the changes (``vertex``, ``source``, ``distance``,
+    ``diff``; see :mod:`.stream_frames`).
+
     >>> import pyarrow as pa, timely_spark as ts
     >>> def build(s):
     ...     inp, edges = s.new_input()
@@ -432,6 +438,11 @@ def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optio
     0 {'vertex': [1, 2, 3], 'source': [1, 1, 1], 'distance': [0, 1, 2], 'diff': [1, 1, 1]}
     1 {'vertex': [3, 3], 'source': [1, 1], 'distance': [2, 1], 'diff': [-1, 1]}
     """
+    if is_frame(edges) or pipeline:
+        return run_on_frame(edges, "ts.graph.shortest_paths_stream",
+                            lambda scope, s: shortest_paths_stream(s, sources, weight, src, dst),
+                            lambda t: f"vertex {t}, source {t}, distance {'long' if weight is None else 'double'}, "
+                                      "diff long", src, dst, pipeline)
     name = "ShortestPathsStream"
     ids, originals = local_sources(sources)
     wanted = source_vertices(ids)
