@@ -39,6 +39,7 @@ from .broadcast import broadcast_keys
 from .edge_input import diffs_at, source_vertices, weighted_edges, withdrawn_error
 from .in_order import rounds_in_order
 from .key_index import expand_ranges
+from .loop_rounds import as_product, stream_round
 from .sorted_rows import SortedRows
 from .stream_ids import decode_sources, decode_stream_ids, encode_stream_ids, local_sources
 from .stream_state import keyed_parts, part_of, scalars_of
@@ -266,18 +267,17 @@ class _Paths:
         return _msgs(me, me, np.zeros(1), WAKE)
 
     def step(self, t: Any, edge_batches: list, msg_batches: list, _gate: list) -> list:
-        t = t if isinstance(t, Product) else Product(*t)
-        out: list = []
-        if t.outer != self.current:
-            self.current, self.phase, self.resets, self.invalid = t.outer, True, [], []
-        if t.inner == 0:
-            self.dist.compact()
-            self.edges.compact()
-            self.edges_in(t.outer, [b for b in edge_batches if b.num_rows], out)
-            return out
-        table = pa.Table.from_batches(msg_batches) if msg_batches else None
-        if table is None or not table.num_rows:
-            return out
+        outer = as_product(t).outer
+        if outer != self.current:
+            self.current, self.phase, self.resets, self.invalid = outer, True, [], []
+        return stream_round(t, edge_batches, msg_batches, self.new_edges, self.messages)
+
+    def new_edges(self, outer: Any, batches: list, out: list) -> None:
+        self.dist.compact()
+        self.edges.compact()
+        self.edges_in(outer, batches, out)
+
+    def messages(self, t: Product, table: pa.Table, out: list) -> None:
         kind = table["kind"].to_numpy()
         v, s, d, aux = (table[c].to_numpy() for c in ("vertex", "source", "distance", "aux"))
         proposals = [(v[kind == PROPOSAL], s[kind == PROPOSAL], d[kind == PROPOSAL])]
@@ -290,13 +290,12 @@ class _Paths:
             found += self.invalidate(v[kind == INVALID], s[kind == INVALID], d[kind == INVALID], out)
             if t.inner == 1 or d[kind == TICK].sum() > 0:
                 out.append(self.broadcast(np.zeros(1, np.int64), np.zeros(1, np.int64), TICK, float(found)))
-                return out
+                return
             self.phase = False                            # nothing invalidated in the last round, anywhere
             proposals += self.restart(out)
         pv, ps, pd = (np.concatenate([p[i] for p in proposals]) for i in range(3))
         if len(pv):
             self.relax(*self.dist.merge(pv, ps, pd, out), out)
-        return out
 
     def edges_in(self, time: Any, batches: list, out: list) -> None:
         """Round 0: apply this worker's edge changes; ask about withdrawn edges."""
