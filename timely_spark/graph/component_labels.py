@@ -78,8 +78,9 @@ from ..progress import Product
 from .broadcast import broadcast_keys
 from .compact import group_min
 from .contraction import contract, pointer_table, resolve
+from .ids.positions import DenseIds
 from .in_order import in_order
-from .key_index import DenseIds, KeyIndex
+from .key_index import KeyIndex
 from .spanning_forest import forest
 from .split_search import SplitSearch
 from .state_log import log_state

@@ -34,9 +34,10 @@ from . import component_labels
 from .component_labels import label_changes
 from .components_columnar import edge_arrays
 from .edge_input import edge_changes, withdrawn_error
-from .key_index import DenseIds, KeyIndex
+from .ids.positions import DenseIds
+from .ids.stream import decode_stream_ids, encode_stream_ids, smallest_labels
+from .key_index import KeyIndex
 from .state_log import log_state
-from .stream_ids import decode_stream_ids, encode_stream_ids, smallest_labels
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
@@ -181,7 +182,7 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
 
     Vertex ids may be of any type the batch forms take (integers, strings, binaries,
     uint64, dates, timestamps; one type per stream): ids that are not signed integers
-    are mapped to int64 ids inside the workers (:mod:`.stream_ids`, kept in snapshots)
+    are mapped to int64 ids inside the workers (:mod:`.ids.stream`, kept in snapshots)
     and back, the component being the smallest id in the type's own order.
 
     A missing column or ids of two types raise :class:`~timely_spark.errors.GraphInputError`;

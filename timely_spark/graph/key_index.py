@@ -1,6 +1,5 @@
 """A sorted index of int64 keys with int64 values that takes batches of updates:
-the state of the incremental graph operators (:mod:`.incremental_components`); and
-:class:`DenseIds`, the one map of a worker's vertex ids to dense positions they index arrays by.
+the state of the incremental graph operators (:mod:`.incremental_components`).
 
 It is a log-structured merge of sorted levels: each :meth:`KeyIndex.set` of new keys
 adds a sorted level, and the two newest levels merge while the newer one is at least
@@ -18,13 +17,8 @@ from typing import Optional
 import numpy as np
 
 from ..dataflow.operators.arrangement import ranges
-from ..errors import GraphInputError
-from .compact import compact_ids
 
-__all__ = ["KeyIndex", "DenseIds", "expand_ranges", "MAX_VERTICES"]
-
-#: Dense ids are packed two to an int64 key, so one worker's dense space holds fewer.
-MAX_VERTICES = 1 << 31
+__all__ = ["KeyIndex", "expand_ranges"]
 
 
 def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -135,49 +129,3 @@ class KeyIndex:
             parts.append(held[at])
         return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
-
-class DenseIds:
-    """A worker's vertex ids as dense positions ``0..n-1`` (in order of first sight), and
-    back (``vid[position]``): what the incremental graph operators index their arrays
-    by.  Positions are never reused; an operator compacts by starting a new map.  More
-    than :data:`MAX_VERTICES` ids raise :class:`~timely_spark.errors.GraphInputError`
-    naming ``operator``.
-
-    >>> ids = DenseIds("Components")
-    >>> ids.dense(np.array([50, 7, 50])).tolist(), ids.dense(np.array([9, 7])).tolist()
-    ([1, 0, 1], [2, 0])
-    >>> ids.vid[:ids.n].tolist(), ids.get(np.array([9, 8]), -1)[0].tolist()
-    ([7, 50, 9], [2, -1])
-    """
-
-    def __init__(self, operator: str) -> None:
-        self.operator = operator
-        self.index = KeyIndex()
-        self.vid = np.zeros(0, np.int64)          # by position; its length is the capacity
-        self.n = 0
-
-    def __len__(self) -> int:
-        return len(self.index)
-
-    def get(self, ids: np.ndarray, default: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """``(positions, found)`` of ``ids`` (``default`` where not found)."""
-        return self.index.get(ids, default)
-
-    def dense(self, ids: np.ndarray) -> np.ndarray:
-        """The positions of ``ids``, new ids given the next ones (``vid`` grows by doubling)."""
-        uniq, inverse = compact_ids(ids)                    # no sort when the ids are dense
-        dense, found = self.index.get(uniq, -1)
-        fresh = uniq[~found]
-        if len(fresh):
-            start, self.n = self.n, self.n + len(fresh)
-            if self.n > MAX_VERTICES:
-                raise GraphInputError(f"{self.operator}: more than {MAX_VERTICES} distinct vertices on one worker",
-                                      "src")
-            if self.n > len(self.vid):
-                cap = max(self.n, 2 * len(self.vid), 1024)
-                self.vid = np.concatenate([self.vid, np.zeros(cap - len(self.vid), np.int64)])
-            new = np.arange(start, self.n, dtype=np.int64)
-            self.index.set(fresh, new)
-            self.vid[new] = fresh
-            dense[~found] = new
-        return dense[inverse.reshape(-1)]

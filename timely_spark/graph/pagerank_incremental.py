@@ -42,10 +42,10 @@ from ..runtime import check_fraction, check_positive
 from .broadcast import broadcast_keys
 from .components_columnar import edge_arrays
 from .edge_input import diffs_at, withdrawn_error
+from .ids.stream import decode_stream_ids, encode_stream_ids
 from .in_order import rounds_in_order
 from .loop_rounds import stream_round
 from .sorted_rows import SortedRows
-from .stream_ids import decode_stream_ids, encode_stream_ids
 from .stream_state import keyed_parts, part_of, scalars_of
 from .unique import sorted_unique
 
@@ -388,7 +388,7 @@ def check_stream_parameters(tolerance: Any, damping: Any) -> None:
 def pagerank_stream(edges: "Stream", tolerance: float = PAGERANK_TOLERANCE, damping: float = 0.85,
                     src: str = "src", dst: str = "dst") -> "Stream":
     """A changelog of edges ``(src, dst, optional diff)`` in (ids of any type the batch
-    form takes, one type per stream: see :mod:`.stream_ids`); a changelog of
+    form takes, one type per stream: see :mod:`.ids.stream`); a changelog of
     ``(vertex, rank, diff)`` out: at each completed time, ``-1`` rows for the ranks
     that changed or left and ``+1`` rows for the new ones, nothing for the rest.
 

@@ -37,11 +37,11 @@ from ..dataflow import DIFF
 from ..progress import Product
 from .broadcast import broadcast_keys
 from .edge_input import diffs_at, source_vertices, weighted_edges, withdrawn_error
+from .ids.stream import decode_sources, decode_stream_ids, encode_stream_ids, local_sources
 from .in_order import rounds_in_order
 from .key_index import expand_ranges
 from .loop_rounds import as_product, stream_round
 from .sorted_rows import SortedRows
-from .stream_ids import decode_sources, decode_stream_ids, encode_stream_ids, local_sources
 from .stream_state import keyed_parts, part_of, scalars_of
 
 if TYPE_CHECKING:
@@ -403,7 +403,7 @@ class _Paths:
 def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optional[str] = None,
                           src: str = "src", dst: str = "dst") -> "Stream":
     """A changelog of edges ``(src, dst[, weight], optional diff)`` in (ids of any type the
-    batch form takes, one type per stream: see :mod:`.stream_ids`; ``sources`` a list or
+    batch form takes, one type per stream: see :mod:`.ids.stream`; ``sources`` a list or
     pyarrow array of ids of that type); a changelog
     of ``(vertex, source, distance, diff)`` out: at each completed time, the distances
     that changed, appeared or went (``-1`` for the old row, ``+1`` for the new), from
