@@ -50,36 +50,21 @@ def test_joins_and_a_reduce_reading_one_arrangement_equal_their_unshared_forms_a
 
 
 def test_the_index_is_held_once_and_its_readers_keep_nothing_of_it():
-    log = random_log(23, right_row, RIGHT)
+    right = random_log(23, right_row, RIGHT)
+    left = [pa.table({"k": [1, 2], "v": [1, 2]})] + [SCHEMA.empty_table()] * (EPOCHS - 1)
+    found = []
 
-    def work(worker):
-        found, emitted = [], []
+    def build(scope, ls, rs):
+        arranged = rs.arrange("k")
+        found.append(arranged)
+        return {"join": ls.join(arranged, "k", running=True), "flipped": arranged.join(ls),
+                "reduce": arranged.reduce(count, OUT)}
 
-        def build(scope):
-            (li, ls), (ri, rs) = scope.new_input(), scope.new_input()
-            arranged = rs.arrange("k")
-            found.append(arranged)
-            ls.join(arranged, "k", running=True).probe()
-            arranged.join(ls).probe()
-            arranged.reduce(count, OUT).inspect(lambda b: emitted.append(b.num_rows))
-            return li, ri
-
-        handles = worker.dataflow(build)
-        handles[0].send_batch(pa.table({"k": [1, 2], "v": [1, 2]}))
-        for epoch, changes_now in enumerate(log):
-            if changes_now.num_rows:
-                handles[1].send_batch(changes_now)
-            for handle in handles:
-                handle.advance_to(epoch + 1)
-        for handle in handles:
-            handle.close()
-        while worker.step():
-            pass
-        arranged = found[0]
-        return arranged.rows, [sum(s.rows for s in reader.stores) for reader in arranged.readers], sum(emitted)
-
-    [(held, readers, emitted)] = ts.execute(work, timeout=30)
-    distinct_rows = ts.collection(pa.concat_tables([t for t in log if t.num_rows])).num_rows
+    got = run(build, [left, right], threads=1)
+    [arranged] = found
+    held, readers = arranged.rows, [sum(s.rows for s in reader.stores) for reader in arranged.readers]
+    distinct_rows = ts.collection(pa.concat_tables([t for t in right if t.num_rows])).num_rows
+    emitted = sum(table.num_rows for table in got["reduce"].values())
     assert 0 < held and distinct_rows <= held
     assert len(readers) == 3
     assert readers[0] == readers[1] == 0, "a join keeps a copy of the arranged side"
