@@ -31,8 +31,9 @@ from .key import KEY_FILE, Mac, key_id, mac
 __all__ = ["FORMAT", "manifest_path", "snapshot_dir", "list_manifests", "list_snapshot_dirs", "write_manifest",
            "load_manifest", "verify_files", "file_digest", "read_verified", "retain", "fsync_dir", "candidates"]
 
-#: The manifest format this version writes and reads (2: authenticated with the checkpoint key).
-FORMAT = 2
+#: The manifest format this version writes and reads (2: authenticated with the checkpoint key;
+#: 3: the graph stream forms' state in the core's keyed-parts encoding).
+FORMAT = 3
 
 _MANIFEST = re.compile(r"^manifest-(\d+)\.json$")
 _SNAPSHOT = re.compile(r"^snapshot-(\d+)$")
