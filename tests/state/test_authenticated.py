@@ -184,3 +184,17 @@ def test_window_state_at_integer_times_holds_no_pickle(tmp_path):
         table = ts.state.read_snapshot(checkpoint, address)
         assert not any(pa.types.is_binary(f.type) or pa.types.is_dictionary(f.type) for f in table.schema), \
             (name, table.schema)
+
+
+def test_a_manifest_of_another_format_is_refused_naming_both_formats(tmp_path, monkeypatch):
+    """Authentic, but written by a version whose state encoding differs: refused by name, never restored."""
+    from timely_spark.state import manifest
+    key = b"k" * 32
+    body = {"time": 0, "peers": 1, "states": [], "dataflows": []}
+    monkeypatch.setattr(manifest, "FORMAT", manifest.FORMAT - 1)
+    path = manifest.write_manifest(str(tmp_path), 0, body, key)
+    monkeypatch.undo()
+    with pytest.raises(CheckpointError, match=rf"manifest format {manifest.FORMAT - 1}, this version reads "
+                                              rf"{manifest.FORMAT}: .*another version of timely_spark"):
+        manifest.load_manifest(path, key)
+    assert manifest.load_manifest(manifest.write_manifest(str(tmp_path), 1, body, key), key)["seq"] == 1

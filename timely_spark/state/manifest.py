@@ -163,7 +163,9 @@ def load_manifest(path: str, key: bytes) -> dict:
         raise CheckpointError(f"{path}: the manifest's MAC does not match: it was not written by a holder of the "
                               f"checkpoint key (altered or forged), so it is not trusted")
     if body.get("format") != FORMAT:
-        raise CheckpointError(f"{path}: manifest format {body.get('format')!r}, this version reads {FORMAT}")
+        raise CheckpointError(f"{path}: manifest format {body.get('format')!r}, this version reads {FORMAT}: the "
+                              f"snapshot was written by another version of timely_spark; restore it with that "
+                              f"version, or start this one on a new checkpoint directory")
     for name in ("seq", "time", "peers", "states", "dataflows"):
         if name not in body:
             raise CheckpointError(f"{path}: the manifest has no {name!r}")
