@@ -28,7 +28,7 @@ def run_job(master: str, env: dict, out: Path, *extra: str) -> dict:
     conf = [arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")]
     code, stdout, stderr = submit(["--master", master, *conf, str(JOB), "--out", str(out), "--timeout", "180",
                                    *extra], env, SUBMIT_TIMEOUT)
-    assert code == 0, stderr[-4000:]
+    assert code == 0, f"{stdout[-2000:]}\n{stderr[-4000:]}"
     return json.loads(stdout.strip().splitlines()[-1])
 
 

@@ -73,12 +73,15 @@ def _barrier_collect(sc: Any, workers: int, fn_bytes: bytes, config: Config, sec
     Connect (``sc`` the session), a ``mapInArrow(..., barrier=True)`` over a DataFrame of
     one row per task; on a classic session, an RDD's barrier stage (named :data:`RUN_RDD_NAME`)."""
     if is_connect(sc):
-        from pyspark.sql.types import BinaryType, StructField, StructType
+        from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-        frame = sc.range(0, workers, 1, workers)     # a StructType: no round trip to parse a DDL string
-        return [row[0] for row in frame.mapInArrow(_arrow_fn(fn_bytes, config, secret, ticket),
-                                                   StructType([StructField(OUTCOME, BinaryType())]),
-                                                   barrier=True).collect()]
+        # Every schema given, none asked of the server: ``to`` a known schema spares the round
+        # trip ``mapInArrow`` makes for its input's columns, a StructType (not a DDL string) the
+        # one parsing it, and ``toArrow`` the one ``collect`` makes for a setting.
+        frame = sc.range(0, workers, 1, workers).to(StructType([StructField("id", LongType(), False)]))
+        outcomes = frame.mapInArrow(_arrow_fn(fn_bytes, config, secret, ticket),
+                                    StructType([StructField(OUTCOME, BinaryType())]), barrier=True).toArrow()
+        return outcomes.column(OUTCOME).to_pylist()
     return (sc.parallelize(range(workers), workers).barrier()
             .mapPartitions(_partition_fn(fn_bytes, config, secret, ticket))
             .setName(RUN_RDD_NAME).collect())
