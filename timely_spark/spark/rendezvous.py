@@ -66,7 +66,7 @@ from ..communication.tcp import (
 )
 from ..errors import RendezvousError, WorkerFailure, describe_error, most_telling, rebuild_error
 from ..runtime import DEFAULT_CONNECT_TIMEOUT, POLL_INTERVAL
-from .connect import client_on_driver_host, conf_get, is_connect
+from .connect import client_on_driver_host, conf_get, endpoint_host, is_connect
 
 __all__ = ["Ticket", "DriverRendezvous", "RendezvousError", "driver_rendezvous", "session_rendezvous",
            "scheduler_attempts", "meet", "report_failure", "report_stats", "failure_marker", "reported_failure",
@@ -451,7 +451,8 @@ def _through_driver(mode: str) -> bool:
 
 def _client_rendezvous(spark: Any) -> Optional[DriverRendezvous]:
     host = conf_get(spark, "spark.driver.host")
-    if not _through_driver(conf_get(spark, RENDEZVOUS_CONF, "driver") or "driver") or not client_on_driver_host(host):
+    if (not _through_driver(conf_get(spark, RENDEZVOUS_CONF, "driver") or "driver")
+            or not client_on_driver_host(host, endpoint_host(spark))):
         return None
     assert host is not None
     return driver_rendezvous(host, conf_get(spark, "spark.driver.bindAddress"))
