@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Optional
 from ..function_pickle import dumps_function, loads_function
 from ..runtime import DEFAULT_PEER_TIMEOUT, Config, new_secret
 from .barrier import reporting_failures, run_in_barrier_task, task_config
-from .connect import is_connect
+from .connect import connect_session, is_connect
 from .file_input import FileInput, file_input
 from .job_errors import install as install_error_translation
 from .output_schema import SchemaMismatch, arrow_schema, conform, rows_batch
@@ -104,17 +104,20 @@ def _fit_to_slots(df: Any) -> tuple[Any, Optional[int], Optional[FileInput]]:
     return (df if direct is not None else df.repartition(slots)), slots, direct
 
 
-def _ticket(df: Any, secret: bytes, config: Config, on_stats: Optional[Callable[[dict], Any]]) -> Optional[Ticket]:
+def _ticket(df: Any, secret: bytes, config: Config, on_stats: Optional[Callable[[dict], Any]],
+            checked: Any = None) -> Optional[Ticket]:
     """A rendezvous ticket for the job's tasks (open while the result is used: it may run
     again later; closed after ``TICKET_IDLE_TIMEOUT`` seconds without use), and the
     driver's error translation installed -- or None where the tasks meet through
     ``allGather`` (over Spark Connect, when this client is not on the Spark driver's
     host: see :func:`.rendezvous.session_rendezvous`), and errors stay Spark's.
-    ``on_stats`` takes the timings the job's tasks send (see :func:`_accumulator`)."""
+    ``on_stats`` takes the timings the job's tasks send (see :func:`_accumulator`).
+    ``checked``: what :func:`.preflight.check_session` returned, if it ran (over Spark
+    Connect, the session with its settings: no round trip to read them again)."""
     install_error_translation()
     spark = df.sparkSession
     if is_connect(spark):
-        service = session_rendezvous(spark)
+        service = session_rendezvous(checked if is_connect(checked) else connect_session(spark))
     else:
         service = session_rendezvous(spark.sparkContext, spark.conf)
     return None if service is None else service.open(secret, config.connect_timeout, idle=TICKET_IDLE_TIMEOUT,
@@ -206,8 +209,9 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     config = task_config(timeout=timeout, peer_timeout=peer_timeout)
     partitions: Optional[int] = workers
     direct: Optional[FileInput] = None
+    checked = None
     if workers is not None:
-        check_session(df.sparkSession, workers)
+        checked = check_session(df.sparkSession, workers)
         if _planned_partitions(df) != workers:     # a DataFrame partitioned already (by key) is kept
             direct = file_input(df, workers)       # a plain Parquet scan: the tasks read it, no shuffle
             if direct is None:
@@ -220,7 +224,7 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     secret = new_secret()
     accumulator = _accumulator(df, stats)
     on_stats = _on_stats(stats, accumulator)
-    ticket = _ticket(df, secret, config, on_stats)
+    ticket = _ticket(df, secret, config, on_stats, checked)
     sends_stats = on_stats is not None and ticket is not None
 
     def func(batches: Iterator[Any]) -> Iterator[Any]:
