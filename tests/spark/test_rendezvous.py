@@ -370,3 +370,18 @@ def test_a_stage_retried_after_a_task_died_before_registering_meets_its_own_task
     counted = ts.spark.transform(df, DiesBeforeRegistering(tmp_path), "x long").groupBy("x").count()
     assert sorted(tuple(r) for r in counted.collect()) == [(0, 10), (1, 10), (2, 10)]   # a barrier map stage
     assert (tmp_path / "p1").read_text() == "xx"          # ... that Spark ran again after partition 1 died
+
+
+def test_over_connect_the_client_serves_the_rendezvous_only_on_the_servers_machine(connect_spark):
+    """A Connect client dialling a loopback server, whose Spark driver's host is a loopback
+    address, serves the rendezvous (tasks meet through it); the same loopback driver host
+    seen by a client dialling another machine is that machine's: no rendezvous in the
+    client, the tasks meet through allGather."""
+    from timely_spark.spark.connect import client_on_driver_host, conf_get, connect_session, endpoint_host
+    from timely_spark.spark.rendezvous import session_rendezvous
+
+    session = connect_session(connect_spark)
+    host = conf_get(session, "spark.driver.host")
+    assert endpoint_host(session) == "127.0.0.1" and client_on_driver_host(host, "127.0.0.1")
+    assert session_rendezvous(session) is not None
+    assert not client_on_driver_host(host, "203.0.113.7")           # a documentation address: another machine

@@ -17,7 +17,9 @@ that runs them.  What ``ts.spark`` needs of a session comes from what Connect ha
 * the driver's rendezvous (:mod:`.rendezvous`) lives in this Python process, which over
   Connect is the client, not the Spark driver: executors can reach it when the Spark
   driver's host is this machine (:func:`client_on_driver_host`: a local Connect
-  server); otherwise tasks meet through ``BarrierTaskContext.allGather``;
+  server -- a loopback ``spark.driver.host`` names the Connect server's machine, which
+  is this one only when the client dialled a loopback or own address); otherwise tasks
+  meet through ``BarrierTaskContext.allGather``;
 * errors: the Connect client's exceptions are translated like classic ones
   (:func:`install_error_translation`).
 """
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 __all__ = ["ConnectSession", "connect_session", "is_connect", "conf_get", "master_slots", "connect_slots",
-           "client_on_driver_host", "install_error_translation"]
+           "client_on_driver_host", "endpoint_host", "install_error_translation"]
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +122,15 @@ def connect_slots(spark: Any) -> tuple[Optional[int], str]:
     return master_slots(conf_get(spark, "spark.master", "?") or "?", lambda key: conf_get(spark, key))
 
 
+def endpoint_host(spark: Any) -> Optional[str]:
+    """The host the Connect client of session ``spark`` dials (``sc://HOST:PORT``; no round
+    trip), or None if it does not say."""
+    try:
+        return str(spark.client.host)
+    except Exception:       # a client without the property
+        return None
+
+
 def _own_addresses() -> set[str]:
     names = {socket.gethostname(), socket.getfqdn()}
     found = set()
@@ -131,22 +142,30 @@ def _own_addresses() -> set[str]:
     return found | names
 
 
-def client_on_driver_host(host: Optional[str]) -> bool:
-    """Whether the Spark driver's ``host`` (``spark.driver.host``) is this machine, so
-    that executors, which reach the driver's host, reach this Python process too.
-
-    >>> client_on_driver_host("127.0.0.1"), client_on_driver_host("localhost")
-    (True, True)
-    """
-    if not host:
-        return False
+def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
-        if ipaddress.ip_address(host.strip("[]")).is_loopback:
-            return True
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
-        pass
+        return False
+
+
+def client_on_driver_host(host: Optional[str], endpoint: Optional[str] = None) -> bool:
+    """Whether the Spark driver's ``host`` (``spark.driver.host``) is this machine, so
+    that executors, which reach the driver's host, reach this Python process too.
+    A loopback ``host`` is the machine of the Connect server (``endpoint``: the host the
+    client dials, None when unknown), so it is this one only when ``endpoint`` is.
+
+    >>> client_on_driver_host("127.0.0.1"), client_on_driver_host("localhost", endpoint="127.0.0.1")
+    (True, True)
+    >>> client_on_driver_host("127.0.0.1", endpoint="203.0.113.7")    # a local[N] server on another machine
+    False
+    """
+    if not host:
+        return False
+    if _loopback(host):
+        return endpoint is None or _loopback(endpoint) or endpoint in _own_addresses()
     return host in _own_addresses()
 
 

@@ -16,14 +16,14 @@ from typing import Any, Callable, Iterator, Optional
 from ..function_pickle import dumps_function, loads_function
 from ..runtime import DEFAULT_PEER_TIMEOUT, Config, new_secret
 from .barrier import reporting_failures, run_in_barrier_task, task_config
-from .connect import is_connect
+from .connect import connect_session, is_connect
 from .file_input import FileInput, file_input
 from .job_errors import install as install_error_translation
 from .output_schema import SchemaMismatch, arrow_schema, conform, rows_batch
 from .output_stream import OutputStream
 from .packed_rows import pack, packable, packed_struct, unpack
 from .preflight import check_session, refuse_streaming, task_slots
-from .rendezvous import TICKET_IDLE_TIMEOUT, Ticket, session_rendezvous
+from .rendezvous import TICKET_IDLE_TIMEOUT, Ticket, report_stats, session_rendezvous
 from .stage_boundary import after_barrier
 from .task_input import chunked
 from .task_stats import TaskStats, task_report
@@ -104,27 +104,41 @@ def _fit_to_slots(df: Any) -> tuple[Any, Optional[int], Optional[FileInput]]:
     return (df if direct is not None else df.repartition(slots)), slots, direct
 
 
-def _ticket(df: Any, secret: bytes, config: Config) -> Optional[Ticket]:
+def _ticket(df: Any, secret: bytes, config: Config, on_stats: Optional[Callable[[dict], Any]],
+            checked: Any = None) -> Optional[Ticket]:
     """A rendezvous ticket for the job's tasks (open while the result is used: it may run
     again later; closed after ``TICKET_IDLE_TIMEOUT`` seconds without use), and the
     driver's error translation installed -- or None where the tasks meet through
     ``allGather`` (over Spark Connect, when this client is not on the Spark driver's
-    host: see :func:`.rendezvous.session_rendezvous`), and errors stay Spark's."""
+    host: see :func:`.rendezvous.session_rendezvous`), and errors stay Spark's.
+    ``on_stats`` takes the timings the job's tasks send (see :func:`_accumulator`).
+    ``checked``: what :func:`.preflight.check_session` returned, if it ran (over Spark
+    Connect, the session with its settings: no round trip to read them again)."""
     install_error_translation()
     spark = df.sparkSession
     if is_connect(spark):
-        service = session_rendezvous(spark)
+        service = session_rendezvous(checked if is_connect(checked) else connect_session(spark))
     else:
         service = session_rendezvous(spark.sparkContext, spark.conf)
-    return None if service is None else service.open(secret, config.connect_timeout, idle=TICKET_IDLE_TIMEOUT)
+    return None if service is None else service.open(secret, config.connect_timeout, idle=TICKET_IDLE_TIMEOUT,
+                                                     on_stats=on_stats)
 
 
 def _accumulator(df: Any, stats: Optional[dict]) -> Any:
     """A Spark accumulator merging the tasks' stats into ``stats`` (None without
-    ``stats``, and over Spark Connect, which has no accumulators)."""
+    ``stats``, and over Spark Connect, which has no accumulators: there the tasks send
+    their stats to the driver's rendezvous instead, see :func:`_on_stats`)."""
     if stats is None or is_connect(df.sparkSession):
         return None
     return df.sparkSession.sparkContext.accumulator(stats, TaskStats())
+
+
+def _on_stats(stats: Optional[dict], accumulator: Any) -> Optional[Callable[[dict], Any]]:
+    """Where the rendezvous puts the timings the tasks send it: ``stats["tasks"]`` when
+    ``stats`` is wanted and no accumulator carries them (over Spark Connect)."""
+    if stats is None or accumulator is not None:
+        return None
+    return stats.setdefault("tasks", []).append
 
 
 def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool = False,
@@ -180,7 +194,10 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     few batches, not its whole output.  ``stats`` (a dict) receives, when an action runs
     the result, ``stats["tasks"]``: per task, where its time went (stage start,
     rendezvous, input, compute, output) and the most output rows it held at once
-    (``peak_rows_held``); see :mod:`.task_stats`.
+    (``peak_rows_held``); see :mod:`.task_stats`.  Over Spark Connect the same, sent by
+    the tasks to the driver's rendezvous (no accumulators there), with ``stage_start``
+    None (Connect cannot tell when Spark submitted the stage); with no rendezvous to
+    reach (tasks meeting through ``allGather``), ``stats`` stays empty.
 
         counts = ts.spark.transform(
             words_df,
@@ -192,8 +209,9 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     config = task_config(timeout=timeout, peer_timeout=peer_timeout)
     partitions: Optional[int] = workers
     direct: Optional[FileInput] = None
+    checked = None
     if workers is not None:
-        check_session(df.sparkSession, workers)
+        checked = check_session(df.sparkSession, workers)
         if _planned_partitions(df) != workers:     # a DataFrame partitioned already (by key) is kept
             direct = file_input(df, workers)       # a plain Parquet scan: the tasks read it, no shuffle
             if direct is None:
@@ -204,8 +222,10 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     packed = packable(struct)
     build_bytes = dumps_function(build)
     secret = new_secret()
-    ticket = _ticket(df, secret, config)
     accumulator = _accumulator(df, stats)
+    on_stats = _on_stats(stats, accumulator)
+    ticket = _ticket(df, secret, config, on_stats, checked)
+    sends_stats = on_stats is not None and ticket is not None
 
     def func(batches: Iterator[Any]) -> Iterator[Any]:
         from pyspark import BarrierTaskContext
@@ -247,6 +267,9 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
             output.close()      # after any failure was reported: the worker stops at its next output
         if accumulator is not None:
             accumulator.add({"tasks": [task_report(task, index, ctx.stageId(), started, start, output)]})
+        elif sends_stats:
+            assert ticket is not None
+            report_stats(ticket, task_report(task, index, ctx.stageId(), started, start, output))
 
     if not packed:
         return after_barrier(source.mapInArrow(func, struct, barrier=True), partitions)

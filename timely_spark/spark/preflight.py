@@ -232,7 +232,10 @@ def check_free_slots(spark: Any, sc: Any, workers: int) -> None:
     Spark Connect with slots the configuration does not tell: not checked here.)"""
     if is_connect(sc) and connect_slots(sc)[0] is None:
         return
-    slots, held, queries = task_slots(sc), held_slots(sc), _streaming_queries(spark)
+    slots, held = task_slots(sc), held_slots(sc)
+    if workers + held + 1 <= slots:     # free whatever the queries: spared asking for them (a round trip)
+        return
+    queries = _streaming_queries(spark)
     if workers + held + min(1, queries) > slots:
         parts = [f"{held} held by running timely jobs"] if held else []
         parts += [f"one for the session's {queries} active streaming queries"] if queries else []

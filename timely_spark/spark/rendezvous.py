@@ -7,7 +7,9 @@ service on the driver, proves it knows its job's secret, and sends its listener'
 each with all of them, proving in turn that it knows the secret.  A task whose job
 fails also reports the error here (authenticated the same way, and as plain data:
 nothing received is unpickled), so that the driver can raise the package's own
-exception instead of Spark's (see :mod:`.job_errors`).
+exception instead of Spark's (see :mod:`.job_errors`); and a task of a job opened with
+``on_stats`` sends its timings here when it ends (:func:`report_stats`: ``transform``'s
+``stats=`` over Spark Connect, which has no accumulators).
 
 One service per driver process, started on first use (:func:`driver_rendezvous`);
 each run or ``transform`` opens a :class:`Ticket` (a token, the secret, the service's
@@ -64,11 +66,11 @@ from ..communication.tcp import (
 )
 from ..errors import RendezvousError, WorkerFailure, describe_error, most_telling, rebuild_error
 from ..runtime import DEFAULT_CONNECT_TIMEOUT, POLL_INTERVAL
-from .connect import client_on_driver_host, conf_get, is_connect
+from .connect import client_on_driver_host, conf_get, endpoint_host, is_connect
 
 __all__ = ["Ticket", "DriverRendezvous", "RendezvousError", "driver_rendezvous", "session_rendezvous",
-           "scheduler_attempts", "meet", "report_failure", "failure_marker", "reported_failure", "RENDEZVOUS_CONF",
-           "MAX_ANSWER", "REMEMBERED_FAILURES"]
+           "scheduler_attempts", "meet", "report_failure", "report_stats", "failure_marker", "reported_failure",
+           "RENDEZVOUS_CONF", "MAX_ANSWER", "REMEMBERED_FAILURES"]
 
 #: Seconds a connection to the driver's rendezvous has to authenticate (send its hello
 #: and its MAC-checked request) before the driver drops it; a task whose connection is
@@ -163,6 +165,7 @@ class _Job:
     id: str
     idle: Optional[float]          # closed after this many seconds unused (None: when closed)
     used: float                    # monotonic time of the last authenticated message
+    on_stats: Optional[Callable[[dict], Any]] = None     # takes a task's timings (plain data)
 
     def expired(self, now: float) -> bool:
         return self.idle is not None and now - self.used > self.idle
@@ -233,17 +236,20 @@ class DriverRendezvous:
         threading.Thread(target=self._accept_loop, name="timely-rendezvous", daemon=True).start()
 
     # ---- the driver's side -------------------------------------------------------
-    def open(self, secret: bytes, wait: float = DEFAULT_CONNECT_TIMEOUT, idle: Optional[float] = None) -> Ticket:
+    def open(self, secret: bytes, wait: float = DEFAULT_CONNECT_TIMEOUT, idle: Optional[float] = None,
+             on_stats: Optional[Callable[[dict], Any]] = None) -> Ticket:
         """A new job's ticket: tasks showing it (and proving ``secret``) may meet here,
         each group waiting at most ``wait`` seconds for its last task.  With ``idle``,
-        the ticket closes by itself after that many seconds without a task using it."""
+        the ticket closes by itself after that many seconds without a task using it.
+        ``on_stats(report)`` is called with each timing report a task of the job sends
+        (:func:`report_stats`; a dict of plain values)."""
         token = os.urandom(TOKEN)
         job = os.urandom(8).hex()
         now = time.monotonic()
         with self._cond:
             for old in [t for t, j in self._jobs.items() if j.expired(now)]:
                 self._forget(old)
-            self._jobs[token] = _Job(secret, wait, job, idle, now)
+            self._jobs[token] = _Job(secret, wait, job, idle, now, on_stats)
         return Ticket(self.host, self.port, token, secret, wait, job)
 
     def close(self, ticket: Ticket) -> None:
@@ -333,6 +339,12 @@ class DriverRendezvous:
             sock.close()
 
     def _answer(self, token: bytes, job: _Job, request: dict) -> dict:
+        if request["kind"] == "stats":
+            report = request["report"]
+            if job.on_stats is None or not isinstance(report, dict):
+                return {"error": "this job takes no timing reports"}
+            job.on_stats(report)            # plain data (JSON): nothing is unpickled
+            return {"ok": True}
         stage, task = int(request["stage"]), int(request["task"])
         known = self.attempt_of(stage, task)
         with self._cond:             # Spark did not say: the stage's newest attempt (-1 if none is known yet)
@@ -439,7 +451,8 @@ def _through_driver(mode: str) -> bool:
 
 def _client_rendezvous(spark: Any) -> Optional[DriverRendezvous]:
     host = conf_get(spark, "spark.driver.host")
-    if not _through_driver(conf_get(spark, RENDEZVOUS_CONF, "driver") or "driver") or not client_on_driver_host(host):
+    if (not _through_driver(conf_get(spark, RENDEZVOUS_CONF, "driver") or "driver")
+            or not client_on_driver_host(host, endpoint_host(spark))):
         return None
     assert host is not None
     return driver_rendezvous(host, conf_get(spark, "spark.driver.bindAddress"))
@@ -559,3 +572,15 @@ def report_failure(ticket: Ticket, stage: int, task: int, exc: BaseException) ->
         _exchange(ticket, request, time.monotonic() + HANDSHAKE_TIMEOUT)
     except Exception as problem:  # the task fails anyway; Spark's error carries the text
         log.warning("timely_spark: could not report a failure to the driver (%s)", problem)
+
+
+def report_stats(ticket: Ticket, report: dict) -> None:
+    """Send task ``report`` (its timings: :func:`.task_stats.task_report`, plain values)
+    to the driver, whose ticket passes it to its ``on_stats``; best effort, bounded."""
+    try:
+        answer = _exchange(ticket, {"kind": "stats", "report": report}, time.monotonic() + HANDSHAKE_TIMEOUT)
+    except Exception as problem:  # timings only: the task's work is done
+        log.warning("timely_spark: could not send a task's timings to the driver (%s)", problem)
+        return
+    if "error" in answer:
+        log.warning("timely_spark: the driver refused a task's timings (%s)", answer["error"])

@@ -22,7 +22,10 @@ threads) -- on a busy machine, what the task cost rather than how long it waited
 ``transform`` is lazy: its tasks report through a Spark accumulator
 (:class:`TaskStats`), so ``stats["tasks"]`` fills in when an action runs the result
 (each action that runs it again adds its tasks).  Over Spark Connect there are no
-accumulators, and ``stats`` stays empty.
+accumulators: the tasks send their reports to the driver's rendezvous instead
+(:func:`.rendezvous.report_stats`), and ``stage_start`` is None (Connect cannot read
+Spark's stage times); where the tasks meet through ``allGather`` (a Connect server on
+another machine), ``stats`` stays empty.
 """
 
 from __future__ import annotations
