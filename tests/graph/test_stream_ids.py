@@ -13,7 +13,7 @@ import timely_spark as ts
 from timely_spark.errors import GraphInputError, WorkerError
 
 from ..state.opstate_harness import cut_and_restore
-from .changelogs import fold_upto, random_changelog, run_epochs
+from .changelogs import feed, fold_upto, random_changelog, run_epochs
 
 KINDS = {
     "string": lambda a: pc.binary_join_element_wise("v", pc.utf8_lpad(a.cast(pa.string()), 5, "0"), ""),
@@ -107,3 +107,57 @@ def test_ids_of_two_types_are_named():
         ts.example(build)
     assert isinstance(info.value.cause, GraphInputError)
     assert "changed type from string to int64" in str(info.value.cause)
+
+
+def churn(epochs: int = 40, live: int = 50) -> list:
+    """Int64 edge changes where every epoch adds ``live`` edges between new vertices and
+    withdraws the edges of the epoch before: ids come and go, ``2 * live`` in use at a time."""
+    out = []
+    for e in range(epochs):
+        base = 10_000 * (e + 1)
+        src = np.arange(base, base + live)
+        add = pa.table({"src": src, "dst": src + 5_000, "diff": np.ones(live, np.int64)})
+        if e:
+            old = out[-1].filter(pc.greater(out[-1]["diff"], 0))
+            add = pa.concat_tables([add, old.set_column(2, "diff", pa.array(np.full(old.num_rows, -1)))])
+        out.append(add)
+    return out
+
+
+def dictionary_rows(epochs: list, threads: int = 2) -> tuple[dict, int]:
+    """The components output of ``epochs`` and the most rows the id dictionary held (all workers)."""
+    from timely_spark.graph.state_log import GRAPH_LOG
+
+    def work(worker):
+        events, seen = [], []
+        worker.log_register().insert(GRAPH_LOG, events.extend)
+
+        def dataflow(scope):
+            inp, edges = scope.new_input()
+            ts.graph.components(edges).inspect_time(lambda t, rb: seen.append((t, rb)))
+            return inp
+
+        feed(worker, worker.dataflow(dataflow), epochs)
+        worker.log_register().flush()
+        return seen, [(e["frontier"], e["count"]) for e in events if e["name"] == "ComponentsIdDecode"]
+
+    per_time: dict = {}
+    rows: dict = {}
+    for seen, sizes in ts.execute(work, threads=threads, timeout=120):
+        for t, rb in seen:
+            per_time.setdefault(t, []).append(rb)
+        for t, n in sizes:
+            rows[t] = rows.get(t, 0) + n
+    return {t: pa.Table.from_batches(b) for t, b in per_time.items()}, max(rows.values(), default=0)
+
+
+def test_the_id_dictionary_drops_ids_that_left():
+    epochs = churn()
+    ints = run_epochs(epochs, ts.graph.components, threads=2)
+    other, most = dictionary_rows([mapped(t, "string", ["src", "dst"]) for t in epochs])
+    assert sorted(ints) == sorted(other)
+    for t in ints:
+        assert rows(other[t]) == rows(mapped(ints[t], "string", ["vertex", "component"])), f"time {t}"
+    distinct = 2 * 50 * 40                  # every id ever seen
+    live = 2 * 2 * 50                       # ids of two epochs' edges
+    assert 0 < most <= 4 * live < distinct, most

@@ -39,7 +39,7 @@ from ..errors import EventLogError
 from ..progress import Antichain, MutableAntichain, timestamp
 from .arrow_times import time_counts
 from .log_files import missing_workers, worker_files
-from .part_file import DATA, THREADED_READ_ROWS, check_meta, check_rows, open_part, read_batches
+from .part_file import DATA, THREADED_READ_ROWS, check_meta, check_rows, column_changes, open_part, read_batches
 
 __all__ = ["LogIndex", "LogSnapshot", "PartSummary", "Scan", "local_path", "cached_part_files"]
 
@@ -369,8 +369,10 @@ class LogIndex:
         if self._schema is None:
             self._schema = schema
         elif not schema.equals(self._schema):
-            raise EventLogError(f"{file}: its columns differ from the rest of the log ({schema} after "
-                                f"{self._schema})")
+            raise EventLogError(f"{file}: its columns differ from the rest of the log: "
+                                f"{column_changes(self._schema, schema)} (its rows at time"
+                                f"{'s' if len(part.times) > 1 else ''} {', '.join(map(repr, part.times[:5])) or '-'}); "
+                                "a log keeps one set of columns: write other columns to a new log")
         counts = self._frontiers.setdefault(worker, MutableAntichain([(start, 1)]))
         counts.update_iter(part.progress)
         below = [(t, c) for t, c in counts.counts().items() if c < 0]

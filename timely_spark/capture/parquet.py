@@ -53,7 +53,7 @@ from .log_files import (
     worker_files,
 )
 from .owner_lock import OwnerLock
-from .part_file import FORMAT, PROGRESS, check_meta, check_rows, open_part, read_columns
+from .part_file import FORMAT, PROGRESS, check_meta, check_rows, column_changes, open_part, read_columns
 from .record_columns import RecordColumns, layout_of, pickle_refused
 
 __all__ = ["ParquetEventWriter", "ParquetEventReader", "EventLogError", "worker_dirs", "time_type", "part_files",
@@ -527,7 +527,8 @@ class ParquetEventReader:
         if self._schema is None:
             self._schema = schema
         elif not schema.equals(self._schema):
-            raise EventLogError(f"{file}: its columns differ from the rest of the stream ({schema})")
+            raise EventLogError(f"{file}: its columns differ from the rest of the stream: "
+                                f"{column_changes(self._schema, schema)}")
         self._pending.extend(self._events(table, meta))
 
     def _events(self, table: Any, meta: dict) -> list[Any]:

@@ -31,7 +31,7 @@ from ..errors import EventLogError
 from ..progress import timestamp
 
 __all__ = ["FORMAT", "LAYOUTS", "DATA", "PROGRESS", "THREADED_READ_ROWS", "READ_BATCH_ROWS", "open_part",
-           "read_columns", "read_batches", "check_meta", "check_rows"]
+           "read_columns", "read_batches", "check_meta", "check_rows", "column_changes"]
 
 FORMAT = "timely_spark.event_log.v1"
 
@@ -208,3 +208,20 @@ def check_rows(file: Any, table: Any) -> None:
         missing = int(np.count_nonzero(np.isnan(diff.to_numpy().astype(float)[kinds == PROGRESS])))
         if missing:
             raise EventLogError(f"{file}: {missing} progress rows without a count (diff is null)")
+
+
+def column_changes(before: Any, after: Any) -> str:
+    """How the Arrow schema ``after`` (a part file's) differs from ``before`` (the rest of
+    the log's), column by column, for an error.
+
+    >>> import pyarrow as pa
+    >>> column_changes(pa.schema([("a", pa.int64()), ("b", pa.string())]),
+    ...                pa.schema([("a", pa.string()), ("c", pa.int64())]))
+    "column 'a' is string where the log has int64; column 'b' is missing; column 'c' is new"
+    """
+    old = {f.name: f.type for f in before}
+    new = {f.name: f.type for f in after}
+    said = [f"column {n!r} is {new[n]} where the log has {old[n]}" for n in old if n in new and new[n] != old[n]]
+    said += [f"column {n!r} is missing" for n in old if n not in new]
+    said += [f"column {n!r} is new" for n in new if n not in old]
+    return "; ".join(said) or f"the columns are in another order ({', '.join(new)} after {', '.join(old)})"

@@ -84,16 +84,38 @@ def _family(type_: Any) -> str:
     return str(type_)
 
 
+def _times(times: Any) -> str:
+    """``time 3`` or ``times 3..5``: the epochs a file's rows are at, for an error."""
+    import pyarrow.compute as pc
+
+    low, high = pc.min(times).as_py(), pc.max(times).as_py()
+    return f"time {low!r}" if low == high else f"times {low!r}..{high!r}"
+
+
+def _check_columns(path: str, data: Any, records: list, held: list) -> None:
+    """EventLogError unless a part file's data rows ``data`` have every record column the
+    read's schema names: the missing ones, the file's own, the times and what to do (a
+    log's columns changed, or the stream was given a schema this log does not have);
+    ``held`` is the file's record columns."""
+    missing = [n for n in records if n not in data.column_names]
+    if missing:
+        raise EventLogError(f"{path}: no column {', '.join(map(repr, missing))} in its rows at {_times(data['time'])} "
+                            f"(they have {', '.join(map(repr, held)) or 'no columns'}), but the read's schema names "
+                            f"{'it' if len(missing) == 1 else 'them'}: the log's columns changed, or the read was "
+                            "given a schema this log does not have; give it the log's own columns")
+
+
 def _check_kinds(path: str, columns: list, target: Any) -> None:
     """EventLogError unless each column of a file keeps its kind of value in the schema
     ``target`` (a stream's given schema may widen ``int`` to ``long``, never turn text into
-    numbers, numbers into text, or integers into floats)."""
+    numbers, numbers into text, or integers into floats); it names the column, the file
+    and the times of its rows."""
     for column, field in zip(columns, target):
         have = _family(column.type)
         if have != _family(field.type) and have in ("text", "bytes", "boolean", "integer", "floating"):
             raise EventLogError(f"{path}: column {field.name!r} holds {column.type}, but the read's schema says "
-                                f"{field.type}: an event log's values are read as they are (give the schema the "
-                                "log's own types)")
+                                f"{field.type} (its rows at {_times(columns[0])}): an event log's values are read as "
+                                "they are (give the schema the log's own types)")
 
 
 def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
@@ -109,13 +131,16 @@ def read_partition(partition: ScanPartition, target: Any) -> Iterator[Any]:
     rows = 0
     for scan in partition.scans:
         with open_part(scan.path) as part:
-            table = read_columns(scan.path, part, ["kind", "time", *records])
+            held = [n for n in part.schema_arrow.names if n not in RESERVED]
+            present = [n for n in records if n in part.schema_arrow.names]
+            table = read_columns(scan.path, part, ["kind", "time", *present])
         keep = pc.equal(table["kind"], DATA)
         if scan.times is not None:
             keep = pc.and_(keep, mask_at(table["time"], pa.array(scan.times, table.schema.field("time").type)))
         data = table.filter(keep)
         if not data.num_rows:
             continue
+        _check_columns(scan.path, data, records, held)
         columns = [data["time"], pa.array(np.full(data.num_rows, scan.worker, np.int64))]
         columns += [data[name] for name in records if name not in RESERVED or name == "diff"]   # a changelog's
         _check_kinds(scan.path, columns, target)

@@ -11,7 +11,16 @@ by it -- the dictionary that turns the algorithm's output back into the original
 kept in snapshots keyed by the int64 id's hash (it re-shards like every other keyed
 state).  Two ids with the same hash would be detected by their owner and raise
 :class:`~timely_spark.graph.GraphInputError` naming both (the chance is about n**2 /
-2**63 for n distinct ids).  The dictionary keeps every id it has seen.
+2**63 for n distinct ids).
+
+The dictionary is bounded by the ids in use, not by every id ever seen: each pair
+carries how many edge ends it gained or lost (the sum of the edges' diffs), the owner
+keeps the running count per id, and an id whose count falls to zero -- its last edge
+withdrawn -- is dropped when the arrangement's levels next merge (which they do once
+the rows added since the last merge reach half the older level's: a churn of ids that
+come and go keeps the dictionary within a small multiple of the live ids).  A time's
+results are decoded before its pairs are merged, so the last rows naming an id that
+leaves at that time (its ``-1`` rows) still find it.
 """
 
 from __future__ import annotations
@@ -22,11 +31,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...dataflow import ExchangeBy
+from ...dataflow import DIFF, ExchangeBy
 from ...dataflow.operators.arrangement import Arrangement, load_arrangements, save_arrangements
 from ...dataflow.operators.key_hash import hash_array
 from ...dataflow.operators.op_state import KEY_HASH, StateHooks
 from ..components_columnar import GraphInputError
+from ..state_log import log_state
 
 if TYPE_CHECKING:
     from ...dataflow import Stream
@@ -36,6 +46,7 @@ __all__ = ["plain_ids", "hashed_ids", "encode_stream_ids", "decode_stream_ids", 
 
 ID = "_id"
 VALUE = "_value"
+COUNT = "_ends"                     # edge ends holding the id: the pair is dropped at zero
 _MASK = np.uint64((1 << 62) - 1)
 
 
@@ -71,7 +82,8 @@ def hashed_ids(values: Any) -> np.ndarray:
 
 def encode_stream_ids(edges: "Stream", src: str, dst: str, operator: str) -> tuple["Stream", "Stream"]:
     """The edges with ``src``/``dst`` as int64 ids (other columns kept), and the stream of
-    ``(_id, _value)`` pairs of the ids that are not :func:`plain_ids` (distinct per batch).
+    ``(_id, _value, _ends)`` rows of the ids that are not :func:`plain_ids` (distinct per
+    batch; ``_ends`` the edge ends the batch adds to the id: the sum of their diffs).
     A null id or a batch whose id type differs from an earlier one raise GraphInputError."""
     seen: list = []
 
@@ -105,59 +117,98 @@ def encode_stream_ids(edges: "Stream", src: str, dst: str, operator: str) -> tup
         a, b = ids_of(rb)
         if plain_ids(a.type) or not rb.num_rows:
             return []
-        values = pc.unique(pa.concat_arrays([a, b]))
-        return [pa.record_batch({ID: pa.array(hashed_ids(values)), VALUE: values})]
+        return [pairs_of(a, b, edge_diffs(rb)).to_batches()[0]]
 
     return edges.map(encode, name=f"{operator}Ids"), edges.flat_map(pairs, name=f"{operator}IdPairs")
 
 
+def edge_diffs(rb: pa.RecordBatch) -> np.ndarray:
+    """The batch's ``diff`` column as int64 (ones without one, or if it is not integer:
+    the algorithm's own check names that)."""
+    if DIFF in rb.schema.names and pa.types.is_integer(rb.column(DIFF).type):
+        return rb.column(DIFF).cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    return np.ones(rb.num_rows, np.int64)
+
+
+def pairs_of(a: pa.Array, b: pa.Array, diffs: np.ndarray) -> pa.Table:
+    """The distinct ids among the ends ``a`` and ``b`` of edges with ``diffs``: their int64
+    id, value and the sum of the diffs of the ends that hold them.
+
+    >>> pairs_of(pa.array(["x", "y"]), pa.array(["y", "y"]), np.array([1, -1])).sort_by(VALUE).to_pydict()[COUNT]
+    [1, -1]
+    """
+    values = pa.concat_arrays([a, b])
+    return _summed(pa.table({ID: pa.array(hashed_ids(values)), VALUE: values,
+                             COUNT: np.concatenate([diffs, diffs])}))
+
+
+def _summed(table: pa.Table) -> pa.Table:
+    """One row per ``(_id, _value)``: the sum of its ``_ends``."""
+    summed = table.group_by([ID, VALUE], use_threads=False).aggregate([(COUNT, "sum")])
+    return summed.rename_columns([ID, VALUE, COUNT]).select([ID, VALUE, COUNT])
+
+
+def _live(table: pa.Table) -> pa.Table:
+    summed = _summed(table)
+    return summed.filter(pc.not_equal(summed[COUNT], 0))
+
+
 def id_dictionary(operator: str) -> Arrangement:
-    """An empty dictionary of ``(_id, _value)`` pairs, keyed by ``_id`` (each pair kept once)."""
-    return Arrangement([ID], lambda t: t.group_by([ID, VALUE], use_threads=False).aggregate([]), operator)
+    """An empty dictionary of ``(_id, _value, _ends)`` rows keyed by ``_id``: merging
+    levels sums the counts per pair and drops the pairs at zero (ids no edge holds)."""
+    return Arrangement([ID], _live, operator)
 
 
-def _add_pairs(state: Arrangement, pairs: pa.Table, operator: str) -> None:
-    pairs = pairs.group_by([ID, VALUE], use_threads=False).aggregate([])
-    pairs = state.conform(pairs)
-    old = state.gather(pairs)
-    both = pairs if old is None or not old.num_rows else pa.concat_tables([old, pairs])
-    both = both.group_by([ID, VALUE], use_threads=False).aggregate([])
+def _lookup(state: Arrangement, pairs: Optional[pa.Table], ids: pa.Array, operator: str) -> pa.Table:
+    """The ``(_id, _value)`` pairs of the dictionary and of this time's ``pairs`` for
+    ``ids`` (and for the new pairs); GraphInputError if one int64 id has two values."""
+    wanted = ids if pairs is None else pa.concat_arrays([ids, pairs[ID].combine_chunks()])
+    old = state.gather(pa.table({ID: wanted})) if state.schema is not None else None
+    parts = [t.select([ID, VALUE]) for t in (old, pairs) if t is not None and t.num_rows]
+    if not parts:
+        return pa.table({ID: pa.array([], pa.int64()), VALUE: pa.array([], pa.null())})
+    both = pa.concat_tables(parts).group_by([ID, VALUE], use_threads=False).aggregate([])
     counted = both.group_by([ID], use_threads=False).aggregate([([], "count_all")])
     clash = counted.filter(pc.greater(counted["count_all"], 1))
     if clash.num_rows:
         two = both.filter(pc.is_in(both[ID], clash[ID].slice(0, 1)))[VALUE].to_pylist()
         raise GraphInputError(f"{operator}: vertex ids {two[0]!r} and {two[1]!r} have the same 62-bit hash, so "
                               "the stream form cannot tell them apart; map them to int64 ids first", ID)
-    if old is not None and old.num_rows:
-        pairs = pairs.join(old.select([ID]), ID, join_type="left anti")
-    state.insert(pairs)
+    return both
 
 
 def decode_stream_ids(pairs: "Stream", results: "Stream", column: str, operator: str) -> "Stream":
     """``results`` with ``column`` (int64 ids) turned back into the original ids, on the
-    owner of each id, which keeps the ``pairs`` it received (snapshots keep them, keyed).
-    A worker that never received a pair passes its rows through (their ids are plain)."""
+    owner of each id, which keeps the ``pairs`` it received with their edge-end counts
+    (snapshots keep them, keyed; ids no edge holds any more are dropped, see the module
+    docstring).  A worker that never received a pair passes its rows through (their ids
+    are plain).  The dictionary's rows are reported to the graph log
+    (:func:`~timely_spark.graph.state_log.log_state`) at each time."""
     name = f"{operator}IdDecode"
+    scope = pairs.scope
     state = [id_dictionary(name)]
 
     def logic(time: Any, pair_batches: list, batches: list) -> list:
         pair_batches = [b for b in pair_batches if b.num_rows]
-        if pair_batches:
-            _add_pairs(state[0], pa.Table.from_batches(pair_batches), name)
+        pairs = state[0].conform(_summed(pa.Table.from_batches(pair_batches))) if pair_batches else None
         batches = [b for b in batches if b.num_rows]
-        if not batches or state[0].schema is None:
-            return batches
-        table = pa.Table.from_batches(batches)
-        ids = table[column]
-        found = state[0].gather(pa.table({ID: ids}))
-        if found is None:                      # the schema is set: something was inserted
-            found = state[0].schema.empty_table()
-        at = pc.index_in(ids, value_set=found[ID])
-        if at.null_count:
-            raise GraphInputError(f"{name}: at time {time!r} a result names vertex id {ids.filter(pc.is_null(at))[0]} "
-                                  "that no edge carried", column)
-        values = found[VALUE].take(at)
-        return table.set_column(table.schema.get_field_index(column), column, values).combine_chunks().to_batches()
+        if batches and (state[0].schema is not None or pairs is not None):
+            table = pa.Table.from_batches(batches)
+            ids = table[column].combine_chunks()
+            found = _lookup(state[0], pairs, ids, name)
+            at = pc.index_in(ids, value_set=found[ID])
+            if at.null_count:
+                raise GraphInputError(f"{name}: at time {time!r} a result names vertex id "
+                                      f"{ids.filter(pc.is_null(at))[0]} that no edge carried", column)
+            values = found[VALUE].take(at)
+            batches = table.set_column(table.schema.get_field_index(column), column,
+                                       values).combine_chunks().to_batches()
+        elif pairs is not None:
+            _lookup(state[0], pairs, pa.array([], pa.int64()), name)          # the hash clash check
+        if pairs is not None:
+            state[0].insert(pairs.filter(pc.not_equal(pairs[COUNT], 0)))
+            log_state(scope, name, time, state[0].rows)
+        return batches
 
     def restore(table: pa.Table) -> None:
         load_arrangements(state, table, KEY_HASH)
