@@ -245,3 +245,37 @@ def test_large_messages_and_messages_split_in_several_frames_arrive_intact():
         assert got[1][0].equals(batch) if payload[0] != 2 else got[1] == payload[1]
     for m in meshes:
         m.shutdown(clean=False)
+
+
+@pytest.mark.parametrize("encrypt", [True, False])
+def test_large_messages_kept_by_the_receiver_stay_intact_while_more_arrive(encrypt):
+    # A large frame is sealed into a buffer the sender reuses and opened where it was read:
+    # what a receiver keeps must not change when the next messages come.
+    meshes, fabrics = connected_pair(max_frame=1 << 20, encrypt=encrypt)
+    conn = meshes[1].connections[0]
+    batches = [pa.record_batch({"x": pa.array(range(i, i + (3 << 17)), pa.int64())}) for i in range(4)]
+    kept = []
+    for i, batch in enumerate(batches):
+        kind, parts = encode((i, [batch]))
+        conn.send(9, 1, 0, kind, parts)
+        kept.append(fabrics[0].mailboxes[0].get(timeout=20)[1])
+    assert [t for t, _ in kept] == [0, 1, 2, 3]
+    assert all(got[0].equals(batch) for (_, got), batch in zip(kept, batches))
+    for m in meshes:
+        m.shutdown(clean=False)
+
+
+@pytest.mark.parametrize("encrypt", [True, False])
+def test_a_large_frame_opened_in_place_is_refused_when_altered(encrypt):
+    from timely_spark.communication.aead import Opener, Sealer
+
+    header, payload = b"header", bytes(range(256)) * 1024
+    sealed = b"".join(bytes(p) for p in Sealer(b"k" * 32, encrypt=encrypt).seal(header, [payload[:100], payload[100:]]))
+    assert (payload in sealed) is not encrypt
+    good = Opener(b"k" * 32, encrypt=encrypt).open(header, memoryview(bytearray(sealed)), in_place=True)
+    assert bytes(good) == payload
+    for at in (10, len(payload) + 3):                   # the payload, the tag
+        altered = bytearray(sealed)
+        altered[at] ^= 1
+        assert Opener(b"k" * 32, encrypt=encrypt).open(header, memoryview(altered), in_place=True) is None
+    assert Opener(b"k" * 32, encrypt=encrypt).open(b"other!", memoryview(bytearray(sealed)), in_place=True) is None

@@ -206,16 +206,27 @@ class Sealer:
             return self._aead.encrypt(nonce, data, header)   # type: ignore[no-any-return]
         return data + self._aead.encrypt(nonce, b"", header + data)
 
-    def seal(self, header: bytes, parts: Sequence[Any]) -> list[Any]:
+    def seal(self, header: bytes, parts: Sequence[Any], into: Any = None) -> list[Any]:
         """The buffers that follow ``header`` on the wire for the next frame, whose
-        payload is the concatenation of ``parts`` (bytes-like)."""
+        payload is the concatenation of ``parts`` (bytes-like).  ``into``: a writable
+        buffer of at least the payload's size and :data:`TAG` that the ciphertext goes
+        to (the caller reuses it once the frame is written) instead of a new one.  With
+        encryption off a large payload is not copied: its parts come back as they are,
+        followed by the tag."""
         nonce = self._next_nonce()
         views = [memoryview(p).cast("B") for p in parts]
         total = sum(v.nbytes for v in views)
         if not self.encrypt:
+            if total >= _STREAM_FROM and self.cipher == AES_GCM:     # the tag over header and parts, no join
+                mac = Cipher(algorithms.AES(self.key), modes.GCM(nonce)).encryptor()
+                mac.authenticate_additional_data(bytes(header))
+                for v in views:
+                    mac.authenticate_additional_data(v)
+                mac.finalize()
+                return [*views, mac.tag]
             plain = b"".join(views)
             return [plain, self._aead.encrypt(nonce, b"", bytes(header) + plain)]
-        out = buffer(total + TAG)
+        out = buffer(total + TAG) if into is None else into[:total + TAG]
         if len(views) > 1 and total >= _STREAM_FROM and self.cipher == AES_GCM:
             enc = Cipher(algorithms.AES(self.key), modes.GCM(nonce)).encryptor()
             enc.authenticate_additional_data(bytes(header))
@@ -245,24 +256,38 @@ class Opener:
 
     def __init__(self, key: bytes, cipher: str = AES_GCM, encrypt: bool = True,
                  limit: int = MAX_FRAMES_PER_KEY) -> None:
+        self.key = key
+        self.cipher = cipher
         self._aead = _aead(key, cipher)
         self.encrypt = encrypt
         self.limit = limit
         self.frames = 0          # frames opened so far (the next frame's number)
 
-    def open(self, header: bytes, sealed: memoryview) -> Optional[memoryview]:
-        """The payload of the next frame, or None if it fails its tag."""
+    def open(self, header: bytes, sealed: memoryview, in_place: bool = False) -> Optional[memoryview]:
+        """The payload of the next frame, or None if it fails its tag.  ``in_place``:
+        ``sealed`` is writable and given to the payload (the caller neither reuses nor
+        changes it): a large payload is then decrypted where it lies (or, in clear,
+        checked and returned as it is) rather than copied out.  Either way, nothing of
+        the payload is returned unless its tag checked."""
         number = self.frames
         if number >= self.limit or sealed.nbytes < TAG:
             return None
         nonce = _nonce(number)
+        size = sealed.nbytes - TAG
+        large = in_place and size >= _STREAM_FROM
         try:
             if self.encrypt and not _INTO:
                 plain = memoryview(self._aead.decrypt(nonce, bytes(sealed), bytes(header)))
             elif self.encrypt:
-                out = buffer(sealed.nbytes - TAG)
+                out = sealed[:size] if large else buffer(size)
                 self._aead.decrypt_into(nonce, sealed, header, out)
                 plain = memoryview(out)
+            elif large and self.cipher == AES_GCM:      # in clear: the tag over header and payload, no copy
+                mac = Cipher(algorithms.AES(self.key), modes.GCM(nonce, bytes(sealed[size:]))).decryptor()
+                mac.authenticate_additional_data(bytes(header))
+                mac.authenticate_additional_data(sealed[:size])
+                mac.finalize()
+                plain = sealed[:size]
             else:                                     # in clear: a copy the caller may keep
                 plain = memoryview(bytes(sealed[:-TAG]))
                 self._aead.decrypt(nonce, sealed[-TAG:], bytes(header) + bytes(plain))

@@ -150,6 +150,7 @@ MORE = 0x80                           # kind flag: the message continues in the 
 IOV_MAX = 1024                        # buffers one sendmsg may take (Linux's UIO_MAXIOV; more: EMSGSIZE)
 REJECTIONS_KEPT = 256                 # refused connections a mesh remembers (Mesh.rejected): the latest
 STAGE = 256 * 1024                    # bytes read at once; a larger frame is read into a buffer of its own
+SEALING_KEPT = 64 * 1024 * 1024       # bytes of the buffer large messages are sealed into that a connection keeps
 
 
 def mesh_magic(encrypt: Optional[bool] = None) -> bytes:
@@ -222,12 +223,12 @@ class _Connection:
         self._opener = Opener(recv_key, cipher, encrypt, mesh.frame_limit)
         self._out: list = []                     # sealed frames not yet written
         self._out_bytes = 0
+        self._sealing: Optional[memoryview] = None   # where large frames are sealed (reused: see send)
         # reading state (under read_lock)
         self._buf = bytearray(STAGE)
         self._view = memoryview(self._buf)
         self._start = self._end = 0
         self._big: Optional[tuple[bytes, Any, int]] = None   # (header, buffer, bytes in it)
-        self._scratch: Optional[memoryview] = None           # where large frames are read
         self._pending: list[memoryview] = []     # the first frames of a message sent in several
         self._expected: dict[tuple[int, int, int], int] = {}
         self.last_heard = time.monotonic()
@@ -262,15 +263,18 @@ class _Connection:
                         self._write()
                     return
                 views = [memoryview(p).cast("B") for p in parts]
-                for chunk, more in _chunks(views, self.mesh.max_frame):
+                chunks = _chunks(views, self.mesh.max_frame)
+                into = self._seal_buffer(size + len(chunks) * (INNER.size + TAG))
+                at = 0
+                for chunk, more in chunks:
                     inner = INNER.pack(channel, source, target, seq, kind | (MORE if more else 0))
                     length = INNER.size + sum(v.nbytes for v in chunk)
                     header = HEADER.pack(length)
                     out.append(header)
-                    out.extend(self._sealer.seal(header, [inner, *chunk]))
+                    out.extend(self._sealer.seal(header, [inner, *chunk], into[at:at + length + TAG]))
+                    at += length + TAG
                     self._out_bytes += HEADER.size + length + TAG
-                if not gather or self._out_bytes >= SEND_BATCH_BYTES:
-                    self._write()
+                self._write()                   # now: the sealing buffer is reused by the next large message
             except FrameLimitReached as exc:
                 self._out, self._out_bytes = [], 0
                 self.mesh.fail(exc)
@@ -285,6 +289,17 @@ class _Connection:
                 failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
                 self.mesh.fail(failure)
                 raise failure from exc
+
+    def _seal_buffer(self, n: int) -> memoryview:
+        """A buffer of ``n`` bytes to seal a large message into, kept for the next one
+        (a fresh buffer of megabytes costs more to fault in than sealing it takes) up to
+        SEALING_KEPT bytes; the message must be written before the next is sealed."""
+        if self._sealing is not None and self._sealing.nbytes >= n:
+            return self._sealing
+        fresh = memoryview(buffer(n)).cast("B")
+        if n <= SEALING_KEPT:
+            self._sealing = fresh
+        return fresh
 
     def _write(self) -> None:
         """Write the gathered frames (under ``lock``).  While the socket cannot take more,
@@ -405,7 +420,7 @@ class _Connection:
                     self._big = (header, big, have)
                     continue
                 self._big = None
-                self._frame(header, big)
+                self._frame(header, big, owned=True)
                 continue
             start, end = self._start, self._end
             while end - start >= HEADER.size:
@@ -419,10 +434,8 @@ class _Connection:
                     self._frame(bytes(view[start:start + HEADER.size]), view[start + HEADER.size:start + total])
                     start += total
                     continue
-                if total > STAGE:              # a large frame: into a buffer of its own, without copying twice
-                    if self._scratch is None or self._scratch.nbytes < length + TAG:
-                        self._scratch = memoryview(buffer(length + TAG)).cast("B")
-                    big = self._scratch[:length + TAG]    # reused: opening copies out of it
+                if total > STAGE:              # a large frame: into a buffer of its own, opened where it lies
+                    big = memoryview(buffer(length + TAG)).cast("B")
                     have = end - start - HEADER.size
                     big[:have] = view[start + HEADER.size:end]
                     self._big = (bytes(view[start:start + HEADER.size]), big, have)
@@ -447,9 +460,10 @@ class _Connection:
             self.last_heard = time.monotonic()
         return got
 
-    def _frame(self, header: bytes, sealed: memoryview) -> None:
-        """Open a whole frame (its tag checked before anything of it is used) and act on it."""
-        plain = self._opener.open(header, sealed)
+    def _frame(self, header: bytes, sealed: memoryview, owned: bool = False) -> None:
+        """Open a whole frame (its tag checked before anything of it is used) and act on it;
+        ``owned``: ``sealed`` is a buffer of its own, which the payload may keep."""
+        plain = self._opener.open(header, sealed, in_place=owned)
         if plain is None:
             raise _BadFrame(f"a frame from {self.describe()} failed its integrity check (injected, altered, "
                             "reordered, replayed or dropped on the way)")
