@@ -45,8 +45,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..dataflow import ExchangeBy
-
 if TYPE_CHECKING:
     from ..dataflow.stream import Stream
 
@@ -65,6 +63,8 @@ MILLISECOND = timedelta(milliseconds=1)
 Q6_LAST = 10                            # closed auctions per seller
 Q6_CLOSE_EVERY = timedelta(seconds=10)  # auctions close in bulk, at these boundaries of event time
 FOREVER = pc.scalar(np.iinfo(np.int64).max)   # a temporal filter's end that never comes
+NOW = pc.scalar(pa.scalar(None, pa.int64()))  # a temporal filter's start: the row's own time
+OPEN_EVERY = timedelta(seconds=1)       # auctions and bids leave q4/q6's join at these boundaries
 
 
 def q0(people: "Stream", auctions: "Stream", bids: "Stream", epoch: Epoch) -> "Stream":
@@ -101,45 +101,43 @@ def _epoch_ms(epoch: Epoch) -> Optional[int]:
     return epoch if isinstance(epoch, int) else None
 
 
-class _OpenAuctions:
-    """Per time, the bids that fall within the lifetime of an auction seen so far, at most
-    one row per auction (its highest such bid at this time): an interval join whose state
-    is the auctions still open.  Rows at logical time ``t`` carry event times at or after
-    ``t * epoch_ms``, so once a time is done an auction that expired before it can meet no
-    later bid (and a bid, no auction that comes later: an auction opens at its own event
-    time) -- its row is dropped; without ``epoch_ms`` every auction is kept."""
-
-    def __init__(self, by: list[str], epoch_ms: Optional[int]) -> None:
-        self.by, self.epoch_ms = by, epoch_ms
-        self.open: Optional[pa.Table] = None
-
-    def __call__(self, t: int, auctions: list, bids: list) -> Optional[list]:
-        if auctions:
-            arrived = pa.Table.from_batches(auctions)
-            self.open = arrived if self.open is None else pa.concat_tables([self.open, arrived]).combine_chunks()
-        out = None
-        if bids and self.open is not None and self.open.num_rows:
-            joined = pa.Table.from_batches(bids).join(self.open, "auction", use_threads=False)
-            stamp = joined["date_time"]
-            valid = joined.filter(pc.and_(pc.greater_equal(stamp, joined["opened"]),
-                                          pc.less_equal(stamp, joined["expires"])))
-            best = valid.group_by(["auction", *self.by], use_threads=False).aggregate([("price", "max")])
-            out = best.rename_columns(["auction", *self.by, "price"]).to_batches()
-        if self.epoch_ms is not None and self.open is not None:
-            bound = pa.scalar(t * self.epoch_ms, pa.int64()).cast(self.open.schema.field("expires").type)
-            self.open = self.open.filter(pc.greater_equal(self.open["expires"], bound))
-        return out
+def _time_after(column: str, every: timedelta, epoch_ms: Optional[int]) -> Any:
+    """The first logical time past the next ``every`` boundary of event time after the
+    time in ``column`` (one time per boundary, not per row); null (never) without
+    ``epoch_ms``."""
+    if epoch_ms is None:
+        return pc.scalar(pa.scalar(None, pa.int64()))
+    step = every // MILLISECOND
+    boundary = pc.multiply(pc.add(pc.divide(pc.field(column).cast(pa.int64()), step), 1), step)
+    return pc.divide(pc.add(boundary, epoch_ms - 1), epoch_ms)
 
 
 def _winning_bids(auctions: "Stream", bids: "Stream", by: list[str], epoch: Epoch, name: str) -> "Stream":
     """Per auction (and the auction's columns ``by``), the highest bid within its lifetime:
-    a running changelog."""
+    a running changelog.
+
+    An interval join on the engine's operators: the auctions are a collection from their
+    arrival until the first logical time past their expiry (rows at logical time ``t``
+    carry event times at or after ``t * epoch``, so no later bid falls in their
+    lifetime), the bids one from their arrival until the first time past their own event
+    time; a running join of the two emits each (bid, auction) pair once, when both are
+    present, and withdraws it when either leaves -- those withdrawals are dropped (the
+    pair met), so the join's state is the auctions still open and the latest bids, and
+    the engine withdraws and snapshots it."""
+    epoch_ms = _epoch_ms(epoch)
     kept = [*dict.fromkeys([*by, "expires"])]
-    lifetimes = auctions.select(*kept, auction=pc.field("id"), opened=pc.field("date_time"))
-    placed = bids.select("auction", "price", "date_time")
-    valid = lifetimes.per_time(_OpenAuctions(by, _epoch_ms(epoch)), others=[placed],
-                               exchange=ExchangeBy(["auction"], f"{name}Join"), name=f"{name}Join")
-    return valid.group_by(["auction", *by]).aggregate([("price", "max")], running=True, name=f"{name}Max")
+    lifetimes = auctions.select(*kept, auction=pc.field("id"), opened=pc.field("date_time"), arrived=NOW,
+                                until=_time_after("expires", OPEN_EVERY, epoch_ms)) \
+                        .valid_during("arrived", "until", name=f"{name}Open").select(*kept, "auction", "opened", "diff")
+    placed = bids.select("auction", "price", "date_time", arrived=NOW,
+                         until=_time_after("date_time", OPEN_EVERY, epoch_ms)) \
+                 .valid_during("arrived", "until", name=f"{name}Placed").select("auction", "price", "date_time", "diff")
+    stamp = pc.field("date_time")
+    met = placed.join(lifetimes, "auction", running=True, name=f"{name}Join") \
+                .filter(pc.field("diff") > 0, name=f"{name}Met") \
+                .filter((stamp >= pc.field("opened")) & (stamp <= pc.field("expires")), name=f"{name}InTime") \
+                .select("auction", *by, "price", "diff")
+    return met.group_by(["auction", *by]).aggregate([("price", "max")], running=True, name=f"{name}Max")
 
 
 def q4(people: "Stream", auctions: "Stream", bids: "Stream", epoch: Epoch) -> "Stream":
@@ -161,13 +159,7 @@ def q5(people: "Stream", auctions: "Stream", bids: "Stream", epoch: Epoch) -> "S
 def q6(people: "Stream", auctions: "Stream", bids: "Stream", epoch: Epoch) -> "Stream":
     """Mean winning price of each seller's last closed auctions."""
     winning = _winning_bids(auctions, bids, ["seller", "expires"], epoch, "Q6")
-    epoch_ms = _epoch_ms(epoch)
-    if epoch_ms is None:                    # only the end of the input closes auctions
-        closes: Any = pc.scalar(pa.scalar(None, pa.int64()))
-    else:        # the first logical time past the next Q6_CLOSE_EVERY boundary after the expiry
-        every = Q6_CLOSE_EVERY // MILLISECOND
-        boundary = pc.multiply(pc.add(pc.divide(pc.field("expires").cast(pa.int64()), every), 1), every)
-        closes = pc.divide(pc.add(boundary, epoch_ms - 1), epoch_ms)
+    closes = _time_after("expires", Q6_CLOSE_EVERY, _epoch_ms(epoch))
     closed = winning.select("auction", "seller", "expires", "price_max", "diff", closes=closes, never=FOREVER) \
                     .valid_during("closes", "never", name="Q6Closed") \
                     .select("auction", "seller", "expires", "price_max", "diff")
