@@ -45,6 +45,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..dataflow import KEY_HASH, ExchangeBy, StateHooks
+from ..dataflow.operators.arrangement import Arrangement, load_arrangements, save_arrangements
+
 if TYPE_CHECKING:
     from ..dataflow.stream import Stream
 
@@ -63,8 +66,6 @@ MILLISECOND = timedelta(milliseconds=1)
 Q6_LAST = 10                            # closed auctions per seller
 Q6_CLOSE_EVERY = timedelta(seconds=10)  # auctions close in bulk, at these boundaries of event time
 FOREVER = pc.scalar(np.iinfo(np.int64).max)   # a temporal filter's end that never comes
-NOW = pc.scalar(pa.scalar(None, pa.int64()))  # a temporal filter's start: the row's own time
-OPEN_EVERY = timedelta(seconds=1)       # auctions and bids leave q4/q6's join at these boundaries
 
 
 def q0(people: "Stream", auctions: "Stream", bids: "Stream", epoch: Epoch) -> "Stream":
@@ -101,43 +102,60 @@ def _epoch_ms(epoch: Epoch) -> Optional[int]:
     return epoch if isinstance(epoch, int) else None
 
 
-def _time_after(column: str, every: timedelta, epoch_ms: Optional[int]) -> Any:
-    """The first logical time past the next ``every`` boundary of event time after the
-    time in ``column`` (one time per boundary, not per row); null (never) without
-    ``epoch_ms``."""
-    if epoch_ms is None:
-        return pc.scalar(pa.scalar(None, pa.int64()))
-    step = every // MILLISECOND
-    boundary = pc.multiply(pc.add(pc.divide(pc.field(column).cast(pa.int64()), step), 1), step)
-    return pc.divide(pc.add(boundary, epoch_ms - 1), epoch_ms)
+class _OpenAuctions:
+    """Per time, the bids that fall within the lifetime of an auction seen so far, at most
+    one row per auction (its highest such bid at this time): an interval join whose state
+    is the auctions still open, kept in the engine's keyed store (an arrangement by
+    ``auction``, the key the join's exchange routes by) and saved and restored with the
+    run's snapshots through it.  Rows at logical time ``t`` carry event times at or after
+    ``t * epoch_ms``, so once a time is done an auction that expired before it can meet no
+    later bid (and a bid, no auction that comes later: an auction opens at its own event
+    time): the store's compaction drops it as its levels merge, so it holds a bounded
+    multiple of the open auctions; without ``epoch_ms`` every auction is kept."""
+
+    def __init__(self, by: list[str], epoch_ms: Optional[int], name: str) -> None:
+        self.by, self.epoch_ms = by, epoch_ms
+        self.bound: Optional[int] = None        # auctions that expired before it are closed
+        self.open = Arrangement(["auction"], self.unexpired, name)
+        self.state = StateHooks(lambda t: save_arrangements([self.open], KEY_HASH),
+                                lambda table: load_arrangements([self.open], table, KEY_HASH), keyed=True)
+
+    def unexpired(self, rows: pa.Table) -> pa.Table:
+        """``rows`` without the auctions closed at the last completed time."""
+        if self.bound is None:
+            return rows
+        bound = pa.scalar(self.bound, pa.int64()).cast(rows.schema.field("expires").type)
+        return rows.filter(pc.greater_equal(rows["expires"], bound))
+
+    def __call__(self, t: int, auctions: list, bids: list) -> Optional[list]:
+        if auctions:
+            self.open.insert(pa.Table.from_batches(auctions))
+        out = None
+        if bids:
+            placed = pa.Table.from_batches(bids)
+            lifetimes = self.open.gather(placed.select(["auction"]))
+            if lifetimes is not None and lifetimes.num_rows:
+                joined = placed.join(lifetimes, "auction", use_threads=False)
+                stamp = joined["date_time"]
+                valid = joined.filter(pc.and_(pc.greater_equal(stamp, joined["opened"]),
+                                              pc.less_equal(stamp, joined["expires"])))
+                best = valid.group_by(["auction", *self.by], use_threads=False).aggregate([("price", "max")])
+                out = best.rename_columns(["auction", *self.by, "price"]).to_batches()
+        if self.epoch_ms is not None:
+            self.bound = t * self.epoch_ms
+        return out
 
 
 def _winning_bids(auctions: "Stream", bids: "Stream", by: list[str], epoch: Epoch, name: str) -> "Stream":
     """Per auction (and the auction's columns ``by``), the highest bid within its lifetime:
-    a running changelog.
-
-    An interval join on the engine's operators: the auctions are a collection from their
-    arrival until the first logical time past their expiry (rows at logical time ``t``
-    carry event times at or after ``t * epoch``, so no later bid falls in their
-    lifetime), the bids one from their arrival until the first time past their own event
-    time; a running join of the two emits each (bid, auction) pair once, when both are
-    present, and withdraws it when either leaves -- those withdrawals are dropped (the
-    pair met), so the join's state is the auctions still open and the latest bids, and
-    the engine withdraws and snapshots it."""
-    epoch_ms = _epoch_ms(epoch)
+    a running changelog."""
     kept = [*dict.fromkeys([*by, "expires"])]
-    lifetimes = auctions.select(*kept, auction=pc.field("id"), opened=pc.field("date_time"), arrived=NOW,
-                                until=_time_after("expires", OPEN_EVERY, epoch_ms)) \
-                        .valid_during("arrived", "until", name=f"{name}Open").select(*kept, "auction", "opened", "diff")
-    placed = bids.select("auction", "price", "date_time", arrived=NOW,
-                         until=_time_after("date_time", OPEN_EVERY, epoch_ms)) \
-                 .valid_during("arrived", "until", name=f"{name}Placed").select("auction", "price", "date_time", "diff")
-    stamp = pc.field("date_time")
-    met = placed.join(lifetimes, "auction", running=True, name=f"{name}Join") \
-                .filter(pc.field("diff") > 0, name=f"{name}Met") \
-                .filter((stamp >= pc.field("opened")) & (stamp <= pc.field("expires")), name=f"{name}InTime") \
-                .select("auction", *by, "price", "diff")
-    return met.group_by(["auction", *by]).aggregate([("price", "max")], running=True, name=f"{name}Max")
+    lifetimes = auctions.select(*kept, auction=pc.field("id"), opened=pc.field("date_time"))
+    placed = bids.select("auction", "price", "date_time")
+    join = _OpenAuctions(by, _epoch_ms(epoch), f"{name}Join")
+    valid = lifetimes.per_time(join, others=[placed], exchange=ExchangeBy(["auction"], f"{name}Join"),
+                               name=f"{name}Join", state=join.state)
+    return valid.group_by(["auction", *by]).aggregate([("price", "max")], running=True, name=f"{name}Max")
 
 
 def q4(people: "Stream", auctions: "Stream", bids: "Stream", epoch: Epoch) -> "Stream":
@@ -159,7 +177,13 @@ def q5(people: "Stream", auctions: "Stream", bids: "Stream", epoch: Epoch) -> "S
 def q6(people: "Stream", auctions: "Stream", bids: "Stream", epoch: Epoch) -> "Stream":
     """Mean winning price of each seller's last closed auctions."""
     winning = _winning_bids(auctions, bids, ["seller", "expires"], epoch, "Q6")
-    closes = _time_after("expires", Q6_CLOSE_EVERY, _epoch_ms(epoch))
+    epoch_ms = _epoch_ms(epoch)
+    if epoch_ms is None:                    # only the end of the input closes auctions
+        closes: Any = pc.scalar(pa.scalar(None, pa.int64()))
+    else:        # the first logical time past the next Q6_CLOSE_EVERY boundary after the expiry
+        every = Q6_CLOSE_EVERY // MILLISECOND
+        boundary = pc.multiply(pc.add(pc.divide(pc.field("expires").cast(pa.int64()), every), 1), every)
+        closes = pc.divide(pc.add(boundary, epoch_ms - 1), epoch_ms)
     closed = winning.select("auction", "seller", "expires", "price_max", "diff", closes=closes, never=FOREVER) \
                     .valid_during("closes", "never", name="Q6Closed") \
                     .select("auction", "seller", "expires", "price_max", "diff")
