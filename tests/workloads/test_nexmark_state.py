@@ -17,7 +17,7 @@ COUNT, BATCH, RATE, SEED = 5_000, 500, 100.0, 11          # 10 epochs of 5 s of 
 EPOCHS = COUNT // BATCH
 LONG = 60                                                  # epochs of the bounded-state test
 TIMES = [nexmark.BASE_TIME_MS + int(e * BATCH * 1000.0 / RATE) for e in range(LONG + 1)]
-QUERY_NAMES = ("q4",)
+QUERY_NAMES = ("q4", "q6")
 MS = timedelta(milliseconds=1)
 
 

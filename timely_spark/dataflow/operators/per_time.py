@@ -65,7 +65,8 @@ def per_time(stream: "Stream", logic: Callable[..., Optional[Iterable[pa.RecordB
     ``state``: the state ``logic`` keeps across times, for snapshots -- a
     :class:`~.op_state.StateHooks` ``(save, restore, keyed)``: ``save(t)`` gives the state
     folded from the times before ``t`` (keyed: a table with ``KEY_HASH``), ``restore``
-    gets it back when a run restores.  Since a time reaches ``logic`` only once it is
+    gets it back when a run restores and may return times ``logic`` is to be woken at
+    again (as from an :class:`Emit`).  Since a time reaches ``logic`` only once it is
     complete, and a snapshot's time ``t`` is not complete when it is taken, ``logic``'s
     state is exactly that of the times before ``t``; the batches held for times not yet
     complete are not saved (the restored run sends them again).
@@ -92,7 +93,7 @@ def per_time(stream: "Stream", logic: Callable[..., Optional[Iterable[pa.RecordB
     builder = OperatorBuilder(stream.scope, name)
     inputs = [builder.new_input(s, p) for s, p in zip(streams, pacts)]
     out, result = builder.new_output()
-    builder.initial_capability().drop()
+    initial = builder.initial_capability()
     pending: dict = {}                      # time -> [capability, [batches of input 0], ...]
     if state is not None:
         def save(t: Any) -> Any:
@@ -104,7 +105,9 @@ def per_time(stream: "Stream", logic: Callable[..., Optional[Iterable[pa.RecordB
 
         restored = builder.keep_state(save, keyed=state.keyed)
         if restored is not None:
-            state.restore(restored)
+            for when in state.restore(restored) or ():         # times to be woken at again
+                pending.setdefault(when, [initial.delayed(when), *([] for _ in inputs)])
+    initial.drop()
 
     def logic_() -> None:
         for i, inp in enumerate(inputs):

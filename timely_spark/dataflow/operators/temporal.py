@@ -4,8 +4,10 @@ Materialize's ``mz_now()`` filters and Feldera's ``NOW()``: a row of the changel
 carries the logical times it is valid from (``start``) and until (``end``, exclusive).
 A change ``d`` at time ``t`` becomes ``+d`` at ``max(t, start)`` and ``-d`` at
 ``max(t, end)``: the engine itself withdraws the row when the frontier reaches its end,
-so a "last 24 hours" view is ``valid_during`` on event times shifted by 24 hours.  Both
-are sent at once, at later times, from the capability of ``t`` (:class:`.per_time.Emit`).
+so a "last 24 hours" view is ``valid_during`` on event times shifted by 24 hours.  A
+change for a later time is held until that time is complete (woken then:
+:class:`.per_time.Emit`), and snapshots keep what is held (it came at an earlier time,
+so a restored run would not make it again).
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ from ...progress import kind_of
 from .batches import tables_of
 from .changelog import diffs, with_diffs, with_int64_diffs
 from .exchange_by import check_columns
+from .op_state import KEY_HASH, StateHooks, before
 from .per_time import Emit, per_time
 
 if TYPE_CHECKING:
     from ..stream import Stream
 
 __all__ = ["valid_during"]
+
+_WHEN, _AT = "__when", "__at"     # a saved row's time to be sent at, and the time it came at
 
 
 def _times(table: pa.Table, column: str, name: str, time: Any, missing: int) -> np.ndarray:
@@ -44,8 +49,7 @@ def valid_during(stream: "Stream", start: str, end: str, name: str = "ValidDurin
     Contract: at every time ``T`` the collection of the output is the rows of the input's
     collection at ``T`` with ``start <= T < end`` (a null ``start``: from the row's own
     time; a null ``end``: forever).  A change at ``t`` is sent at ``max(t, start)`` and
-    withdrawn at ``max(t, end)`` -- at once, as data at those later times, so no state is
-    kept.  Times must be int epochs (BuildError otherwise); ``start``/``end`` must be
+    withdrawn at ``max(t, end)`` -- held until those later times, and kept by snapshots.  Times must be int epochs (BuildError otherwise); ``start``/``end`` must be
     integer columns (ChangelogError naming the operator, time and column otherwise).
 
     >>> import pyarrow as pa, timely_spark as ts
@@ -61,7 +65,44 @@ def valid_during(stream: "Stream", start: str, end: str, name: str = "ValidDurin
     if not isinstance(like, int) or not kind_of(like).total:
         raise BuildError(f"operator {name!r}: a temporal filter needs int epochs as times, not {like!r}-like")
 
+    held: dict = {}          # later time -> [(time the rows came at, rows with their diffs)]
+    index = stream.scope.index
+
     def logic(time: Any, batches: list) -> Any:
+        now = [rows for _, rows in held.pop(time, [])]
+        wake = []
+        if batches:
+            for when, part in _parts(batches, time):
+                if when == time:
+                    now.append(part)
+                else:
+                    wake.append(when)
+                    held.setdefault(when, []).append((time, part))
+        return Emit({time: [b for part in now for b in part.to_batches()]}, wake)
+
+    def save(t: Any) -> pa.Table:
+        """The rows held for times ``>= t`` that came before ``t`` (the rest come again),
+        keyed by this worker's index (the operator does not exchange)."""
+        parts = [(when, at, rows) for when, kept in held.items() for at, rows in kept if before(at, t)]
+        if not parts:
+            return pa.table({_WHEN: pa.array([], pa.int64()), _AT: pa.array([], pa.int64()),
+                             KEY_HASH: pa.array([], pa.uint64())})
+        tables = [rows.append_column(_WHEN, pa.array([when] * rows.num_rows, pa.int64()))
+                      .append_column(_AT, pa.array([at] * rows.num_rows, pa.int64())) for when, at, rows in parts]
+        table = pa.concat_tables(tables, promote_options="default")
+        return table.append_column(KEY_HASH, pa.array(np.full(table.num_rows, index), pa.uint64()))
+
+    def restore(table: pa.Table) -> list:
+        rows = table.drop_columns([c for c in (_WHEN, _AT, KEY_HASH) if c in table.column_names])
+        whens, ats = table[_WHEN].to_numpy(), table[_AT].to_numpy()
+        for when, at in {(int(w), int(a)) for w, a in zip(whens, ats)} if table.num_rows else ():
+            mask = pa.array((whens == when) & (ats == at))
+            held.setdefault(when, []).append((at, rows.filter(mask)))
+        return list(held)
+
+    def _parts(batches: list, time: Any) -> list:
+        """The changes at ``time`` as ``(when, rows)``: ``+d`` at ``max(time, start)``,
+        ``-d`` at ``max(time, end)``."""
         for batch in batches:
             check_columns(batch, [start, end], name)
         table = tables_of(with_int64_diffs(batches, name), name, time)
@@ -70,12 +111,11 @@ def valid_during(stream: "Stream", start: str, end: str, name: str = "ValidDurin
         never = np.iinfo(np.int64).max
         finish = np.maximum(_times(table, end, name, time, never), time)
         live = finish > begin
-        out: dict = {}
+        out = []
         for at, sign, bounded in ((begin, 1, live), (finish, -1, live & (finish != never))):
             for when in np.unique(at[bounded]).tolist():
                 mask = bounded & (at == when)
-                part = with_diffs(table.filter(pa.array(mask)), sign * d[mask])
-                out.setdefault(int(when), []).extend(part.combine_chunks().to_batches())
-        return Emit(out, ())
+                out.append((int(when), with_diffs(table.filter(pa.array(mask)), sign * d[mask]).combine_chunks()))
+        return out
 
-    return per_time(stream, logic, name=name)
+    return per_time(stream, logic, name=name, state=StateHooks(save, restore, keyed=True))
