@@ -31,7 +31,14 @@ if TYPE_CHECKING:
 
 __all__ = ["valid_during"]
 
-_WHEN, _AT = "__when", "__at"     # a saved row's time to be sent at, and the time it came at
+_WHEN, _AT, _ROWS = "when", "came_at", "rows"    # a saved entry: held rows, the time they are for and came at
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
 def _times(table: pa.Table, column: str, name: str, time: Any, missing: int) -> np.ndarray:
@@ -81,23 +88,18 @@ def valid_during(stream: "Stream", start: str, end: str, name: str = "ValidDurin
         return Emit({time: [b for part in now for b in part.to_batches()]}, wake)
 
     def save(t: Any) -> pa.Table:
-        """The rows held for times ``>= t`` that came before ``t`` (the rest come again),
-        keyed by this worker's index (the operator does not exchange)."""
+        """The rows held for times ``>= t`` that came before ``t`` (the rest come again):
+        one entry per later time and time they came at, the rows as an Arrow IPC stream
+        (any schema), keyed by this worker's index (the operator does not exchange)."""
         parts = [(when, at, rows) for when, kept in held.items() for at, rows in kept if before(at, t)]
-        if not parts:
-            return pa.table({_WHEN: pa.array([], pa.int64()), _AT: pa.array([], pa.int64()),
-                             KEY_HASH: pa.array([], pa.uint64())})
-        tables = [rows.append_column(_WHEN, pa.array([when] * rows.num_rows, pa.int64()))
-                      .append_column(_AT, pa.array([at] * rows.num_rows, pa.int64())) for when, at, rows in parts]
-        table = pa.concat_tables(tables, promote_options="default")
-        return table.append_column(KEY_HASH, pa.array(np.full(table.num_rows, index), pa.uint64()))
+        return pa.table({_WHEN: pa.array([p[0] for p in parts], pa.int64()),
+                         _AT: pa.array([p[1] for p in parts], pa.int64()),
+                         _ROWS: pa.array([_ipc(p[2]) for p in parts], pa.binary()),
+                         KEY_HASH: pa.array(np.full(len(parts), index), pa.uint64())})
 
     def restore(table: pa.Table) -> list:
-        rows = table.drop_columns([c for c in (_WHEN, _AT, KEY_HASH) if c in table.column_names])
-        whens, ats = table[_WHEN].to_numpy(), table[_AT].to_numpy()
-        for when, at in {(int(w), int(a)) for w, a in zip(whens, ats)} if table.num_rows else ():
-            mask = pa.array((whens == when) & (ats == at))
-            held.setdefault(when, []).append((at, rows.filter(mask)))
+        for when, at, rows in zip(*(table[c].to_pylist() for c in (_WHEN, _AT, _ROWS))):
+            held.setdefault(when, []).append((at, pa.ipc.open_stream(rows).read_all()))
         return list(held)
 
     def _parts(batches: list, time: Any) -> list:
