@@ -56,8 +56,9 @@ def valid_during(stream: "Stream", start: str, end: str, name: str = "ValidDurin
     Contract: at every time ``T`` the collection of the output is the rows of the input's
     collection at ``T`` with ``start <= T < end`` (a null ``start``: from the row's own
     time; a null ``end``: forever).  A change at ``t`` is sent at ``max(t, start)`` and
-    withdrawn at ``max(t, end)`` -- held until those later times, and kept by snapshots.  Times must be int epochs (BuildError otherwise); ``start``/``end`` must be
-    integer columns (ChangelogError naming the operator, time and column otherwise).
+    withdrawn at ``max(t, end)`` -- held until those later times, and kept by snapshots.
+    Times must be int epochs (BuildError otherwise); ``start``/``end`` must be integer
+    columns (ChangelogError naming the operator, time and column otherwise).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> log = pa.table({"x": ["a", "b"], "start": [0, 2], "end": [3, None]})
