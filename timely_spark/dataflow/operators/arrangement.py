@@ -146,17 +146,28 @@ state's schema (k: int64, v: string); a changelog keeps one schema across times
             return None
         if hashes is None:
             hashes = hash_columns(keys, self.keys)
-        wanted = np.unique(hashes)
-        parts = []
+        return self.find(np.unique(hashes))[0]
+
+    def find(self, wanted: np.ndarray) -> tuple[Optional[pa.Table], np.ndarray]:
+        """Every stored row whose key hash is in ``wanted`` (sorted, distinct uint64
+        hashes), oldest level first, and the hash of each row found; ``None`` (and no
+        hashes) if nothing was ever inserted."""
+        if not self.levels:
+            return None, np.zeros(0, np.uint64)
+        parts, found_hashes = [], []
         for h, table in self.levels:
             lo = np.searchsorted(h, wanted, "left")
             hi = np.searchsorted(h, wanted, "right")
             found = hi > lo
             if found.any():
-                parts.append(table.take(pa.array(ranges(lo[found], (hi - lo)[found]))))
+                index = ranges(lo[found], (hi - lo)[found])
+                parts.append(table.take(pa.array(index)))
+                found_hashes.append(h[index])
         if not parts:
-            return self.levels[-1][1].schema.empty_table()
-        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+            return self.levels[-1][1].schema.empty_table(), np.zeros(0, np.uint64)
+        if len(parts) == 1:
+            return parts[0], found_hashes[0]
+        return pa.concat_tables(parts), np.concatenate(found_hashes)
 
     # ---- snapshots -------------------------------------------------------------------
     def save(self, key_hash: str) -> Optional[pa.Table]:
