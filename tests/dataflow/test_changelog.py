@@ -281,18 +281,6 @@ def test_a_schema_that_changes_between_times_is_conformed_or_named():
           lambda s: s.distinct(), [pa.table({"k": [1], "v": [1]}), pa.table({"k": [2]})])
 
 
-def test_a_running_aggregate_refuses_product_times():
-    """Inside ``iterative`` a running aggregate folded (0, 1) into the state it used at (1, 0),
-    so the output withdrew rows it never added there; it is a BuildError (distinct, reduce and
-    running joins keep traces and are exact there: tests/dataflow/test_iterate.py)."""
-    table = pa.table({"k": ["a"], "v": [1]})
-    with pytest.raises(ts.WorkerError, match="operator 'RunningAggregate' keeps a collection across times, which "
-                                             "needs totally ordered times"):
-        ts.example(lambda s: s.iterative(lambda inner: s.to_stream(table).enter(inner).group_by("k").aggregate(
-            [([], "count_all")], running=True).leave()))
-    ts.example(lambda s: s.iterative(lambda inner: s.to_stream(table).enter(inner).consolidate().leave()))
-
-
 def test_a_running_count_takes_any_column_and_a_running_sum_names_a_column_that_is_not_numbers():
     """count only counts valid values (it multiplied them by the diffs, so a string column
     failed with Arrow's 'multiply' error); sum/mean of strings is a TypeError naming the column."""
