@@ -4,7 +4,8 @@ The state is a few Arrow tables ("levels"), each sorted by the 64-bit hash of it
 columns (:func:`.key_hash.hash_columns`), newest last.  :meth:`Arrangement.insert`
 adds a time's changes as a new level and merges the newest levels while a level is
 not at least twice the size of the next (so there are O(log n) levels and each row
-is merged O(log n) times: amortized cost per change, not per state size); a merge
+is merged O(log n) times: amortized cost per change, not per state size) -- levels
+under ``SMALL_LEVEL`` rows are merged in groups instead (see there); a merge
 ``compact``\\ s the rows (e.g. sums the diffs of equal rows and drops zeros).
 :meth:`Arrangement.gather` returns every stored row whose key hashes like one of the
 given keys: a binary search per level and key (``numpy.searchsorted``) and one
@@ -26,6 +27,14 @@ from ...errors import ChangelogError
 from .key_hash import hash_columns
 
 __all__ = ["Arrangement", "ranges", "save_arrangements", "load_arrangements", "conform_to"]
+
+#: Levels under this many rows are not merged one by one as they come (a merge costs a
+#: compaction, whose fixed cost dominates for a few rows): they pile up, newest last, and
+#: are merged all at once when there are more than SMALL_LEVELS of them; a lookup looks
+#: in each (one binary search).  A time that changes a few rows then costs a merge only
+#: every SMALL_LEVELS times.
+SMALL_LEVEL = 1024
+SMALL_LEVELS = 8
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -131,12 +140,22 @@ state's schema (k: int64, v: string); a changelog keeps one schema across times
         if self.schema is None:
             self.schema = table.schema
         self.levels.append(self._level(table))
-        while len(self.levels) > 1 and len(self.levels[-2][0]) <= 2 * len(self.levels[-1][0]):
-            _, newer = self.levels.pop()
-            _, older = self.levels.pop()
-            merged = self.compact(pa.concat_tables([older, newer]))
-            if merged.num_rows:
-                self.levels.append(self._level(merged))
+        small = 0                                   # the newest levels under SMALL_LEVEL rows
+        while small < len(self.levels) and len(self.levels[-1 - small][0]) < SMALL_LEVEL:
+            small += 1
+        if small > SMALL_LEVELS:
+            self._merge(small)
+        while len(self.levels) > 1 and SMALL_LEVEL <= len(self.levels[-1][0]) and \
+                len(self.levels[-2][0]) <= 2 * len(self.levels[-1][0]):
+            self._merge(2)
+
+    def _merge(self, n: int) -> None:
+        """Merge the newest ``n`` levels into one (compacted)."""
+        tables = [t for _, t in self.levels[-n:]]
+        del self.levels[-n:]
+        merged = self.compact(pa.concat_tables(tables))
+        if merged.num_rows:
+            self.levels.append(self._level(merged))
 
     def gather(self, keys: pa.Table, hashes: Optional[np.ndarray] = None) -> Optional[pa.Table]:
         """Every stored row whose key hashes like a row of ``keys`` (a table with the key
