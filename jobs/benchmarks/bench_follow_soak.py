@@ -10,8 +10,10 @@ every row ``(epoch, i)`` it is given; this process compacts the log every
 files stay for the grace period, then go) and reads the follower's resident memory
 (``VmRSS``) every minute (the follower logs, on stderr, its Arrow pool's bytes and
 Python's allocated blocks each minute).  It prints the per-minute RSS table (and the change since the
-first minute) and the exactly-once check: every row of every epoch the writer wrote
-delivered once, none twice, none at another time.
+first minute), what compaction wrote (the parts its new files cover, per part the writer
+wrote: how many times a part was rewritten, and their megabytes), and the exactly-once
+check: every row of every epoch the writer wrote delivered once, none twice, none at
+another time.
 
     python jobs/benchmarks/bench_follow_soak.py [--minutes 10] [--files-per-second 10] [--rows 100]
 
@@ -127,6 +129,7 @@ def main() -> None:
         return follow_all(args.path, args.capacity, args.rows, args.minutes * 60 + END_WAIT)
 
     from timely_spark.capture import compact
+    from timely_spark.capture.log_files import part_range
 
     tmp = tempfile.TemporaryDirectory(prefix="follow-soak-")
     path = str(Path(tmp.name) / "log")
@@ -136,7 +139,8 @@ def main() -> None:
     writer = subprocess.Popen(common + ["--role", "writer"], stdout=subprocess.PIPE, text=True)
     follower = subprocess.Popen(common + ["--role", "follower", "--capacity", str(capacity)],
                                 stdout=subprocess.PIPE, text=True)
-    totals = {"compactions": 0, "compacted": 0, "removed": 0}
+    totals = {"compactions": 0, "compacted": 0, "removed": 0, "parts": 0, "bytes": 0}
+    made: set = set()                       # the compacted files seen so far
     samples = []
     start = time.monotonic()
     try:
@@ -150,6 +154,12 @@ def main() -> None:
                 totals["compactions"] += 1
                 totals["compacted"] += counts["compacted"]
                 totals["removed"] += counts["removed"]
+                for f in Path(path).glob("worker=*/part-*-*.parquet"):
+                    span = part_range(f.name)
+                    if span is not None and f.name not in made:
+                        made.add(f.name)
+                        totals["parts"] += span[1] - span[0] + 1
+                        totals["bytes"] += f.stat().st_size
                 next_compact = now + args.compact_every
             if now >= next_sample:
                 files = sum(1 for _ in Path(path).rglob("part-*.parquet"))
@@ -177,7 +187,9 @@ def main() -> None:
         print(f"RSS after the first minute: min {min(later):.1f} MB, max {max(later):.1f} MB, "
               f"spread {max(later) - min(later):.1f} MB")
     print(f"\nwriter: {written['epochs']} epochs, {written['rows']} rows; compaction: {totals['compactions']} runs, "
-          f"{totals['compacted']} files compacted, {totals['removed']} replaced files removed")
+          f"{totals['compacted']} files compacted, {totals['removed']} replaced files removed; its new files "
+          f"cover {totals['parts']} parts ({totals['parts'] / max(1, written['epochs']):.1f} per part written), "
+          f"{totals['bytes'] / 2**20:.1f} MB")
     print(f"follower: {got['rows']} rows in {got['epochs_seen']} epochs ({got['batches']} batches); "
           f"doubled {got['doubled']}, missing {got['missing_below_last']}, at a wrong time {got['wrong_time']}, "
           f"out of range {got['out_of_range']}")

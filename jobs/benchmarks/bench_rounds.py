@@ -7,16 +7,19 @@ a user waits for. Each row is printed with its raw baseline, measured in the sam
    microseconds a round; baseline: a plain Python loop moving the record through a deque.
 2. ``epoch``: an epoch across 2 processes (worker 0 sends one record to worker 1 and back,
    ``advance_to``, a probe), median microseconds; baseline: a raw socket round trip.
+   ``epoch_threads``: the same across 2 threads of one process (``--switch-interval`` sets
+   the GIL's switch interval for the run, to see whether it matters).
 3. ``arrow``: Arrow record batches exchanged between 2 processes, GB/s per direction;
    baseline: the same bytes through a raw socket.
-4. ``components``: ``ts.graph.components`` on ``--edges`` random edges (2 threads), the median
+4. ``components``: ``ts.graph.components`` on ``--edges`` random edges (``--threads``, 2), the median
    small epoch of ``--changes`` inserted edges, and of 90 % inserts and 10 % withdrawals, with
    its parts (operator logic, from the engine's ``schedule`` events; the rest: the engine and
    the exchange); baseline: the batch form recomputing the whole graph.
 5. ``pagerank``: ``ts.graph.pagerank_stream`` output rows per changed edge in the same epochs.
 
-    python jobs/benchmarks/bench_rounds.py [--only loop,epoch,arrow,components,pagerank]
-                                           [--edges N] [--changes N] [--epochs N]
+    python jobs/benchmarks/bench_rounds.py [--only loop,epoch,epoch_threads,arrow,components,pagerank]
+                                           [--edges N] [--changes N] [--epochs N] [--threads N]
+                                           [--switch-interval S]
 """
 
 from __future__ import annotations
@@ -36,9 +39,12 @@ from bench_engine import loop_rounds  # beside this script
 import timely_spark as ts
 
 
-def loop_round(rounds: int) -> float:
-    """Seconds a round of one record through a feedback loop on one worker (bench_engine's loop)."""
-    return loop_rounds(rounds) / rounds
+def loop_round(rounds: int) -> tuple[float, float]:
+    """Seconds a round of one record through a feedback loop on one worker (bench_engine's loop),
+    and CPU seconds a round (this process's: the worker thread's, as the caller only waits)."""
+    cpu = time.process_time()
+    wall = loop_rounds(rounds) / rounds
+    return wall, (time.process_time() - cpu) / rounds
 
 
 def python_round(rounds: int) -> float:
@@ -62,8 +68,10 @@ def sync(worker) -> None:
     ts.sync.Barrier(worker).wait()
 
 
-def epoch_latency(epochs: int) -> float:
-    """The median seconds of an epoch in which one record goes to the other process and back."""
+def epoch_latency(epochs: int, processes: int = 2, threads: int = 1) -> tuple[float, float]:
+    """The median seconds of an epoch in which one record goes to the other worker and back
+    (2 processes, or 2 threads of one), and the CPU seconds an epoch of both workers' threads
+    together (what a loaded machine disturbs less than the wall clock)."""
     def work(worker):
         def build(scope):
             inp, stream = scope.new_input()
@@ -72,6 +80,7 @@ def epoch_latency(epochs: int) -> float:
         inp, probe = worker.dataflow(build)
         sync(worker)
         times = []
+        cpu = time.thread_time()
         for epoch in range(epochs):
             start = time.perf_counter()
             if worker.index == 0:
@@ -79,9 +88,10 @@ def epoch_latency(epochs: int) -> float:
             inp.advance_to(epoch + 1)
             worker.step_while(lambda: probe.less_than(epoch + 1), timeout=60)
             times.append(time.perf_counter() - start)
-        return statistics.median(times[epochs // 10:])
+        return statistics.median(times[epochs // 10:]), (time.thread_time() - cpu) / epochs
 
-    return max(ts.execute(work, processes=2, timeout=600))
+    results = ts.execute(work, processes=processes, threads=threads, timeout=600)
+    return max(r[0] for r in results), sum(r[1] for r in results)
 
 
 def arrow_exchange(total_mb: int, batch_mb: int = 4) -> float:
@@ -183,8 +193,9 @@ def edge_epochs(rng, base: pa.Table, vertices: int, epochs: int, size: int, dele
     return out
 
 
-def stream_epochs(algorithm, base: pa.Table, epochs: list, threads: int = 2) -> tuple[list, list, list]:
-    """Per small epoch: seconds, seconds in operator logic (worker 0), rows emitted."""
+def stream_epochs(algorithm, base: pa.Table, epochs: list, threads: int = 2) -> tuple[list, list, list, list]:
+    """Per small epoch: seconds, seconds in operator logic (worker 0), rows emitted, CPU seconds
+    of all the worker threads together."""
     def work(worker):
         rows: list = [0] * (len(epochs) + 1)
         busy = [0.0]
@@ -209,24 +220,26 @@ def stream_epochs(algorithm, base: pa.Table, epochs: list, threads: int = 2) -> 
             return inp, out.probe()
 
         inp, probe = worker.dataflow(build)
-        times, logic = [], []
+        times, logic, cpu = [], [], []
         for e, batch in enumerate([base.to_batches()[0], *epochs]):
             if e == 1 and worker.index == 0:
                 worker.log_register().insert("timely", on_events)
             busy[0] = 0.0
-            start = time.perf_counter()
+            start, began = time.perf_counter(), time.thread_time()
             if worker.index == 0:
                 inp.send(batch)
             inp.advance_to(e + 1)
             worker.step_while(lambda: probe.less_than(inp.time), timeout=3600)
             times.append(time.perf_counter() - start)
+            cpu.append(time.thread_time() - began)
             logic.append(busy[0])
-        return times[1:], logic[1:], rows[1:]
+        return times[1:], logic[1:], rows[1:], cpu[1:]
 
     parts = ts.execute(work, threads=threads, timeout=7200)
     times = [max(p[0][i] for p in parts) for i in range(len(epochs))]
     rows = [sum(p[2][i] for p in parts) for i in range(len(epochs))]
-    return times, parts[0][1], rows
+    cpu = [sum(p[3][i] for p in parts) for i in range(len(epochs))]
+    return times, parts[0][1], rows, cpu
 
 
 def graph_rows(args, rng) -> None:
@@ -238,37 +251,52 @@ def graph_rows(args, rng) -> None:
     for label, share in (("inserts", 0.0), ("10% withdrawals", 0.1)):
         epochs = edge_epochs(rng, base, v, args.epochs, args.changes, share)
         if "components" in args.only:
-            times, logic, rows = stream_epochs(ts.graph.components, base, epochs)
+            times, logic, rows, cpu = stream_epochs(ts.graph.components, base, epochs, args.threads)
             med = statistics.median(times)
-            print(f"components, epochs of {args.changes:,} changed edges ({label}), {m:,} edges, 2 threads: "
-                  f"median {med * 1e3:.1f} ms (operator logic on worker 0 {statistics.median(logic) * 1e3:.1f} ms, "
+            print(f"components, epochs of {args.changes:,} changed edges ({label}), {m:,} edges, "
+                  f"{args.threads} threads: median {med * 1e3:.1f} ms ({statistics.median(cpu) * 1e3:.1f} ms of CPU, "
+                  "both workers; "
+                  f"operator logic on worker 0 {statistics.median(logic) * 1e3:.1f} ms, "
                   f"engine and exchange the rest); batch form from scratch {scratch * 1e3:.0f} ms, "
                   f"ratio {med / scratch:.3f}; rows emitted per epoch {statistics.median(rows):,.0f}")
         if "pagerank" in args.only:
-            times, _, rows = stream_epochs(lambda e: ts.graph.pagerank_stream(e, tolerance=1e-9), base, epochs)
+            times, _, rows, _ = stream_epochs(lambda e: ts.graph.pagerank_stream(e, tolerance=1e-9), base, epochs,
+                                              args.threads)
             print(f"pagerank_stream, same epochs ({label}): median {statistics.median(times) * 1e3:.1f} ms, "
                   f"{statistics.median(rows) / args.changes:.1f} rows emitted per changed edge")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="loop,epoch,arrow,components,pagerank")
+    parser.add_argument("--only", default="loop,epoch,epoch_threads,arrow,components,pagerank")
     parser.add_argument("--rounds", type=int, default=100_000)
     parser.add_argument("--trips", type=int, default=2_000)
     parser.add_argument("--arrow-mb", type=int, default=2_048)
     parser.add_argument("--edges", type=int, default=2_000_000)
     parser.add_argument("--changes", type=int, default=1_000)
     parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=2, help="worker threads of the components and pagerank rows")
+    parser.add_argument("--switch-interval", type=float, default=None,
+                        help="sys.setswitchinterval (seconds) for the whole run (default: Python's, 0.005)")
     args = parser.parse_args()
     args.only = set(args.only.split(","))
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     if "loop" in args.only:
-        engine, plain = loop_round(args.rounds), python_round(args.rounds)
-        print(f"loop, one record, one worker: {engine * 1e6:.1f} us a round; the same moves in plain Python "
-              f"{plain * 1e6:.2f} us (ratio {engine / plain:.0f}); timely-dataflow in Rust: about 1.6 us")
+        (engine, cpu), plain = loop_round(args.rounds), python_round(args.rounds)
+        print(f"loop, one record, one worker: {engine * 1e6:.1f} us a round ({cpu * 1e6:.1f} us of CPU); the same "
+              f"moves in plain Python {plain * 1e6:.2f} us (ratio {engine / plain:.0f}); timely-dataflow in Rust: "
+              "about 1.6 us")
     if "epoch" in args.only:
-        epoch, raw = epoch_latency(args.trips), raw_round_trip(args.trips)
-        print(f"epoch across 2 processes (one record there and back, advance_to, probe): median {epoch * 1e6:.0f} us; "
-              f"raw socket round trip {raw * 1e6:.0f} us (ratio {epoch / raw:.1f})")
+        (epoch, cpu), raw = epoch_latency(args.trips), raw_round_trip(args.trips)
+        print(f"epoch across 2 processes (one record there and back, advance_to, probe): median {epoch * 1e6:.0f} us "
+              f"({cpu * 1e6:.0f} us of CPU, both workers); raw socket round trip {raw * 1e6:.0f} us "
+              f"(ratio {epoch / raw:.1f})")
+    if "epoch_threads" in args.only:
+        epoch, cpu = epoch_latency(args.trips, processes=1, threads=2)
+        print(f"epoch across 2 threads of one process (the same dataflow), switch interval "
+              f"{sys.getswitchinterval() * 1e3:g} ms: median {epoch * 1e6:.0f} us ({cpu * 1e6:.0f} us of CPU, "
+              "both workers)")
     if "arrow" in args.only:
         rate, raw = arrow_exchange(args.arrow_mb), raw_copy(args.arrow_mb << 20)
         print(f"Arrow exchange between 2 processes: {rate / 1e9:.2f} GB/s per direction; raw socket "

@@ -13,6 +13,8 @@ import pytest
 
 import timely_spark as ts
 from timely_spark.capture import LogIndex, Messages, ParquetEventReader, ParquetEventWriter, Progress, compact, follow
+from timely_spark.capture.compact import COMPACT_FANOUT
+from timely_spark.capture.log_files import part_range
 from timely_spark.errors import EventLogError
 
 EPOCHS = 30
@@ -61,7 +63,7 @@ def test_compaction_while_the_writer_and_a_follower_run_shows_each_epoch_once(tm
     assert sum(c["compacted"] for c in compactions) > 0
     compact(path, min_files=2, grace=0.0)
     files = [p.name for p in (Path(path) / "worker=0").glob("part-*")]
-    assert len(files) <= 6, files          # a few compacted files of growing size (and maybe its tail)
+    assert len(files) <= 2 * (COMPACT_FANOUT + 1) + 1, files     # two tiers of compacted files (and maybe its tail)
     snap = LogIndex(path).snapshot()
     assert not snap.frontier and sum(s.rows for s in snap.complete()) == 3 * EPOCHS
 
@@ -140,3 +142,36 @@ def test_compactions_more_often_than_the_grace_period_still_remove_what_they_rep
     assert not names & {f"part-{i:06d}.parquet" for i in range(4)}, sorted(names)
     snap = LogIndex(tmp_path).snapshot()
     assert snap.frontier.elements() == [20] and sum(s.rows for s in snap.complete()) == 4 * 3 + 16
+
+
+def test_compaction_rewrites_what_is_new_and_leaves_compacted_files_alone(tmp_path):
+    w = ParquetEventWriter(tmp_path, flush_seconds=0.0)
+    folder = tmp_path / "worker=0"
+
+    def epochs(lo, hi):
+        for t in range(lo, hi):
+            w.push(Messages(t, [{"n": t * 10 + i} for i in range(3)]))
+            w.push(Progress([(t, -1), (t + 1, 1)]))
+
+    def names():
+        return {p.name for p in folder.glob("part-*")}
+
+    epochs(0, 8)
+    assert compact(tmp_path, min_files=2, grace=0.0)["compacted"] == 8
+    first = folder / "part-000000-000007.parquet"
+    made = first.stat()
+    epochs(8, 16)
+    assert compact(tmp_path, min_files=2, grace=0.0)["compacted"] == 8              # the new files only
+    assert names() == {first.name, "part-000008-000015.parquet"}
+    assert (first.stat().st_ino, first.stat().st_mtime_ns) == (made.st_ino, made.st_mtime_ns)
+    rewritten, rounds = 0, 40            # parts rewritten by the later compactions (each of 8 new parts)
+    for k in range(2, rounds):
+        epochs(8 * k, 8 * k + 8)
+        before = names()
+        compact(tmp_path, min_files=2, grace=0.0)
+        spans = [part_range(n) for n in names() - before]
+        rewritten += sum(last - first_ + 1 for first_, last in spans if last is not None)
+    assert rewritten <= 4 * 8 * (rounds - 2), rewritten      # a few times each over the log's life, not each time
+    assert len(names()) <= 12, sorted(names())               # a few compacted files per tier
+    snap = LogIndex(tmp_path).snapshot()
+    assert snap.frontier.elements() == [8 * rounds] and sum(s.rows for s in snap.complete()) == 3 * 8 * rounds

@@ -9,6 +9,7 @@ no test asserts a timing."""
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -204,6 +205,11 @@ def test_compaction_in_the_sink_while_a_readstream_reads_each_epoch_once(spark, 
             .option("checkpointLocation", str(tmp_path / "ckpt")).start(str(log)))
     try:
         sink.processAllAvailable()
+        # The reader started before the log had data: a trigger of it that found nothing may end
+        # just after processAllAvailable began and end that wait (Spark's own race), so wait again.
+        deadline = time.monotonic() + 120
+        while len(got) < 12 and time.monotonic() < deadline:
+            reader.processAllAvailable()
         reader.processAllAvailable()
     finally:
         sink.stop()

@@ -89,6 +89,20 @@ def test_join_running(after, kind):
                                  running=True), epochs, cut=3, after=after, inputs=2)
 
 
+@pytest.mark.parametrize("after", [2, 3])
+def test_a_join_and_a_reduce_sharing_one_arrangement(after):
+    other = [_log([("a", 10, 1)]), _log([("b", 20, 1), ("a", 11, 1)]), [], _log([("a", 10, -1)]), _log([("c", 5, 1)])]
+    epochs = [[left, right] for left, right in zip(CHANGES, other)]
+
+    def count(rows, keys):
+        return rows.group_by(keys).aggregate([("w", "sum")]).rename_columns(keys + ["w"])
+
+    def build(s, x, y):
+        arranged = y.map(lambda b: b.rename_columns(["k", "w", "diff"])).arrange("k")
+        return x.join(arranged, "k", join_type="left", running=True).concat(arranged.reduce(count))
+    check(build, epochs, cut=3, after=after, inputs=2)
+
+
 def _events(epoch, n=4):
     """Rows of logical time ``epoch``: event times in [10*epoch, 10*epoch + 10)."""
     return [pa.record_batch({"t": [10 * epoch + (3 * i) % 10 for i in range(n)],

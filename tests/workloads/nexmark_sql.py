@@ -24,7 +24,9 @@ SQL = {
                    m AS (SELECT ws, max(n) AS n FROM c GROUP BY ws)
               SELECT c.ws AS window_start, c.ws + {WINDOW_MS} AS window_end, c.auction, c.n AS count_all
               FROM c JOIN m ON c.ws = m.ws AND c.n = m.n""",
-    "q6": f"SELECT seller, avg(final) AS price_max_mean FROM ({_WINNING.format(by='seller')}) GROUP BY seller",
+    "q6": f"""SELECT seller, avg(final) AS price_max_mean FROM (
+                SELECT seller, final, row_number() OVER (PARTITION BY seller ORDER BY expires DESC, id DESC) AS n
+                FROM ({_WINNING.format(by='seller, a.expires')})) WHERE n <= 10 GROUP BY seller""",
     "q7": f"""WITH b AS (SELECT *, ({MS} // {WINDOW_MS}) * {WINDOW_MS} AS ws FROM bids),
                    m AS (SELECT ws, max(price) AS price FROM b GROUP BY ws)
               SELECT b.auction, b.bidder, b.price, b.date_time, b.ws AS window_start

@@ -3,16 +3,24 @@
 A log written every second by every worker grows in many small files.
 :func:`compact` rewrites, per worker, the longest run of its first files whose data is
 all at *complete* times (the log's frontier has passed them) -- leaving out the
-leading compacted files that are at least twice the size of what follows them (so a
-log keeps a few compacted files of growing size, and a byte is rewritten about
-log(size of the log) times over its life, not at every compaction) -- into one file named
+leading compacted files that hold at least a quarter of the rows of what follows them
+(:data:`COMPACT_FANOUT`: tiers, as in a log-structured merge tree) -- into one file named
 ``part-<first>-<last>.parquet`` (it stands for parts ``first`` to ``last``): the files'
 data rows in their order, then their progress updates consolidated (summed per time).
 The file appears whole (written under a hidden name, then renamed); readers take it in
 place of the files it replaces (:func:`~timely_spark.capture.parquet.part_files`), and
 an index that had read those files starts over from the new listing (the frontier and
-the rows of every complete time are the same).  A time not yet complete is never in a
-compacted file, so the writer (which only appends newer part files) runs on untouched.
+the rows of every complete time are the same).
+
+So a compaction rewrites what is new since the last one (the small files after the
+compacted ones), and merges compacted files only once the files after one of them hold
+:data:`COMPACT_FANOUT` times its rows: a worker keeps a few compacted files per tier
+(each tier about ``COMPACT_FANOUT + 1`` times the rows of the next), and a row is
+rewritten about ``log(rows of the log) / log(COMPACT_FANOUT + 1)`` times over its life,
+not at every compaction.
+
+A time not yet complete is never in a compacted file, so the writer (which only appends
+newer part files) runs on untouched.
 
 ``retain_before`` (a frontier every consumer has passed) also drops the data rows at
 the times complete at it; their progress stays, so the frontier is unchanged.  It must
@@ -65,6 +73,11 @@ __all__ = ["compact", "compact_due"]
 #: Files of a worker (all at complete times) that make a compaction worth doing.
 COMPACT_MIN_FILES = 16
 
+#: A worker's compacted file is merged again only once the files after it hold this
+#: many times its rows (data rows and progress updates): up to about this many
+#: compacted files per tier, each tier this plus one times the rows of the next.
+COMPACT_FANOUT = 4
+
 
 def _frontier(value: Any) -> Antichain:
     if isinstance(value, Antichain):
@@ -77,7 +90,8 @@ def _frontier(value: Any) -> Antichain:
 def compact(path: Any, retain_before: Any = None, min_files: int = COMPACT_MIN_FILES,
             grace: float = COMPACT_GRACE) -> dict:
     """Compact the event log at ``path`` (see the module's docstring): per worker, its
-    first files whose data is at complete times become one file, if there are at least
+    first files whose data is at complete times, after the compacted files a compaction
+    leaves alone (:data:`COMPACT_FANOUT`), become one file, if there are at least
     ``min_files`` of them (or data to drop); ``retain_before`` (a frontier: an Antichain,
     a list of times or one time) drops the data at times complete at it; replaced files
     older than ``grace`` seconds are removed.  Safe while the writers and readers run;
@@ -128,28 +142,21 @@ def compact(path: Any, retain_before: Any = None, min_files: int = COMPACT_MIN_F
 
 def _merged_tail(run: list, retain: Optional[Antichain]) -> list:
     """The part of ``run`` (a worker's first files, at complete times) to rewrite: a
-    leading compacted file stays as it is while it is at least twice the size of the
-    files after it and retention drops nothing from it.  So a log holds a few compacted
-    files of growing size, and each byte is rewritten a logarithmic number of times over
-    the log's life (its file grows by half at least each time), not at every compaction."""
-    sizes = [_size(part.path) for part in run]
+    leading compacted file stays as it is while the files after it hold fewer than
+    :data:`COMPACT_FANOUT` times its rows and retention drops nothing from it.  Rows,
+    not bytes: a small file's bytes are mostly its footer, which compaction does not
+    copy, so bytes would rate a compacted file too small to keep."""
+    weights = [sum(part.counts) + len(part.progress) for part in run]
     start = 0
     while start < len(run):
         part = run[start]
         first, last = part_range(Path(part.path).name) or (0, 0)
         keeps = retain is None or all(retain.less_equal(t) for t in part.times)
-        if last > first and keeps and sizes[start] >= 2 * sum(sizes[start + 1:]):
+        if last > first and keeps and COMPACT_FANOUT * weights[start] >= sum(weights[start + 1:]):
             start += 1
         else:
             break
     return run[start:]
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except FileNotFoundError:
-        return 0
 
 
 def _accepted(folder: Path, snap: LogSnapshot) -> list[Path]:

@@ -26,6 +26,7 @@ frontiers ``S`` and ``E`` (``E`` later) are those at times ``t`` with some eleme
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time as _time
@@ -38,7 +39,7 @@ from ..errors import EventLogError
 from ..progress import Antichain, MutableAntichain, timestamp
 from .arrow_times import time_counts
 from .log_files import missing_workers, worker_files
-from .part_file import DATA, THREADED_READ_ROWS, check_meta, check_rows, open_part, read_columns
+from .part_file import DATA, THREADED_READ_ROWS, check_meta, check_rows, open_part, read_batches
 
 __all__ = ["LogIndex", "LogSnapshot", "PartSummary", "Scan", "local_path", "cached_part_files"]
 
@@ -197,27 +198,32 @@ def cached_part_files(directory: Any) -> int:
 
 
 def _read(file: Path, stat: tuple) -> tuple:
-    """``(stat, metadata, schema, summary)`` of a part file, from one open of it."""
+    """``(stat, metadata, schema, summary)`` of a part file, from one open of it (a large
+    file's ``kind``, ``time`` and ``diff`` columns in batches of
+    :data:`~timely_spark.capture.part_file.READ_BATCH_ROWS` rows, so summarizing a large
+    compacted file takes memory bounded by the batch, not by the file)."""
     try:
         with open_part(file) as part:
             schema = part.schema_arrow
             meta = check_meta(file, schema)
-            table = read_columns(file, part, ["kind", "time", "diff"])
+            pieces = []
+            for table in read_batches(file, part, ["kind", "time", "diff"]):
+                check_rows(file, table)
+                pieces.append(_piece(table))
     except EventLogError as exc:
         if not os.path.lexists(file):
             raise _Gone(f"{file}: went away while the log was read") from exc
         raise
-    check_rows(file, table)
-    return stat, meta, schema.remove_metadata(), _summarize(file, stat, meta, table)
+    return stat, meta, schema.remove_metadata(), _summarize(file, stat, meta, pieces)
 
 
-def _summarize(file: Path, stat: tuple, meta: dict, table: Any) -> PartSummary:
-    """A checked part file's summary from its ``kind``, ``time`` and ``diff`` columns
-    (numpy for a small file of int times: Arrow's per-call cost would dominate)."""
+def _piece(table: Any) -> tuple[list, list, list, list]:
+    """The plain data times of a checked batch of a part file's ``kind``, ``time`` and
+    ``diff`` columns with their row counts, and its progress rows' plain times and
+    diffs (numpy for a small batch of int times: Arrow's per-call cost would dominate)."""
     import numpy as np
     import pyarrow as pa
 
-    desc = meta["time"]
     kinds = table["kind"].to_numpy()
     is_data = kinds == DATA
     on_progress = np.flatnonzero(~is_data)
@@ -230,6 +236,25 @@ def _summarize(file: Path, stat: tuple, meta: dict, table: Any) -> PartSummary:
         plain, counts = time_counts(table["time"].filter(pa.array(is_data)))
         progress_times = table["time"].take(pa.array(on_progress)).to_pylist()
     diffs = table["diff"].take(pa.array(on_progress)).to_pylist()        # the progress rows' only
+    return plain, counts, progress_times, diffs
+
+
+def _summarize(file: Path, stat: tuple, meta: dict, pieces: list) -> PartSummary:
+    """A checked part file's summary from the pieces (:func:`_piece`) of its batches, in
+    order: a time's row counts summed over the batches it has rows in."""
+    if len(pieces) == 1:
+        plain, counts, progress_times, diffs = pieces[0]
+    else:
+        totals: dict[Any, list] = {}            # a plain time's key -> [plain, rows], in first-seen order
+        progress_times, diffs = [], []
+        for piece_plain, piece_counts, piece_progress, piece_diffs in pieces:
+            for t, n in zip(piece_plain, piece_counts):
+                key = t if isinstance(t, int) else json.dumps(t, sort_keys=True)
+                totals.setdefault(key, [t, 0])[1] += n
+            progress_times += piece_progress
+            diffs += piece_diffs
+        plain, counts = [t for t, _ in totals.values()], [n for _, n in totals.values()]
+    desc = meta["time"]
     updates = [(timestamp.from_plain(t, desc), int(d)) for t, d in zip(progress_times, diffs)]
     return PartSummary(str(file), int(meta["worker"]), str(meta["stream"]), stat,
                        [timestamp.from_plain(t, desc) for t in plain], plain, counts, updates)
@@ -250,7 +275,7 @@ class LogIndex:
     or missing file raises ``EventLogError`` naming it (see :func:`timely_spark.capture.parquet.log_files` and
     :mod:`timely_spark.capture.part_file`), and so does progress that takes a worker's
     count of a time below zero.  Each part file is opened once per process (its footer
-    and its ``kind``, ``time``, ``diff`` columns, in one read), while its size and
+    and its ``kind``, ``time``, ``diff`` columns, in one pass), while its size and
     modification time stay the same.
     """
 

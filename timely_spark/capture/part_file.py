@@ -30,8 +30,8 @@ from typing import Any, Iterator, Optional
 from ..errors import EventLogError
 from ..progress import timestamp
 
-__all__ = ["FORMAT", "LAYOUTS", "DATA", "PROGRESS", "THREADED_READ_ROWS", "open_part", "read_columns", "check_meta",
-           "check_rows"]
+__all__ = ["FORMAT", "LAYOUTS", "DATA", "PROGRESS", "THREADED_READ_ROWS", "READ_BATCH_ROWS", "open_part",
+           "read_columns", "read_batches", "check_meta", "check_rows"]
 
 FORMAT = "timely_spark.event_log.v1"
 
@@ -44,6 +44,10 @@ DATA, PROGRESS = 0, 1
 #: Files of fewer rows are decoded on the calling thread: for a small file, Arrow's
 #: thread pool costs several times the read itself (a log of many small files).
 THREADED_READ_ROWS = 65_536
+
+#: A file of more rows is read in batches of this many rows where a reader needs only
+#: a pass over it (:func:`read_batches`): memory bounded by the batch, not the file.
+READ_BATCH_ROWS = 65_536
 
 #: Part files up to this many bytes are read whole into memory before parsing.
 SMALL_FILE = 1 << 20
@@ -107,6 +111,26 @@ def read_columns(file: Any, part: Any, columns: Optional[list] = None) -> Any:
         return part.read(columns=columns, use_threads=part.metadata.num_rows >= THREADED_READ_ROWS)
     except Exception as exc:
         raise EventLogError(f"{file}: cannot be read ({exc})") from exc
+
+
+def read_batches(file: Any, part: Any, columns: list) -> Iterator[Any]:
+    """``columns`` of the open part file ``part`` as Arrow tables of at most
+    :data:`READ_BATCH_ROWS` rows each, in order (one table for a small file);
+    EventLogError naming ``file`` if they cannot be read."""
+    import pyarrow as pa
+
+    if part.metadata.num_rows <= READ_BATCH_ROWS:
+        yield read_columns(file, part, columns)
+        return
+    batches = part.iter_batches(batch_size=READ_BATCH_ROWS, columns=columns, use_threads=False)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except Exception as exc:
+            raise EventLogError(f"{file}: cannot be read ({exc})") from exc
+        yield pa.Table.from_batches([batch])
 
 
 def _whole(value: Any, low: int) -> bool:

@@ -952,8 +952,11 @@ class TcpAllocator(Allocator):
                 if fd >= 0:
                     poller.register(fd, select.POLLIN)
                     self._polled[fd] = conn
+        if not timeout:                       # a stepping worker: the sockets first, then one pass over the mailbox
+            self._read(poller.poll(0))
+            return super().receive()
         got = super().receive()
-        if got or not timeout:
+        if got:
             self._read(poller.poll(0))
             return super().receive() or got
         mailbox.parked = True

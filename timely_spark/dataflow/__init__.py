@@ -6,7 +6,8 @@ the worker each row goes to; ``check_batch`` / ``check_columns``, the errors nam
 the operator that columnar operators raise for a row record or a missing column;
 ``DIFF``, ``diffs``, ``with_diffs``, ``without_diffs``: the changelog convention (an
 optional integer ``diff`` column), read and written the same way by every operator;
-``Trace``: the keyed, time-aware state of the incremental operators; ``Emit``: what a
+``Trace``: the keyed, time-aware state of the incremental operators (``Arranged``: one
+shared by several, ``stream.arrange(keys)``); ``Emit``: what a
 ``per_time`` logic returns to send at later times and be woken at them."""
 
 from .capability import Capability, CapabilitySet, InputCapability
@@ -14,6 +15,7 @@ from .channels import Exchange, Pipeline, stable_hash
 from .input import InputHandle
 from .notificator import Notificator
 from .operator import OperatorBuilder, OperatorInfo
+from .operators.arranged import Arranged
 from .operators.changelog import DIFF, diffs, with_diffs, without_diffs
 from .operators.exchange_by import ExchangeBy, check_batch, check_columns, split_rows
 from .operators.feedback import LoopHandle
@@ -44,5 +46,5 @@ __all__ = [
     # operator state in snapshots
     "KEY_HASH", "StateHooks",
     # the keyed, time-aware state of the incremental operators; per_time's later sends and wake-ups
-    "Trace", "Emit",
+    "Trace", "Emit", "Arranged",
 ]

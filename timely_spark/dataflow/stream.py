@@ -19,6 +19,7 @@ from .operators import delay as delay_ops
 from .operators import join as join_ops
 from .operators import per_time as per_time_ops
 from .operators import window as window_ops
+from .operators.arranged import arrange as arrange_op
 from .operators.consolidate import consolidate as consolidate_op
 from .operators.distinct import distinct as distinct_op
 from .operators.iterate import iterate as iterate_op
@@ -99,6 +100,7 @@ class Stream:
     # changelogs (a ``diff`` column: see operators/changelog.py)
     consolidate = consolidate_op
     distinct = distinct_op
+    arrange = arrange_op
     upsert = upsert_op
     negate = negate_op
     iterate = iterate_op

@@ -161,6 +161,7 @@ class Subgraph(Operate):
             self._divert[lid(Source(0, i))] = (0, i)
         for o in range(self.outputs):
             self._divert[lid(Target(0, o))] = (1, o)
+        self._no_boundary = not self.inputs and not self.outputs
         for i, init in initial.items():
             for o, updates in enumerate(init):
                 sid = self._child_ports[i][1][o][0]  # type: ignore[index]
@@ -233,6 +234,9 @@ class Subgraph(Operate):
             self._apply(q.popleft())
 
     def _apply(self, batch: list) -> None:
+        if self._no_boundary:         # a dataflow's top scope: nothing to report upward
+            self.tracker.update_ids(batch)
+            return
         update = self.tracker.update_id
         divert = self._divert
         for loc, t, d in batch:
@@ -310,20 +314,27 @@ class Subgraph(Operate):
         if child.local:
             batch = self._batch
             get = batch.get
-            # (``b.counts`` read first: most batches are empty at most runs, and skipping them costs no call)
+            # (``b.counts`` read and taken inline, ChangeBatch.unstable_take without its call: most batches
+            # are empty at most runs, and skipping them costs no call)
             for tid, b in consumeds:
-                if b.counts:
-                    for t, n in b.unstable_take().items():
+                counts = b.counts
+                if counts:
+                    b.counts = {}
+                    for t, n in counts.items():
                         key = (tid, t)
                         batch[key] = get(key, 0) - n
             for sid, b in internals:
-                if b.counts:
-                    for t, d in b.unstable_take().items():
+                counts = b.counts
+                if counts:
+                    b.counts = {}
+                    for t, d in counts.items():
                         key = (sid, t)
                         batch[key] = get(key, 0) + d
             for tids, b in produceds:
-                if b.counts:
-                    for t, n in b.unstable_take().items():
+                counts = b.counts
+                if counts:
+                    b.counts = {}
+                    for t, n in counts.items():
                         for tid in tids:
                             key = (tid, t)
                             batch[key] = get(key, 0) + n

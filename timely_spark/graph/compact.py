@@ -1,6 +1,6 @@
 """Distinct int64 ids and per-id minima, vectorized, without a sort when the ids are dense.
 
-Graph ids are often dense (``0..n-1``, or the dense ids of :mod:`.dense_ids`): when the
+Graph ids are often dense (``0..n-1``, or the dense ids of :mod:`.ids.dense`): when the
 values span a range no larger than :data:`DIRECT_SPAN` times their number, a table of
 the range's size replaces the sort (``O(n + range)``, several times faster than sorting
 a million ids); otherwise both functions sort (``O(n log n)``).  Both give the same

@@ -76,8 +76,9 @@ from ..dataflow import DIFF, ExchangeBy, StateHooks, destinations
 from ..errors import GraphInputError
 from ..progress import Product
 from .broadcast import broadcast_keys
-from .compact import compact_ids, group_min
+from .compact import group_min
 from .contraction import contract, pointer_table, resolve
+from .ids.positions import DenseIds
 from .in_order import in_order
 from .key_index import KeyIndex
 from .spanning_forest import forest
@@ -94,8 +95,6 @@ __all__ = ["ComponentLabels", "label_changes"]
 SHIFT = np.int64(32)
 LOW = np.int64((1 << 32) - 1)
 ONE = np.int64(1) << SHIFT
-#: Dense ids are packed two to an int64 key, so one worker's dense space holds fewer.
-MAX_VERTICES = 1 << 31
 #: The label of a vertex not in the graph (or not owned by this worker).
 ABSENT = np.iinfo(np.int64).min
 #: Kinds of the loop's messages: a wake-up; a merged label (old -> new); a search's seed, an
@@ -147,9 +146,7 @@ class ComponentLabels:
         self.scope = scope
         self.name = name
         self.keys = broadcast_keys(scope.peers)
-        self.ids = KeyIndex()
-        self.n = 0
-        self.vid = np.zeros(0, np.int64)
+        self.ids = DenseIds(name)
         self.label = np.zeros(0, np.int64)
         self.adjacent = KeyIndex(empty=0)
         self.by_label = KeyIndex(empty=0)
@@ -172,24 +169,22 @@ class ComponentLabels:
     # -- dense ids ------------------------------------------------------------------
 
     def _dense(self, ids: np.ndarray) -> np.ndarray:
-        uniq, inverse = compact_ids(ids)                    # no sort when the ids are dense
-        dense, found = self.ids.get(uniq, -1)
-        fresh = uniq[~found]
-        if len(fresh):
-            start, self.n = self.n, self.n + len(fresh)
-            if self.n > MAX_VERTICES:
-                raise GraphInputError(f"{self.name}: more than {MAX_VERTICES} distinct vertices on one worker",
-                                      "src")
-            if self.n > len(self.vid):
-                cap = max(self.n, 2 * len(self.vid), 1024)
-                self.vid = np.concatenate([self.vid, np.zeros(cap - len(self.vid), np.int64)])
-                self.label = np.concatenate([self.label, np.full(cap - len(self.label), ABSENT, np.int64)])
-                self.mark = np.concatenate([self.mark, np.full(cap - len(self.mark), ABSENT, np.int64)])
-            new = np.arange(start, self.n, dtype=np.int64)
-            self.ids.set(fresh, new)
-            self.vid[new] = fresh
-            dense[~found] = new
-        return dense[inverse.reshape(-1)]
+        dense = self.ids.dense(ids)
+        cap = len(self.ids.vid)
+        if cap > len(self.label):                            # the per-vertex arrays grow with the ids
+            self.label = np.concatenate([self.label, np.full(cap - len(self.label), ABSENT, np.int64)])
+            self.mark = np.concatenate([self.mark, np.full(cap - len(self.mark), ABSENT, np.int64)])
+        return dense
+
+    @property
+    def vid(self) -> np.ndarray:
+        """The vertex id of each dense position."""
+        return self.ids.vid
+
+    @property
+    def n(self) -> int:
+        """How many dense positions are in use."""
+        return self.ids.n
 
     def _relabel(self, dv: np.ndarray, new: np.ndarray, out: list) -> None:
         """Give the owned vertices ``dv`` (dense, distinct) the labels ``new`` (``ABSENT``:
@@ -289,8 +284,8 @@ class ComponentLabels:
         if 2 * (2 * self.held + len(self.adjacent)) > self.n:
             return
         table = self.snapshot()
-        self.ids, self.n = KeyIndex(), 0
-        self.vid, self.label, self.mark = (np.zeros(0, np.int64) for _ in range(3))
+        self.ids = DenseIds(self.name)
+        self.label, self.mark = np.zeros(0, np.int64), np.zeros(0, np.int64)
         self.adjacent, self.by_label, self.held = KeyIndex(empty=0), KeyIndex(empty=0), 0
         self.restore(table)
 

@@ -6,7 +6,7 @@ Vertex ids may be of any Arrow scalar type that hashes and orders: integers of a
 width (uint64 included), strings, binaries, dates and times (on Spark: integers,
 strings, binaries, dates).  Signed integers (and unsigned ones up to 32 bits) run as
 int64 directly; every other type is mapped to dense int64 ids inside the workers
-(:mod:`.dense_ids`) and back, so the results carry the caller's ids.
+(:mod:`.ids.dense`) and back, so the results carry the caller's ids.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..errors import ParameterError
 from ..runtime import check_count, check_timeout
 from .broadcast import broadcast_keys
 from .components_columnar import GraphInputError
-from .dense_ids import decode_owned, encode_ids, id_array, min_labels
+from .ids.dense import decode_owned, encode_ids, id_array, min_labels
 from .unique import sorted_unique
 from .weights import check_weights
 

@@ -30,14 +30,15 @@ import numpy as np
 import pyarrow as pa
 
 from ..dataflow import DIFF, KEY_HASH, ExchangeBy, StateHooks, check_batch, hash_columns
-from ..errors import GraphInputError
 from . import component_labels
 from .component_labels import label_changes
 from .components_columnar import edge_arrays
 from .edge_input import edge_changes, withdrawn_error
+from .ids.positions import DenseIds
+from .ids.stream import decode_stream_ids, encode_stream_ids, smallest_labels
 from .key_index import KeyIndex
 from .state_log import log_state
-from .stream_ids import decode_stream_ids, encode_stream_ids, smallest_labels
+from .stream_frames import is_frame, run_on_frame
 
 if TYPE_CHECKING:
     from ..dataflow import Stream
@@ -46,8 +47,6 @@ __all__ = ["components", "EdgeCounts"]
 
 SHIFT = np.int64(32)
 LOW = np.int64((1 << 32) - 1)
-#: Dense vertex ids are packed two to an int64 edge key, so one index holds fewer.
-MAX_VERTICES = 1 << 31
 
 
 def _pack(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -81,9 +80,7 @@ class EdgeCounts:
 
     def __init__(self, operator: str) -> None:
         self.operator = operator
-        self.ids = KeyIndex()
-        self.vid = np.zeros(0, np.int64)
-        self.n = 0
+        self.ids = DenseIds(operator)
         self.counts = KeyIndex(empty=0)
         self.undirected = KeyIndex(empty=0)
         self.compact_at = 0                               # ids that trigger a rebuild (and COMPACT_AT)
@@ -105,7 +102,7 @@ class EdgeCounts:
         count = np.concatenate([np.zeros(0, np.int64), *self.counts.values])
         held = count > 0
         keys, count = keys[held], count[held]
-        src, dst = self.vid[keys >> SHIFT], self.vid[keys & LOW]
+        src, dst = self.ids.vid[keys >> SHIFT], self.ids.vid[keys & LOW]
         route = pa.table({"_lo": pa.array(np.minimum(src, dst)), "_hi": pa.array(np.maximum(src, dst))})
         return pa.table({KEY_HASH: pa.array(hash_columns(route, ["_lo", "_hi"]), pa.uint64()),
                          "src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64()),
@@ -117,36 +114,18 @@ class EdgeCounts:
         counts = cls(operator)
         if table.num_rows:
             counts.update("restore", *(table.column(c).to_numpy() for c in ("src", "dst", "count")))
-        counts.compact_at = 2 * counts.n
+        counts.compact_at = 2 * counts.ids.n
         return counts
 
     def _compact(self) -> None:
         """Rebuild from the rows held (:meth:`saved`), dropping the ids of vertices with no
         edge left and the zero counts -- if at least half the ids are dead (two ends per
         row held at most).  Checked once the ids doubled since the last check."""
-        if 2 * 2 * len(self.counts) > self.n:
+        if 2 * 2 * len(self.counts) > self.ids.n:
             return
         fresh = EdgeCounts.restored(self.operator, self.saved())
-        self.ids, self.vid, self.n = fresh.ids, fresh.vid, fresh.n
+        self.ids = fresh.ids
         self.counts, self.undirected = fresh.counts, fresh.undirected
-
-    def _dense(self, ids: np.ndarray) -> np.ndarray:
-        uniq, inverse = np.unique(ids, return_inverse=True)
-        dense, found = self.ids.get(uniq, -1)
-        fresh = uniq[~found]
-        if len(fresh):
-            start, self.n = self.n, self.n + len(fresh)
-            if self.n > MAX_VERTICES:
-                raise GraphInputError(f"{self.operator}: more than {MAX_VERTICES} distinct vertices on one worker",
-                                      "src")
-            if self.n > len(self.vid):
-                cap = max(self.n, 2 * len(self.vid), 1024)
-                self.vid = np.concatenate([self.vid, np.zeros(cap - len(self.vid), np.int64)])
-            new = np.arange(start, self.n, dtype=np.int64)
-            self.ids.set(fresh, new)
-            self.vid[new] = fresh
-            dense[~found] = new
-        return dense[inverse.reshape(-1)]
 
     def update(self, time: Any, src: np.ndarray, dst: np.ndarray, diff: np.ndarray,
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -154,11 +133,11 @@ class EdgeCounts:
         if not len(src):
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros(0, bool)
-        if self.n >= max(self.compact_at, component_labels.COMPACT_AT):
+        if self.ids.n >= max(self.compact_at, component_labels.COMPACT_AT):
             self._compact()
-            self.compact_at = 2 * self.n
+            self.compact_at = 2 * self.ids.n
         m = len(src)
-        dense = self._dense(np.concatenate([src, dst]))
+        dense = self.ids.dense(np.concatenate([src, dst]))
         keys, at = np.unique(_pack(dense[:m], dense[m:]), return_inverse=True)
         delta = _sums(at.reshape(-1), diff, len(keys))
         keys, delta = keys[delta != 0], delta[delta != 0]
@@ -166,11 +145,11 @@ class EdgeCounts:
         new = old + delta
         if (new < 0).any():
             bad = int(np.flatnonzero(new < 0)[0])
-            u, v = self.vid[keys[bad] >> SHIFT], self.vid[keys[bad] & LOW]
+            u, v = self.ids.vid[keys[bad] >> SHIFT], self.ids.vid[keys[bad] & LOW]
             raise withdrawn_error(self.operator, time, f"(src={u}, dst={v})", int(old[bad]), int(delta[bad]))
         self.counts.set(keys, new)
         da, db = keys >> SHIFT, keys & LOW
-        a, b = self.vid[da], self.vid[db]
+        a, b = self.ids.vid[da], self.ids.vid[db]
         swap = a > b
         dlo, dhi = np.where(swap, db, da), np.where(swap, da, db)
         pairs, at = np.unique(_pack(dlo, dhi), return_inverse=True)
@@ -180,11 +159,11 @@ class EdgeCounts:
         unew = uold + udelta
         self.undirected.set(pairs, unew)
         changed = (uold > 0) != (unew > 0)
-        lo, hi = self.vid[pairs >> SHIFT], self.vid[pairs & LOW]
+        lo, hi = self.ids.vid[pairs >> SHIFT], self.ids.vid[pairs & LOW]
         return lo[changed], hi[changed], (unew > 0)[changed]
 
 
-def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
+def components(edges: "Stream", src: str = "src", dst: str = "dst", **pipeline: Any) -> "Stream":
     """Incremental connected components: a changelog of edges in, the changelog of the
     result out.
 
@@ -204,12 +183,17 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
 
     Vertex ids may be of any type the batch forms take (integers, strings, binaries,
     uint64, dates, timestamps; one type per stream): ids that are not signed integers
-    are mapped to int64 ids inside the workers (:mod:`.stream_ids`, kept in snapshots)
+    are mapped to int64 ids inside the workers (:mod:`.ids.stream`, kept in snapshots)
     and back, the component being the smallest id in the type's own order.
 
     A missing column or ids of two types raise :class:`~timely_spark.errors.GraphInputError`;
     a non-integer ``diff``, or the withdrawal of an edge the graph does not hold,
     :class:`~timely_spark.errors.ChangelogError` naming the operator, time and row.
+
+    Given a streaming Spark DataFrame of edge changes instead, with ``checkpoint=DIR``
+    and any other setting of :func:`timely_spark.spark.stream` as keywords, it runs as
+    that pipeline and returns it: its ``.df`` streams the changes (``vertex``, ``component``,
+    ``diff``; see :mod:`.stream_frames`).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> def build(scope):
@@ -226,6 +210,9 @@ def components(edges: "Stream", src: str = "src", dst: str = "dst") -> "Stream":
     1 [(5, 1, 1), (5, 5, -1), (6, 1, 1), (6, 5, -1)]
     2 [(5, 1, -1)]
     """
+    if is_frame(edges) or pipeline:
+        return run_on_frame(edges, "ts.graph.components", lambda scope, s: components(s, src, dst),
+                            lambda t: f"vertex {t}, component {t}, diff long", src, dst, pipeline)
     name = "Components"
     scope = edges.scope
     tallies = [EdgeCounts(name)]

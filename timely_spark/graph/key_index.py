@@ -16,21 +16,19 @@ from typing import Optional
 
 import numpy as np
 
+from ..dataflow.operators.arrangement import ranges
+
 __all__ = ["KeyIndex", "expand_ranges"]
 
 
 def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The concatenation of ``arange(lo[i], hi[i])`` over ``i``, vectorized.
+    """The concatenation of ``arange(lo[i], hi[i])`` over ``i``, vectorized (the core's
+    :func:`~timely_spark.dataflow.operators.arrangement.ranges` by bounds).
 
     >>> expand_ranges(np.array([0, 5, 7]), np.array([2, 5, 9])).tolist()
     [0, 1, 7, 8]
     """
-    counts = hi - lo
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    starts = np.repeat(lo - (np.cumsum(counts) - counts), counts)
-    return starts + np.arange(total, dtype=np.int64)
+    return ranges(lo, hi - lo)
 
 
 class KeyIndex:
@@ -130,3 +128,4 @@ class KeyIndex:
                 at = at[values[at] != self.empty]
             parts.append(held[at])
         return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+

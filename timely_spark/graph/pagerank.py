@@ -24,15 +24,16 @@ contributions; 3.. one iteration each.
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import ExchangeBy, OperatorBuilder, check_batch, destinations
-from ..progress import Product, less_equal, sort_key
+from ..dataflow import destinations
+from ..progress import Product, less_equal
 from ..runtime import check_count, check_fraction, check_positive
 from .components_columnar import edge_arrays
+from .loop_rounds import LoopRounds
 from .pagerank_incremental import pagerank_stream
 from .state_log import log_state
 from .to_worker import TO, ToWorker
@@ -169,6 +170,29 @@ class _State:
         ``(src, dst)`` for the sources and their out-degrees, by ``(dst, source
         position)`` for the destinations, and by ``(destination block, source position,
         destination position)`` for the order a round reads them in."""
+        key, db, s_back, d_back = self._edge_keys(edges, announced, owned)
+        m = len(key)
+        key.sort()                                     # by (src, dst)
+        at, runs = self._sources(key, db, s_back, announced, m)
+        vb = max(len(self.vertices) - 1, 0).bit_length()
+        key &= (1 << db) - 1                           # destination ids, in (src, dst) order
+        key <<= vb
+        key |= np.repeat(at, runs)                     # and each edge's source position
+        del at, runs
+        parts = self._destinations(key, vb, d_back, peers)
+        owner = parts.pop()
+        self._round_order(key, vb, parts, m)           # (which lets go of the other parts)
+        del key
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=peers))]).tolist()
+        self.owners = [(w, lo, hi) for w, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])) if hi > lo]
+        me = self.me
+        self.columns = {w: (_constant(hi - lo, CONTRIB, pa.int8()), _column(np.full(hi - lo, w), np.uint16),
+                            _constant(hi - lo, me, pa.uint16())) for w, lo, hi in self.owners}
+
+    @staticmethod
+    def _edge_keys(edges: list, announced: np.ndarray, owned: bool) -> tuple[np.ndarray, int, Callable, Callable]:
+        """``(key, db, s_back, d_back)``: one int64 ``(src - lo) << db | (dst - lo)`` an
+        edge (the arrays taken out of ``edges``), and how source and destination ids map back."""
         dst = edges.pop()
         src = edges.pop()
         m = len(src)
@@ -189,7 +213,12 @@ class _State:
         key += d_base                                  # (src - lo) << db | (dst - lo), with no temporary
         key -= d_lo                                    # (int64 wraps around: the sum is right mod 2**64)
         del d_base
-        key.sort()                                     # by (src, dst)
+        return key, db, s_back, d_back
+
+    def _sources(self, key: np.ndarray, db: int, s_back: Callable, announced: np.ndarray,
+                 m: int) -> tuple[np.ndarray, np.ndarray]:
+        """From the keys sorted by ``(src, dst)``: the vertices (sources and ``announced``),
+        out-degrees and dangling vertices; ``(at, runs)``, each source's position and edge count."""
         first = _first_of_runs(key, db)
         usrc = s_back(key[first] >> db)
         runs = np.diff(np.append(np.flatnonzero(first), m))
@@ -205,11 +234,12 @@ class _State:
         self.dangling = np.flatnonzero(out == 0)
         out[self.dangling] = 1                         # (their r/out is never read)
         self.out: np.ndarray = out                     # out-degrees
-        vb = max(len(self.vertices) - 1, 0).bit_length()
-        key &= (1 << db) - 1                           # destination ids, in (src, dst) order
-        key <<= vb
-        key |= np.repeat(at, runs)                     # and each edge's source position
-        del at, runs
+        return at, runs
+
+    def _destinations(self, key: np.ndarray, vb: int, d_back: Callable, peers: int) -> list:
+        """From the keys ``(dst, source position)``: the distinct destinations ``udst``
+        grouped by owner; ``[group, rename, owner]``: each edge's destination among them
+        (before grouping), its position after, each destination's owner."""
         key.sort()                                     # by (dst, source position)
         first = _first_of_runs(key, vb)
         udst = d_back(key[first] >> vb)
@@ -226,6 +256,14 @@ class _State:
         rename = np.empty(len(by_owner), ints)
         rename[by_owner] = np.arange(len(by_owner), dtype=ints)
         del by_owner
+        return [group, rename, owner]
+
+    def _round_order(self, key: np.ndarray, vb: int, parts: list, m: int) -> None:
+        """Re-key by ``(destination block, source position, destination)``, the order a round
+        reads the edges in: the int32 source positions (in the keys' memory), the low bits
+        of the destinations, the chunks.  ``parts``: ``[group, rename]``, taken out (and freed)."""
+        rename = parts.pop()
+        group = parts.pop()
         low = (1 << BLOCK_BITS) - 1
         key &= (1 << vb) - 1                           # source positions, in (dst, source) order
         for lo in range(0, m, PASS):                   # | destination block << vb, << BLOCK_BITS | low bits
@@ -241,14 +279,15 @@ class _State:
         self.low: np.ndarray = np.empty(m, np.uint16 if BLOCK_BITS <= 16 else np.uint32)
         narrow = vb < 32 and key.base is None and key.flags.writeable
         src_pos = key.view(np.int32) if narrow else key
+        part = key[:0]
         for lo in range(0, m, PASS):                   # in order: the int32 positions of a pass are
             part = key[lo:lo + PASS]                   # written over keys already read
             self.low[lo:lo + PASS] = part & low
             src_pos[lo:lo + len(part)] = (part >> BLOCK_BITS) & ((1 << vb) - 1)
-        part = src_pos = None
+        del part, src_pos
         if narrow:                                     # the keys' memory shrunk to the positions
             key.resize((m + 1) // 2, refcheck=False)   # (nothing else views it)
-            self.src_pos = key.view(np.int32)[:m]
+            self.src_pos: np.ndarray = key.view(np.int32)[:m]
         else:
             self.src_pos = key
         del key
@@ -257,11 +296,6 @@ class _State:
             base = b << BLOCK_BITS
             size = min(1 << BLOCK_BITS, len(self.udst) - base)
             self.chunks.extend((c, min(c + CHUNK, hi), base, size) for c in range(lo, hi, CHUNK))
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=peers))]).tolist()
-        self.owners = [(w, lo, hi) for w, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])) if hi > lo]
-        me = self.me
-        self.columns = {w: (_constant(hi - lo, CONTRIB, pa.int8()), _column(np.full(hi - lo, w), np.uint16),
-                            _constant(hi - lo, me, pa.uint16())) for w, lo, hi in self.owners}
 
     def start(self, n: float, keep: bool) -> None:
         """Ranks ``1/n`` (``n``: the vertex count of all workers), and the round's buffers;
@@ -346,7 +380,7 @@ class _State:
         """Drop everything but the vertices and their ranks."""
         self.done = True
         self.src_pos = self.low = self.w = self.x = np.zeros(0, np.int64)
-        self.sums = self.out = np.zeros(0)
+        self.sums, self.out = np.zeros(0), np.zeros(0, np.int32)
         self.chunks = []
         self.at.clear()
 
@@ -375,154 +409,153 @@ def power_iteration(edges: "Stream", iterations: int = 20, damping: float = 0.85
     [1, 2, 3] [0.3333, 0.3333, 0.3333]
     """
     _check_parameters(iterations, damping, tolerance)
-    scope = edges.scope
     name = "PageRank"
 
     def loop(inner: Any) -> Any:
-        handle, cycle = inner.feedback(1)
-        b = OperatorBuilder(inner, name)
-        edge_in = b.new_input(edges.enter(inner), ExchangeBy([src], name))
-        msg_in = b.new_input(cycle, ToWorker(name))
-        out_msgs, msgs = b.new_output("messages")
-        out_ranks, ranks = b.new_output("ranks")
-        b.initial_capability().drop()
-        peers = inner.peers
-        everyone = _column(np.arange(peers), np.uint16)
-        me = inner.index
-        no_vertex = _column(np.zeros(peers), np.int64)
-        sender = _column(np.full(peers, me), np.uint16)
-        pending: dict = {}
-        states: dict = {}
-        edge_pieces: list = []               # (outer time, src, dst) of the edges routed here
-        vertex_pieces: list = []             # (outer time, destinations of others' edges owned here)
+        op = LoopRounds(inner, edges, src, ToWorker(name), name, ("messages", "ranks"))
+        rounds = _PowerLoop(op, inner, name, iterations, damping, tolerance)
+        return op.run(lambda batch: edge_arrays(batch, src, dst, name), rounds.step)
 
-        def hold(cap: Any) -> list:
-            entry = pending.get(cap.time)
-            if entry is None:
-                entry = pending[cap.time] = [cap.retain(), [], []]
-            return entry
+    return edges.scope.iterative(loop)
 
-        def broadcast(value: float, kind: int, ids: bool = True) -> list:
-            """One row to every worker (a ``vertex`` column of the null type unless ``ids``,
-            like the contributions sent with it: one schema a round)."""
-            return [_msgs(no_vertex if ids else pa.nulls(peers), _column(np.full(peers, value), np.float64),
-                          _column(np.full(peers, kind), np.int8), everyone, sender)]
 
-        def contributions(st: _State, delta: Optional[float] = None) -> list:
-            dangling = broadcast(st.dangling_mass(), DANGLING, False)     # before the ranks are overwritten
-            changed = broadcast(delta, DELTA, False) if delta is not None else []
-            return st.contributions() + dangling + changed
+class _PowerLoop:
+    """A worker's side of :func:`power_iteration`'s loop operator ``op`` (the rounds of
+    an outer time are in the module docstring): :meth:`step` is called once per completed
+    time."""
 
-        def announce(targets: np.ndarray) -> list:
-            """``targets`` (distinct destinations of this worker's edges) to their owners, one
-            batch an owner (passed on whole)."""
-            owner = destinations(pa.record_batch({"vertex": targets}), ["vertex"], peers)
-            targets = targets[np.argsort(owner, kind="stable")]
-            bounds = np.cumsum(np.bincount(owner, minlength=peers)).tolist()
-            return [_msgs(pa.array(targets[lo:hi]), _column(np.zeros(hi - lo), np.float64),
-                          _column(np.full(hi - lo, EXISTS), np.int8), _column(np.full(hi - lo, w), np.uint16),
-                          _column(np.full(hi - lo, me), np.uint16))
-                    for w, (lo, hi) in enumerate(zip([0] + bounds[:-1], bounds)) if hi > lo]
+    def __init__(self, op: LoopRounds, inner: Any, name: str, iterations: int, damping: float,
+                 tolerance: Optional[float]) -> None:
+        self.op, self.inner, self.name = op, inner, name
+        self.iterations, self.damping, self.tolerance = iterations, damping, tolerance
+        self.peers = peers = inner.peers
+        self.me = me = inner.index
+        self.everyone = _column(np.arange(peers), np.uint16)
+        self.no_vertex = _column(np.zeros(peers), np.int64)
+        self.sender = _column(np.full(peers, me), np.uint16)
+        self.states: dict = {}
+        self.edge_pieces: list = []          # (outer time, src, dst) of the edges routed here
+        self.vertex_pieces: list = []        # (outer time, destinations of others' edges owned here)
 
-        def no_more_edges() -> bool:
-            """No edges and no new outer time can reach this worker any more."""
-            return (edge_in.frontier.is_empty() and all(_inner(t) >= 2 for t in msg_in.frontier.elements())
-                    and all(_inner(t) >= 2 for t in pending))
+    def broadcast(self, value: float, kind: int, ids: bool = True) -> list:
+        """One row to every worker (a ``vertex`` column of the null type unless ``ids``,
+        like the contributions sent with it: one schema a round)."""
+        peers = self.peers
+        return [_msgs(self.no_vertex if ids else pa.nulls(peers), _column(np.full(peers, value), np.float64),
+                      _column(np.full(peers, kind), np.int8), self.everyone, self.sender)]
 
-        def step(t: Any, cap: Any, edge_parts: list, msg_parts: list) -> None:
-            outer, k = t.outer, t.inner
-            if k == 0:                       # this worker's new edges of outer time `outer`
-                if edge_parts:
-                    columns: list = [[a for a, _ in edge_parts], [c for _, c in edge_parts]]
-                    edge_parts.clear()
-                    for i, parts in enumerate(columns):      # a column's exchanged arrays go back to
-                        columns[i] = _one(parts, np.int64)   # the system once it is copied, before the
-                        parts.clear()                        # next one is
-                        pa.default_memory_pool().release_unused()
-                    a, c = columns
-                    del columns
-                    edge_pieces.append((outer, a, c))
-                    out_msgs.session(cap).give_batch(announce(sorted_unique(c)) + broadcast(0.0, COUNT))
-                return
-            kinds = [rb["kind"][0].as_py() if rb.num_rows else None for rb in msg_parts]
-            small = [rb for rb, kd in zip(msg_parts, kinds) if kd is not None and kd not in (CONTRIB, EXISTS, IDS)]
-            table = pa.Table.from_batches(small) if small else None
-            kind = table["kind"].to_numpy() if table is not None else np.zeros(0, np.int8)
-            value = table["value"].to_numpy() if table is not None else np.zeros(0)
-            if k == 1:                       # every (outer', 1) with outer' <= outer is processed by now
-                exists = [rb["vertex"].to_numpy() for rb, kd in zip(msg_parts, kinds) if kd == EXISTS]
-                msg_parts.clear()
-                merged = np.concatenate([np.zeros(0, np.int64)] + exists)     # fresh: sorted in place
-                exists.clear()                                                # (the messages go)
-                merged.sort()
-                vertex_pieces.append((outer, merged[_first_of_runs(merged, 0)]))
-                del merged
-                st = states[outer] = _State(damping, me)
-                mine = [p for p in edge_pieces if less_equal(p[0], outer)]
-                src_parts, dst_parts = [p[1] for p in mine], [p[2] for p in mine]
-                announced = _one([p[1] for p in vertex_pieces if less_equal(p[0], outer)], np.int64)
-                del mine
-                owned = no_more_edges()
-                if owned:                    # a batch run: the edges live on as positions only
-                    edge_pieces.clear()
-                    vertex_pieces.clear()
-                edges_here = [_one(src_parts, np.int64), _one(dst_parts, np.int64)]
-                del src_parts, dst_parts
-                st.prepare(edges_here, announced, peers, owned)
-                _give_back()
-                log_state(inner, name, t, len(st.src_pos) + len(st.vertices))
-                out_msgs.session(cap).give_batch(broadcast(float(len(st.vertices)), COUNT) + st.ids())
-                return
-            current = states.get(outer)
-            if current is None or current.done:
-                return
-            st = current
-            if k == 2:
-                for rb, kd in zip(msg_parts, kinds):
-                    if kd == IDS:
-                        st.locate(rb[FROM][0].as_py(), rb["vertex"].to_numpy())
-                msg_parts.clear()
-                st.start(float(value[kind == COUNT].sum()), tolerance is not None)
-                out_msgs.session(cap).give_batch(contributions(st))
-                return
-            if tolerance is not None and k >= 4 and float(value[kind == DELTA].sum()) < tolerance:
-                finish(st, cap)
-                return
-            parts = [(rb[FROM][0].as_py(), rb["value"].to_numpy()) for rb, kd in zip(msg_parts, kinds) if kd == CONTRIB]
-            msg_parts.clear()                # the senders' copies go once read, before this round's are made
-            delta = st.advance(parts, float(value[kind == DANGLING].sum()), tolerance is not None)
-            del parts, small, table
-            if st.iteration >= iterations:
-                finish(st, cap)
-                return
-            out_msgs.session(cap).give_batch(contributions(st, delta if tolerance is not None else None))
+    def contributions(self, st: _State, delta: Optional[float] = None) -> list:
+        dangling = self.broadcast(st.dangling_mass(), DANGLING, False)     # before the ranks are overwritten
+        changed = self.broadcast(delta, DELTA, False) if delta is not None else []
+        return st.contributions() + dangling + changed
 
-        def finish(st: _State, cap: Any) -> None:
-            st.finish()
-            if len(st.vertices):
-                out_ranks.session(cap).give_batch([pa.record_batch({"vertex": st.vertices, "rank": st.rank})])
+    def announce(self, targets: np.ndarray) -> list:
+        """``targets`` (distinct destinations of this worker's edges) to their owners, one
+        batch an owner (passed on whole)."""
+        peers, me = self.peers, self.me
+        owner = destinations(pa.record_batch({"vertex": targets}), ["vertex"], peers)
+        targets = targets[np.argsort(owner, kind="stable")]
+        bounds = np.cumsum(np.bincount(owner, minlength=peers)).tolist()
+        return [_msgs(pa.array(targets[lo:hi]), _column(np.zeros(hi - lo), np.float64),
+                      _column(np.full(hi - lo, EXISTS), np.int8), _column(np.full(hi - lo, w), np.uint16),
+                      _column(np.full(hi - lo, me), np.uint16))
+                for w, (lo, hi) in enumerate(zip([0] + bounds[:-1], bounds)) if hi > lo]
 
-        def logic() -> None:
-            for cap, data in edge_in:
-                entry = hold(cap)
-                for record in data:
-                    batch = check_batch(record, name)
-                    if batch.num_rows:
-                        entry[1].append(edge_arrays(batch, src, dst, name))
-            for cap, data in msg_in:
-                hold(cap)[2].extend(data)
-            data = record = batch = None     # type: ignore[assignment]  # not held through the steps
-            ef, mf = edge_in.frontier, msg_in.frontier
-            for t in sorted((t for t in pending if not ef.less_equal(t) and not mf.less_equal(t)), key=sort_key):
-                cap, edge_parts, msg_parts = pending.pop(t)
-                step(t if isinstance(t, Product) else Product(*t), cap, edge_parts, msg_parts)
-                cap.drop()
+    def no_more_edges(self) -> bool:
+        """No edges and no new outer time can reach this worker any more."""
+        op = self.op
+        return (op.edge_in.frontier.is_empty() and all(_inner(t) >= 2 for t in op.msg_in.frontier.elements())
+                and all(_inner(t) >= 2 for t in op.pending))
 
-        b.build(logic, notify=True)
-        msgs.connect_loop(handle)
-        return ranks.leave()
+    def step(self, t: Product, cap: Any, edge_parts: list, msg_parts: list) -> None:
+        """Round ``t.inner`` of outer time ``t.outer``: 0 edges in, 1 index them, 2 start, 3.. iterate."""
+        if t.inner == 0:                     # this worker's new edges of outer time `outer`
+            self.edges_in(t.outer, cap, edge_parts)
+            return
+        kinds = [rb["kind"][0].as_py() if rb.num_rows else None for rb in msg_parts]
+        small = [rb for rb, kd in zip(msg_parts, kinds) if kd is not None and kd not in (CONTRIB, EXISTS, IDS)]
+        table = pa.Table.from_batches(small) if small else None
+        kind = table["kind"].to_numpy() if table is not None else np.zeros(0, np.int8)
+        value = table["value"].to_numpy() if table is not None else np.zeros(0)
+        del small, table
+        if t.inner == 1:                     # every (outer', 1) with outer' <= outer is processed by now
+            self.index(t, cap, msg_parts, kinds)
+            return
+        st = self.states.get(t.outer)
+        if st is None or st.done:
+            return
+        if t.inner == 2:
+            for rb, kd in zip(msg_parts, kinds):
+                if kd == IDS:
+                    st.locate(rb[FROM][0].as_py(), rb["vertex"].to_numpy())
+            msg_parts.clear()
+            st.start(float(value[kind == COUNT].sum()), self.tolerance is not None)
+            self.op.out_msgs.session(cap).give_batch(self.contributions(st))
+            return
+        self.iterate(st, t.inner, cap, msg_parts, kinds, kind, value)
 
-    return scope.iterative(loop)
+    def edges_in(self, outer: Any, cap: Any, edge_parts: list) -> None:
+        """Keep this worker's new edges; announce their destinations to their owners."""
+        if not edge_parts:
+            return
+        columns: list = [[a for a, _ in edge_parts], [c for _, c in edge_parts]]
+        edge_parts.clear()
+        for i, parts in enumerate(columns):      # a column's exchanged arrays go back to
+            columns[i] = _one(parts, np.int64)   # the system once it is copied, before the
+            parts.clear()                        # next one is
+            pa.default_memory_pool().release_unused()
+        a, c = columns
+        del columns
+        self.edge_pieces.append((outer, a, c))
+        self.op.out_msgs.session(cap).give_batch(self.announce(sorted_unique(c)) + self.broadcast(0.0, COUNT))
+
+    def index(self, t: Product, cap: Any, msg_parts: list, kinds: list) -> None:
+        """Round 1: the vertices announced to this worker; its edges of times ``<= t.outer`` indexed."""
+        outer = t.outer
+        exists = [rb["vertex"].to_numpy() for rb, kd in zip(msg_parts, kinds) if kd == EXISTS]
+        msg_parts.clear()
+        merged = np.concatenate([np.zeros(0, np.int64)] + exists)     # fresh: sorted in place
+        exists.clear()                                                # (the messages go)
+        merged.sort()
+        self.vertex_pieces.append((outer, merged[_first_of_runs(merged, 0)]))
+        del merged
+        st = self.states[outer] = _State(self.damping, self.me)
+        mine = [p for p in self.edge_pieces if less_equal(p[0], outer)]
+        src_parts, dst_parts = [p[1] for p in mine], [p[2] for p in mine]
+        announced = _one([p[1] for p in self.vertex_pieces if less_equal(p[0], outer)], np.int64)
+        del mine
+        owned = self.no_more_edges()
+        if owned:                            # a batch run: the edges live on as positions only
+            self.edge_pieces.clear()
+            self.vertex_pieces.clear()
+        edges_here = [_one(src_parts, np.int64), _one(dst_parts, np.int64)]
+        del src_parts, dst_parts
+        st.prepare(edges_here, announced, self.peers, owned)
+        _give_back()
+        log_state(self.inner, self.name, t, len(st.src_pos) + len(st.vertices))
+        self.op.out_msgs.session(cap).give_batch(self.broadcast(float(len(st.vertices)), COUNT) + st.ids())
+
+    def iterate(self, st: _State, k: int, cap: Any, msg_parts: list, kinds: list, kind: np.ndarray,
+                value: np.ndarray) -> None:
+        """Rounds 3..: the next ranks from the contributions; stop after ``iterations`` (or
+        once the change is below ``tolerance``)."""
+        tolerance = self.tolerance
+        if tolerance is not None and k >= 4 and float(value[kind == DELTA].sum()) < tolerance:
+            self.finish(st, cap)
+            return
+        parts = [(rb[FROM][0].as_py(), rb["value"].to_numpy()) for rb, kd in zip(msg_parts, kinds) if kd == CONTRIB]
+        msg_parts.clear()                    # the senders' copies go once read, before this round's are made
+        delta = st.advance(parts, float(value[kind == DANGLING].sum()), tolerance is not None)
+        del parts
+        if st.iteration >= self.iterations:
+            self.finish(st, cap)
+            return
+        self.op.out_msgs.session(cap).give_batch(self.contributions(st, delta if tolerance is not None else None))
+
+    def finish(self, st: _State, cap: Any) -> None:
+        st.finish()
+        if len(st.vertices):
+            self.op.out_results.session(cap).give_batch([pa.record_batch({"vertex": st.vertices, "rank": st.rank})])
 
 
 def pagerank(edges: Any, iterations: int = 20, damping: float = 0.85, tolerance: Optional[float] = None,

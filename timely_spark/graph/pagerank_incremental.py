@@ -42,9 +42,11 @@ from ..runtime import check_fraction, check_positive
 from .broadcast import broadcast_keys
 from .components_columnar import edge_arrays
 from .edge_input import diffs_at, withdrawn_error
+from .ids.stream import decode_stream_ids, encode_stream_ids
 from .in_order import rounds_in_order
+from .loop_rounds import stream_round
 from .sorted_rows import SortedRows
-from .stream_ids import decode_stream_ids, encode_stream_ids
+from .stream_frames import is_frame, run_on_frame
 from .stream_state import keyed_parts, part_of, scalars_of
 from .unique import sorted_unique
 
@@ -167,16 +169,14 @@ class _PageRank:
         return _msgs(self.bkeys, np.full(len(self.bkeys), value), kind)
 
     def step(self, t: Any, edge_batches: list, msg_batches: list, _gate: list) -> list:
-        t = t if isinstance(t, Product) else Product(*t)
-        out: list = []
-        if t.inner == 0:
-            self.targets = None                       # the edges change here
-            self.compact()
-            self.edges_in(t.outer, [b for b in edge_batches if b.num_rows], out)
-            return out
-        table = pa.Table.from_batches(msg_batches) if msg_batches else None
-        if table is None or not table.num_rows:
-            return out
+        return stream_round(t, edge_batches, msg_batches, self.new_edges, self.messages)
+
+    def new_edges(self, outer: Any, batches: list, out: list) -> None:
+        self.targets = None                           # the edges change here
+        self.compact()
+        self.edges_in(outer, batches, out)
+
+    def messages(self, t: Product, table: pa.Table, out: list) -> None:
         kind = table["kind"].to_numpy()
         vertex = table["vertex"].to_numpy()
         value = table["value"].to_numpy()
@@ -188,7 +188,6 @@ class _PageRank:
         self.contributions(vertex[kind == CONTRIB], value[kind == CONTRIB])
         if t.inner >= 2:
             self.push(seq, out)
-        return out
 
     def compact(self) -> None:
         self.edges.compact()
@@ -388,9 +387,9 @@ def check_stream_parameters(tolerance: Any, damping: Any) -> None:
 
 
 def pagerank_stream(edges: "Stream", tolerance: float = PAGERANK_TOLERANCE, damping: float = 0.85,
-                    src: str = "src", dst: str = "dst") -> "Stream":
+                    src: str = "src", dst: str = "dst", **pipeline: Any) -> "Stream":
     """A changelog of edges ``(src, dst, optional diff)`` in (ids of any type the batch
-    form takes, one type per stream: see :mod:`.stream_ids`); a changelog of
+    form takes, one type per stream: see :mod:`.ids.stream`); a changelog of
     ``(vertex, rank, diff)`` out: at each completed time, ``-1`` rows for the ranks
     that changed or left and ``+1`` rows for the new ones, nothing for the rest.
 
@@ -402,6 +401,11 @@ def pagerank_stream(edges: "Stream", tolerance: float = PAGERANK_TOLERANCE, damp
     count as often as they are held; a vertex whose last edge is withdrawn leaves.
     A ``diff`` that is not an integer, or a withdrawal of an edge not held, raises
     :class:`~timely_spark.errors.ChangelogError` naming the operator, time and edge.
+
+    Given a streaming Spark DataFrame of edge changes instead, with ``checkpoint=DIR``
+    and any other setting of :func:`timely_spark.spark.stream` as keywords, it runs as
+    that pipeline and returns it: its ``.df`` streams the changes (``vertex``, ``rank``,
+    ``diff``; see :mod:`.stream_frames`).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> def build(s):
@@ -418,6 +422,10 @@ def pagerank_stream(edges: "Stream", tolerance: float = PAGERANK_TOLERANCE, damp
     0 [1, 2] [0.5, 0.5] [1, 1]
     1 [1, 1, 2, 2] [0.5, 0.6491, 0.5, 0.3509] [-1, 1, -1, 1]
     """
+    if is_frame(edges) or pipeline:
+        return run_on_frame(edges, "ts.graph.pagerank_stream",
+                            lambda scope, s: pagerank_stream(s, tolerance, damping, src, dst),
+                            lambda t: f"vertex {t}, rank double, diff long", src, dst, pipeline)
     check_stream_parameters(tolerance, damping)
     name = "PageRankStream"
     state: list = []

@@ -37,10 +37,12 @@ from ..dataflow import DIFF
 from ..progress import Product
 from .broadcast import broadcast_keys
 from .edge_input import diffs_at, source_vertices, weighted_edges, withdrawn_error
+from .ids.stream import decode_sources, decode_stream_ids, encode_stream_ids, local_sources
 from .in_order import rounds_in_order
 from .key_index import expand_ranges
+from .loop_rounds import as_product, stream_round
 from .sorted_rows import SortedRows
-from .stream_ids import decode_sources, decode_stream_ids, encode_stream_ids, local_sources
+from .stream_frames import is_frame, run_on_frame
 from .stream_state import keyed_parts, part_of, scalars_of
 
 if TYPE_CHECKING:
@@ -266,18 +268,17 @@ class _Paths:
         return _msgs(me, me, np.zeros(1), WAKE)
 
     def step(self, t: Any, edge_batches: list, msg_batches: list, _gate: list) -> list:
-        t = t if isinstance(t, Product) else Product(*t)
-        out: list = []
-        if t.outer != self.current:
-            self.current, self.phase, self.resets, self.invalid = t.outer, True, [], []
-        if t.inner == 0:
-            self.dist.compact()
-            self.edges.compact()
-            self.edges_in(t.outer, [b for b in edge_batches if b.num_rows], out)
-            return out
-        table = pa.Table.from_batches(msg_batches) if msg_batches else None
-        if table is None or not table.num_rows:
-            return out
+        outer = as_product(t).outer
+        if outer != self.current:
+            self.current, self.phase, self.resets, self.invalid = outer, True, [], []
+        return stream_round(t, edge_batches, msg_batches, self.new_edges, self.messages)
+
+    def new_edges(self, outer: Any, batches: list, out: list) -> None:
+        self.dist.compact()
+        self.edges.compact()
+        self.edges_in(outer, batches, out)
+
+    def messages(self, t: Product, table: pa.Table, out: list) -> None:
         kind = table["kind"].to_numpy()
         v, s, d, aux = (table[c].to_numpy() for c in ("vertex", "source", "distance", "aux"))
         proposals = [(v[kind == PROPOSAL], s[kind == PROPOSAL], d[kind == PROPOSAL])]
@@ -290,13 +291,12 @@ class _Paths:
             found += self.invalidate(v[kind == INVALID], s[kind == INVALID], d[kind == INVALID], out)
             if t.inner == 1 or d[kind == TICK].sum() > 0:
                 out.append(self.broadcast(np.zeros(1, np.int64), np.zeros(1, np.int64), TICK, float(found)))
-                return out
+                return
             self.phase = False                            # nothing invalidated in the last round, anywhere
             proposals += self.restart(out)
         pv, ps, pd = (np.concatenate([p[i] for p in proposals]) for i in range(3))
         if len(pv):
             self.relax(*self.dist.merge(pv, ps, pd, out), out)
-        return out
 
     def edges_in(self, time: Any, batches: list, out: list) -> None:
         """Round 0: apply this worker's edge changes; ask about withdrawn edges."""
@@ -402,9 +402,9 @@ class _Paths:
 
 
 def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optional[str] = None,
-                          src: str = "src", dst: str = "dst") -> "Stream":
+                          src: str = "src", dst: str = "dst", **pipeline: Any) -> "Stream":
     """A changelog of edges ``(src, dst[, weight], optional diff)`` in (ids of any type the
-    batch form takes, one type per stream: see :mod:`.stream_ids`; ``sources`` a list or
+    batch form takes, one type per stream: see :mod:`.ids.stream`; ``sources`` a list or
     pyarrow array of ids of that type); a changelog
     of ``(vertex, source, distance, diff)`` out: at each completed time, the distances
     that changed, appeared or went (``-1`` for the old row, ``+1`` for the new), from
@@ -420,6 +420,11 @@ def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optio
     held, raises :class:`~timely_spark.errors.ChangelogError` naming the operator, the
     time and the edge.
 
+    Given a streaming Spark DataFrame of edge changes instead, with ``checkpoint=DIR``
+    and any other setting of :func:`timely_spark.spark.stream` as keywords, it runs as
+    that pipeline and returns it: its ``.df`` streams the changes (``vertex``, ``source``, ``distance``,
+    ``diff``; see :mod:`.stream_frames`).
+
     >>> import pyarrow as pa, timely_spark as ts
     >>> def build(s):
     ...     inp, edges = s.new_input()
@@ -432,6 +437,11 @@ def shortest_paths_stream(edges: "Stream", sources: Sequence[int], weight: Optio
     0 {'vertex': [1, 2, 3], 'source': [1, 1, 1], 'distance': [0, 1, 2], 'diff': [1, 1, 1]}
     1 {'vertex': [3, 3], 'source': [1, 1], 'distance': [2, 1], 'diff': [-1, 1]}
     """
+    if is_frame(edges) or pipeline:
+        return run_on_frame(edges, "ts.graph.shortest_paths_stream",
+                            lambda scope, s: shortest_paths_stream(s, sources, weight, src, dst),
+                            lambda t: f"vertex {t}, source {t}, distance {'long' if weight is None else 'double'}, "
+                                      "diff long", src, dst, pipeline)
     name = "ShortestPathsStream"
     ids, originals = local_sources(sources)
     wanted = source_vertices(ids)

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..dataflow import ExchangeBy, OperatorBuilder, check_batch
-from ..progress import Product, less_equal, sort_key
+from ..dataflow import ExchangeBy
+from ..progress import Product, less_equal
 from .broadcast import broadcast_keys
 from .components_columnar import GraphInputError
 from .edge_input import weighted_edges
+from .loop_rounds import LoopRounds
 from .paths_incremental import shortest_paths_stream
 
 if TYPE_CHECKING:
@@ -98,38 +99,21 @@ def paths_from_seeds(edges: "Stream", seeds: Callable[[Any], tuple], weight: Opt
     name = "ShortestPaths"
 
     def loop(inner: Any) -> Any:
-        handle, cycle = inner.feedback(1)
-        b = OperatorBuilder(inner, name)
-        edge_in = b.new_input(edges.enter(inner), ExchangeBy([src], name))
-        msg_in = b.new_input(cycle, ExchangeBy(["vertex"], name))
-        out_msgs, msgs = b.new_output("proposals")
-        out_found, found = b.new_output("improvements")
-        b.initial_capability().drop()
+        op = LoopRounds(inner, edges, src, ExchangeBy(["vertex"], name), name, ("proposals", "improvements"))
         peers = inner.peers
         bkeys = broadcast_keys(peers)
-        pending: dict = {}
         pieces: list = []                     # (outer time, src, dst, weight) routed here
         rounds: dict = {}
 
-        def step(t: Any, cap: Any, edge_parts: list, msg_parts: list) -> None:
+        def step(t: Product, cap: Any, edge_parts: list, msg_parts: list) -> None:
             outer, k = t.outer, t.inner
             if k == 0:
                 if edge_parts:
                     pieces.append((outer, *(np.concatenate([p[i] for p in edge_parts]) for i in range(3))))
-                    out_msgs.session(cap).give_batch([_msgs(bkeys, bkeys, np.zeros(peers), RESTART)])
+                    op.out_msgs.session(cap).give_batch([_msgs(bkeys, bkeys, np.zeros(peers), RESTART)])
                 return
             if k == 1:
-                mine = [p for p in pieces if less_equal(p[0], outer)]
-                empty = np.zeros(0, np.int64)
-                a = np.concatenate([empty] + [p[1] for p in mine])
-                c = np.concatenate([empty] + [p[2] for p in mine])
-                w = np.concatenate([np.zeros(0)] + [p[3] for p in mine])
-                rounds[outer] = _Round(a, c, w)
-                vertices, labels = seeds(outer)
-                present = np.isin(vertices, np.concatenate([a, c]))
-                if present.any():
-                    out_msgs.session(cap).give_batch([_msgs(vertices[present], labels[present],
-                                                            np.zeros(int(present.sum())), PROPOSAL)])
+                rounds[outer] = _seed(pieces, outer, seeds, op.out_msgs, cap)
                 return
             state = rounds.get(outer)
             if state is None or not msg_parts:
@@ -138,44 +122,38 @@ def paths_from_seeds(edges: "Stream", seeds: Callable[[Any], tuple], weight: Opt
             v, s, d = (table[c].to_numpy() for c in ("vertex", "source", "distance"))
             better = state.merge(v, s, d)
             if len(better[0]):
-                out_found.session(cap).give_batch([pa.record_batch(
+                op.out_results.session(cap).give_batch([pa.record_batch(
                     {"vertex": better[0], "source": better[1], "distance": better[2]})])
                 proposals = state.relax(*better)
                 if len(proposals[0]):
                     pv, ps, pd = proposals
-                    out_msgs.session(cap).give_batch([_msgs(pv, ps, pd, PROPOSAL)])
+                    op.out_msgs.session(cap).give_batch([_msgs(pv, ps, pd, PROPOSAL)])
 
-        def hold(cap: Any) -> list:
-            entry = pending.get(cap.time)
-            if entry is None:
-                entry = pending[cap.time] = [cap.retain(), [], []]
-            return entry
-
-        def logic() -> None:
-            for cap, data in edge_in:
-                entry = hold(cap)
-                for record in data:
-                    batch = check_batch(record, name)
-                    if batch.num_rows:
-                        entry[1].append(weighted_edges(batch, src, dst, weight, name))
-            for cap, data in msg_in:
-                hold(cap)[2].extend(data)
-            ef, mf = edge_in.frontier, msg_in.frontier
-            for t in sorted((t for t in pending if not ef.less_equal(t) and not mf.less_equal(t)), key=sort_key):
-                cap, edge_parts, msg_parts = pending.pop(t)
-                step(t if isinstance(t, Product) else Product(*t), cap, edge_parts, msg_parts)
-                cap.drop()
+        def forget(mf: Any) -> None:
             for outer in [o for o in rounds if _done(mf, o)]:
                 del rounds[outer]
 
-        b.build(logic, notify=True)
-        msgs.connect_loop(handle)
-        return found.leave()
+        return op.run(lambda batch: weighted_edges(batch, src, dst, weight, name), step, forget)
 
     best = scope_min(scope.iterative(loop))
     if weight is None:
         return best.map(lambda rb: rb.set_column(2, "distance", rb.column(2).cast(pa.int64())))
     return best
+
+
+def _seed(pieces: list, outer: Any, seeds: Callable[[Any], tuple], out: Any, cap: Any) -> _Round:
+    """The round state of outer time ``outer`` (the edges of ``pieces`` at times ``<=`` it);
+    the sources among its vertices sent as proposals at distance 0."""
+    mine = [p for p in pieces if less_equal(p[0], outer)]
+    empty = np.zeros(0, np.int64)
+    a = np.concatenate([empty] + [p[1] for p in mine])
+    c = np.concatenate([empty] + [p[2] for p in mine])
+    w = np.concatenate([np.zeros(0)] + [p[3] for p in mine])
+    vertices, labels = seeds(outer)
+    present = np.isin(vertices, np.concatenate([a, c]))
+    if present.any():
+        out.session(cap).give_batch([_msgs(vertices[present], labels[present], np.zeros(int(present.sum())), PROPOSAL)])
+    return _Round(a, c, w)
 
 
 def _done(frontier: Any, outer: Any) -> bool:

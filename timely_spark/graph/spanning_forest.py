@@ -40,10 +40,9 @@ def forest(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     label = np.arange(n, dtype=np.int64)           # compact ids keep the order of vertex ids
     lx, ly = x, y                                  # every vertex is its own root at first
     while True:
-        differ = lx != ly
-        if not differ.any():
+        differ, lx, ly = _unsettled(lx, ly)
+        if not len(lx):
             break
-        lx, ly = lx[differ], ly[differ]
         low = np.minimum(lx, ly)
         np.minimum.at(label, lx, low)              # hook each root to the smaller root
         np.minimum.at(label, ly, low)
@@ -139,6 +138,12 @@ def _chunks(pairs: list) -> "Sequence[tuple[np.ndarray, np.ndarray]]":
     return out
 
 
+def _unsettled(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(differ, a[differ], b[differ])``: the pairs whose two sides still differ."""
+    differ = a != b
+    return differ, a[differ], b[differ]
+
+
 def _union(label: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
     """Join the trees of ``x[i]`` and ``y[i]`` in ``label``: each round hooks the larger
     root of every pair not yet joined to the smallest root it is paired with; pointers
@@ -147,10 +152,9 @@ def _union(label: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
     label[x] = rx                                  # path compression of the endpoints
     label[y] = ry
     while True:
-        differ = rx != ry
-        if not differ.any():
+        _, rx, ry = _unsettled(rx, ry)
+        if not len(rx):
             return
-        rx, ry = rx[differ], ry[differ]
         high = np.maximum(rx, ry)
         low = np.minimum(rx, ry)
         np.minimum.at(label, high, low)

@@ -7,8 +7,9 @@ worker count.  A few values are the same on every worker (PageRank's vertex coun
 epoch counter); they go in :data:`SCALAR_COPIES` rows keyed ``0 .. SCALAR_COPIES - 1``,
 so every worker of a restore into up to that many workers gets a copy.
 
-One table per state: a ``part`` column says what a row is; the other columns are
-those of its part (null elsewhere).
+One table per state, in the core's encoding of keyed state
+(:func:`~timely_spark.dataflow.operators.arrangement.tag_parts`): a ``__part`` column says
+what a row is; the other columns are those of its part (null elsewhere).
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from typing import Optional
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..dataflow import KEY_HASH, hash_columns
+from ..dataflow.operators.arrangement import part_rows, tag_parts
 from ..errors import RestoreError
 
 __all__ = ["SCALAR_COPIES", "keyed_parts", "part_of", "scalars_of"]
@@ -28,7 +29,8 @@ __all__ = ["SCALAR_COPIES", "keyed_parts", "part_of", "scalars_of"]
 #: a restore into up to this many workers gives every worker one.
 SCALAR_COPIES = 1024
 
-_PART = "part"
+#: The part number of the worker-independent values.
+SCALARS = -1
 
 
 def _id_hash(ids: np.ndarray) -> pa.Array:
@@ -39,32 +41,29 @@ def _id_hash(ids: np.ndarray) -> pa.Array:
 
 
 def keyed_parts(parts: dict, scalars: dict) -> pa.Table:
-    """One keyed table of ``parts`` (``{part number: (id column name, {column: array})}``,
-    each row keyed by its id's hash) and ``scalars`` (``{name: value}``, in
-    :data:`SCALAR_COPIES` rows keyed 0..N-1, part -1).
+    """One keyed table (the core's :func:`~timely_spark.dataflow.operators.arrangement.tag_parts`)
+    of ``parts`` (``{part number: (id column name, {column: array})}``, each row keyed by
+    its id's hash) and ``scalars`` (``{name: value}``, in :data:`SCALAR_COPIES` rows keyed
+    0..N-1, part :data:`SCALARS`).
 
     >>> t = keyed_parts({0: ("v", {"v": np.array([3]), "x": np.array([0.5])})}, {"n": 2.0})
     >>> scalars_of(t, "Op")["n"], part_of(t, 0)["x"].tolist()
     (2.0, [0.5])
     """
-    tables = []
-    for number, (id_column, columns) in parts.items():
-        n = len(columns[id_column])
-        table = pa.table({_PART: pa.array(np.full(n, number, np.int8)), KEY_HASH: _id_hash(columns[id_column]),
-                          **{f"{number}:{c}": pa.array(v) for c, v in columns.items()}})
-        tables.append(table)
+    tables = {number: pa.table({KEY_HASH: _id_hash(columns[id_column]), **{c: pa.array(v) for c, v in columns.items()}})
+              for number, (id_column, columns) in parts.items()}
     copies = np.arange(SCALAR_COPIES, dtype=np.uint64)
-    tables.append(pa.table({_PART: pa.array(np.full(SCALAR_COPIES, -1, np.int8)), KEY_HASH: pa.array(copies),
-                            **{f"s:{k}": pa.array(np.full(SCALAR_COPIES, v)) for k, v in scalars.items()}}))
-    return pa.concat_tables(tables, promote_options="default").combine_chunks()
+    tables[SCALARS] = pa.table({KEY_HASH: pa.array(copies),
+                                **{k: pa.array(np.full(SCALAR_COPIES, v)) for k, v in scalars.items()}})
+    return tag_parts(tables, KEY_HASH).combine_chunks()
 
 
 def part_of(table: pa.Table, number: int) -> dict:
     """The columns of part ``number`` (numpy arrays; empty if no row of it is here)."""
-    prefix = f"{number}:"
-    rows = table.filter(pc.equal(table.column(_PART), number))
-    return {n[len(prefix):]: rows.column(n).to_numpy(zero_copy_only=False)
-            for n in table.column_names if n.startswith(prefix)}
+    rows = part_rows(table, number, KEY_HASH)
+    if rows is None:
+        return {}
+    return {n: rows.column(n).to_numpy(zero_copy_only=False) for n in rows.column_names}
 
 
 def scalars_of(table: pa.Table, operator: str) -> Optional[dict]:
@@ -72,9 +71,8 @@ def scalars_of(table: pa.Table, operator: str) -> Optional[dict]:
     RestoreError naming ``operator`` if this worker got no copy of them."""
     if not table.num_rows:
         return None
-    rows = table.filter(pc.equal(table.column(_PART), -1))
-    if not rows.num_rows:
+    rows = part_rows(table, SCALARS, KEY_HASH)
+    if rows is None or not rows.num_rows:
         raise RestoreError(f"operator {operator!r}: this restore has more workers than the {SCALAR_COPIES} "
                            f"the snapshot's shared values were copied for")
-    return {n[2:]: rows.column(n)[0].as_py() for n in table.column_names if n.startswith("s:")}
-
+    return {n: rows.column(n)[0].as_py() for n in rows.column_names}

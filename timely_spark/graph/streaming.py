@@ -220,6 +220,28 @@ def final_check(spark: Any, edges_log: Path, changes_log: Path) -> dict:
             "components": len(set(expected.values()))}
 
 
+def _watch_commits(edges_log: Path, committed: dict, stop: threading.Event) -> None:
+    """Until ``stop``: when each epoch's commit became visible (the sink's state, polled)."""
+    state_file, last = edges_log / "_sink" / "state.json", 0
+    while not stop.wait(0.01):
+        try:
+            frontier = json.loads(state_file.read_text())["frontier"]
+        except (OSError, ValueError, KeyError):
+            continue
+        now = time.time()
+        for e in range(last, frontier):
+            committed[e] = now
+        last = max(last, frontier)
+    stop.set()
+
+
+def _compact_changes(changes_log: Path, every: int, stop: threading.Event) -> None:
+    """Until ``stop``: compact the changes log every 10 s."""
+    while not stop.wait(10.0):
+        if (changes_log / "worker=0").is_dir():
+            compact(changes_log, min_files=every)
+
+
 def run_pipeline(spark: Any, workdir: Path, seconds: float, rate: int = 200, interval: float = 1.0,
                  pool: int = 2000, workers: Optional[int] = None, printer: Optional[Callable] = print,
                  min_epochs: int = 0, timeout: float = 600.0, compact_every: int = 0, sample_every: float = 0.0,
@@ -254,26 +276,10 @@ def run_pipeline(spark: Any, workdir: Path, seconds: float, rate: int = 200, int
     committed: dict[int, float] = {}
     stop_watch = threading.Event()
 
-    def watcher() -> None:          # when each epoch's commit is visible: the sink's state, polled
-        state_file, last = edges_log / "_sink" / "state.json", 0
-        while not stop_watch.wait(0.01):
-            try:
-                frontier = json.loads(state_file.read_text())["frontier"]
-            except (OSError, ValueError, KeyError):
-                continue
-            now = time.time()
-            for e in range(last, frontier):
-                committed[e] = now
-            last = max(last, frontier)
-        stop_watch.set()
-
-    def compactor() -> None:
-        while not stop_watch.wait(10.0):
-            if (changes_log / "worker=0").is_dir():
-                compact(changes_log, min_files=compact_every)
-
-    helpers = [threading.Thread(target=watcher, daemon=True)] if watch else []
-    helpers += [threading.Thread(target=compactor, daemon=True)] if compact_every else []
+    helpers = [threading.Thread(target=_watch_commits, args=(edges_log, committed, stop_watch), daemon=True)
+               ] if watch else []
+    helpers += [threading.Thread(target=_compact_changes, args=(changes_log, compact_every, stop_watch), daemon=True)
+                ] if compact_every else []
     job = threading.Thread(target=timely, name="timely job", daemon=True)
     started = time.monotonic()
     try:

@@ -10,11 +10,12 @@ no hash, sort, conversion or copy per round.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Iterable
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..dataflow import check_batch, check_columns, split_rows
+from ..dataflow import ExchangeBy, check_columns, split_rows
 
 __all__ = ["ToWorker", "TO"]
 
@@ -22,7 +23,7 @@ __all__ = ["ToWorker", "TO"]
 TO = "to"
 
 
-class ToWorker:
+class ToWorker(ExchangeBy):
     """Route each row to worker ``row[to]`` (an integer column, ``0 <= to < peers``).
 
     >>> import pyarrow as pa
@@ -37,38 +38,22 @@ class ToWorker:
     """
 
     def __init__(self, operator: str, column: str = TO) -> None:
-        self.operator = operator
+        super().__init__([column], operator)
         self.column = column
 
-    def tee_pusher(self, pushers: Sequence[Any], index: int) -> Callable[[Any, list], None]:
-        """One pusher for the producing output: each batch split by its ``to`` column."""
-        peers = len(pushers)
-        pushes = [p.push for p in pushers]
+    def split(self, batch: pa.RecordBatch, peers: int) -> Iterable[tuple[int, pa.RecordBatch]]:
+        """``(worker, rows)``: ``batch`` whole if its rows all go to one worker, else split."""
         column, operator = self.column, self.operator
-
-        def route(time: Any, data: list) -> None:
-            pieces: list[list] = [[] for _ in range(peers)]
-            for record in data:
-                batch = check_batch(record, operator)
-                if not batch.num_rows:
-                    continue
-                check_columns(batch, [column], operator)
-                to = batch.column(column)
-                bounds = pc.min_max(to)
-                low, high = bounds["min"].as_py(), bounds["max"].as_py()
-                if to.null_count or low is None or low < 0 or high >= peers:
-                    raise ValueError(f"operator {operator!r}: column {column!r} names workers outside "
-                                     f"0..{peers - 1}")
-                if low == high:                       # usually: the whole batch to one worker, no copy
-                    pieces[low].append(batch)
-                    continue
-                for worker, rows in split_rows(batch, to.to_numpy(zero_copy_only=False), peers):
-                    pieces[worker].append(rows)
-            for push, part in zip(pushes, pieces):
-                if part:
-                    push((time, part))
-
-        return route
+        check_columns(batch, [column], operator)
+        to = batch.column(column)
+        bounds = pc.min_max(to)
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        if to.null_count or low is None or low < 0 or high >= peers:
+            raise ValueError(f"operator {operator!r}: column {column!r} names workers outside "
+                             f"0..{peers - 1}")
+        if low == high:                       # usually: the whole batch to one worker, no copy
+            return [(low, batch)]
+        return split_rows(batch, to.to_numpy(zero_copy_only=False), peers)
 
     def __repr__(self) -> str:
         return f"ToWorker({self.column!r})"

@@ -182,12 +182,18 @@ class MutableAntichain:
 
     def _rebuild(self) -> list[tuple[Any, int]]:
         old = self._frontier
-        positive = [t for t, c in self._counts.items() if c > 0]
+        positive = []                    # (plain loops: a comprehension is one more frame each rebuild)
+        for t, c in self._counts.items():
+            if c > 0:
+                positive.append(t)
         le = self._le
         if len(positive) <= 1:
             new = positive
         else:
-            positive.sort(key=sort_key)
+            if le is native_le:          # ints, tuples: Python's own order, no key function per time
+                positive.sort()
+            else:
+                positive.sort(key=sort_key)
             new = []
             for t in positive:  # a linear extension: no later t is below an earlier one
                 for f in new:
@@ -196,8 +202,13 @@ class MutableAntichain:
                 else:
                     new.append(t)
         self._frontier = new
-        changes = [(t, -1) for t in old if t not in new]
-        changes.extend((t, 1) for t in new if t not in old)
+        changes = []
+        for t in old:
+            if t not in new:
+                changes.append((t, -1))
+        for t in new:
+            if t not in old:
+                changes.append((t, 1))
         return changes
 
     def frontier(self) -> Antichain:

@@ -186,15 +186,19 @@ class Tracker:
         self.locations = locations
         self._targets = [loc for loc in locations if isinstance(loc, Target) and (observed is None or loc in observed)]
         self._implications: dict[Target, MutableAntichain] = {t: MutableAntichain() for t in self._targets}
-        # per location id: [(target, implications, [summary or None for identity])]
-        self._reach: list[list[tuple[Target, MutableAntichain, list[Any]]]] = []
+        # per observed target, by its number k: the target and its frontier (propagation keys by k:
+        # an int hashes in C, a Target in Python)
+        self._observed: list[tuple[Target, MutableAntichain]] = list(self._implications.items())
+        number = {t: k for k, (t, _) in enumerate(self._observed)}
+        # per location id: [(k, [summary or None for identity])]
+        self._reach: list[list[tuple[int, list[Any]]]] = []
         for loc in locations:
             row = []
             for t, summs in compiled[loc].items():
                 if scope_boundary and loc.node == 0 and t.node == 0:
                     continue
-                if t in self._implications:
-                    row.append((t, self._implications[t], [None if s == ident else s for s in summs]))
+                if t in number:
+                    row.append((number[t], [None if s == ident else s for s in summs]))
             self._reach.append(row)
         self._pointstamps = [MutableAntichain() for _ in locations]
         self._pending: dict[int, list[tuple[Any, int]]] = {}
@@ -223,6 +227,17 @@ class Tracker:
         else:
             pending.append((time, diff))
 
+    def update_ids(self, updates: Iterable[tuple[int, Any, int]]) -> None:
+        """Like :meth:`update_id` for every ``(location id, time, diff)`` of ``updates``
+        (one call for a whole progress batch)."""
+        pending = self._pending
+        for loc_id, time, diff in updates:
+            lst = pending.get(loc_id)
+            if lst is None:
+                pending[loc_id] = [(time, diff)]
+            else:
+                lst.append((time, diff))
+
     # ---- propagation ---------------------------------------------------------------
     def propagate_all(self) -> None:
         """Apply the recorded changes and update the frontiers of the observed targets; what changed is kept for
@@ -231,17 +246,17 @@ class Tracker:
         if not self._pending:
             return
         pending, self._pending = self._pending, {}
-        implied: dict[Target, list[tuple[Any, int]]] = {}
+        implied: dict[int, list[tuple[Any, int]]] = {}
         reach = self._reach
         pointstamps = self._pointstamps
         for loc_id, updates in pending.items():
             changes = pointstamps[loc_id].update_iter(updates)
             if not changes:
                 continue
-            for target, _, summs in reach[loc_id]:
-                lst = implied.get(target)
+            for k, summs in reach[loc_id]:
+                lst = implied.get(k)
                 if lst is None:
-                    lst = implied[target] = []
+                    lst = implied[k] = []
                 for t, d in changes:
                     for s in summs:
                         if s is None:
@@ -251,9 +266,10 @@ class Tracker:
                             if t2 is not None:
                                 lst.append((t2, d))
         pushed = self._pushed
-        implications = self._implications
-        for target, updates in implied.items():
-            for t, d in implications[target].update_iter(updates):
+        observed = self._observed
+        for k, updates in implied.items():
+            target, implications = observed[k]
+            for t, d in implications.update_iter(updates):
                 pushed.append((target, t, d))
 
     def drain_pushed(self) -> list[tuple[Target, Any, int]]:

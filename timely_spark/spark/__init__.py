@@ -2,6 +2,8 @@
 
 * :func:`run` -- ``run(spark, fn, workers=N)``: ``fn(worker)`` in N barrier tasks;
 * :func:`transform` -- a DataFrame through a timely dataflow (``mapInArrow``, barrier);
+* :func:`stream` -- a streaming DataFrame through a long-running timely dataflow, a
+  streaming DataFrame out (:class:`StreamingPipeline`);
 * :func:`get_session` -- a session for jobs, with the package's quiet defaults;
 * :func:`quiet` -- a running session's driver logs made as quiet as ``get_session``'s;
 * :func:`file_input` -- whether (and how) ``transform``'s barrier tasks read a
@@ -26,6 +28,7 @@ from .datasource import register
 from .event_log import event_log_frontier, read_event_log
 from .file_input import file_input
 from .job_errors import SparkMemoryError
+from .pipeline import StreamingPipeline, stream
 from .preflight import SparkSetupError, check_session, task_slots
 from .quiet import quiet
 from .rendezvous import RENDEZVOUS_CONF, RendezvousError
@@ -37,10 +40,10 @@ __all__ = [
     # sessions
     "get_session", "is_connect", "quiet", "read_conf", "register",
     # running dataflows on barrier tasks
-    "check_session", "file_input", "run", "task_slots", "transform",
+    "check_session", "file_input", "run", "stream", "task_slots", "transform",
     # event logs in Spark
     "close_sink_log", "event_log_frontier", "read_event_log",
     # errors and settings
     "RENDEZVOUS_CONF", "RendezvousError", "SchemaMismatch", "SparkJobError", "SparkMemoryError",
-    "SparkSetupError",
+    "SparkSetupError", "StreamingPipeline",
 ]

@@ -24,9 +24,9 @@ __all__ = ["SparkSetupError", "check_session", "task_slots", "check_free_slots",
 log = logging.getLogger(__name__)
 
 #: What a streaming DataFrame goes through instead of a batch call.
-STREAM_ROUTE = ("write it to a timely event log with df.writeStream.format(\"timely\"), follow that log with "
-                "ts.spark.run(fn, workers, checkpoint=...) (ts.capture.follow inside fn, capturing its output "
-                "to a second log) and read the output with spark.readStream.format(\"timely\"); docs/streams.md "
+STREAM_ROUTE = ("use ts.spark.stream(df, build, schema, checkpoint=DIR), which writes the stream to a timely event "
+                "log (df.writeStream.format(\"timely\")), follows that log with a long-running ts.spark.run and "
+                "gives the output as a streaming DataFrame (spark.readStream.format(\"timely\")); docs/streams.md "
                 "walks through it")
 
 

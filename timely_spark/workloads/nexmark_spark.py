@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..errors import SparkJobError
+from .nexmark_queries import Q6_LAST
 
 __all__ = ["SPARK_QUERIES", "STREAMING", "run_spark"]
 
@@ -51,12 +52,12 @@ def q3(people: Any, auctions: Any, bids: Any) -> Any:
     return joined.select("name", "city", "state", f.col("auction_id").alias("id"))
 
 
-def _winning(auctions: Any, bids: Any, by: str) -> Any:
+def _winning(auctions: Any, bids: Any, *by: str) -> Any:
     f = _f()
-    a = auctions.select(f.col("id").alias("a_id"), by, f.col("date_time").alias("opened"), "expires")
+    a = auctions.select(f.col("id").alias("a_id"), *dict.fromkeys([*by, "expires"]), f.col("date_time").alias("opened"))
     valid = bids.join(a, (bids["auction"] == a["a_id"]) & (bids["date_time"] >= a["opened"])
                       & (bids["date_time"] <= a["expires"]))
-    return valid.groupBy("a_id", by).agg(f.max("price").alias("price_max"))
+    return valid.groupBy("a_id", *by).agg(f.max("price").alias("price_max"))
 
 
 def q4(people: Any, auctions: Any, bids: Any) -> Any:
@@ -74,7 +75,12 @@ def q5(people: Any, auctions: Any, bids: Any) -> Any:
 
 
 def q6(people: Any, auctions: Any, bids: Any) -> Any:
-    return _winning(auctions, bids, "seller").groupBy("seller").agg(_f().avg("price_max").alias("price_max_mean"))
+    from pyspark.sql import Window
+    f = _f()
+    latest = Window.partitionBy("seller").orderBy(f.col("expires").desc(), f.col("a_id").desc())
+    last = _winning(auctions, bids, "seller", "expires").withColumn("n", f.row_number().over(latest)) \
+        .where(f.col("n") <= Q6_LAST)
+    return last.groupBy("seller").agg(f.avg("price_max").alias("price_max_mean"))
 
 
 def q7(people: Any, auctions: Any, bids: Any) -> Any:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +28,7 @@ from ..errors import ParameterError
 from ..execute import execute
 from .tpch import DYNAMIC, TPCH_QUERIES
 
-__all__ = ["ViewRun", "run_view"]
+__all__ = ["ViewRun", "run_view", "run_view_on_spark"]
 
 
 @dataclass
@@ -56,12 +56,33 @@ def run_view(query: str, tables: dict[str, pa.Table], refreshes: list[dict[str, 
              timeout: float = 1800.0) -> ViewRun:
     """Keep TPC-H view ``query`` current over the initial ``tables`` and ``refreshes``
     (changelogs of the tables :data:`~.tpch.DYNAMIC`) on ``workers`` local threads."""
+    work = _work(query, lambda: tables, refreshes)
+    return _gathered(execute(work, threads=workers, timeout=timeout))
+
+
+def run_view_on_spark(spark: Any, query: str, directory: str, refreshes: list[dict[str, pa.Table]],
+                      workers: int = 2, timeout: float = 1800.0) -> ViewRun:
+    """:func:`run_view` in ``workers`` Spark barrier tasks (:func:`timely_spark.spark.run`):
+    each task reads the tables from the Parquet files in ``directory`` (a path every
+    executor reads, as :func:`~.tpch.read_tables` takes it) and sends its share; the
+    refreshes travel in the tasks' closure."""
+    from ..spark.runner import run
+    from .tpch import read_tables
+
+    work = _work(query, lambda: read_tables(directory), refreshes)
+    return _gathered(run(spark, work, workers=workers, timeout=timeout))
+
+
+def _work(query: str, tables: Callable[[], dict[str, pa.Table]], refreshes: list[dict[str, pa.Table]]
+          ) -> Callable[[Any], tuple[list, list, list]]:
+    """A worker's run of view ``query``: the tables ``tables()`` gives at time 0, refresh
+    ``r`` at ``r + 1``; its output batches, seconds and rows per time."""
     if query not in TPCH_QUERIES:
         raise ParameterError(f"tpch: unknown query {query!r}; one of {', '.join(TPCH_QUERIES)}", "query")
-    names = list(tables)
-    loads = {name: _with_diff(t) if name in DYNAMIC else t for name, t in tables.items()}
 
     def work(worker: Any) -> tuple[list, list, list]:
+        loads = {name: _with_diff(t) if name in DYNAMIC else t for name, t in tables().items()}
+        names = list(loads)
         out: list = []
 
         def build(scope: Any) -> Any:
@@ -87,8 +108,10 @@ def run_view(query: str, tables: dict[str, pa.Table], refreshes: list[dict[str, 
         while worker.step():
             pass
         return out, seconds, rows
+    return work
 
-    results = execute(work, threads=workers, timeout=timeout)
+
+def _gathered(results: list) -> ViewRun:
     batches = [pa.Table.from_batches([b]).append_column("time", pa.array(np.full(b.num_rows, t, np.int64)))
                for out, _, _ in results for t, b in out if b.num_rows]
     changelog = pa.concat_tables(batches) if batches else pa.table({})

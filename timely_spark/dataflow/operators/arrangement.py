@@ -6,7 +6,10 @@ adds a time's changes as a new level and merges the newest levels while a level 
 not at least twice the size of the next (so there are O(log n) levels and each row
 is merged O(log n) times: amortized cost per change, not per state size) -- levels
 under ``SMALL_LEVEL`` rows are merged in groups instead (see there); a merge
-``compact``\\ s the rows (e.g. sums the diffs of equal rows and drops zeros).
+interleaves the levels' sorted hashes (no rehash of the rows, no full sort) and
+``compact``\\ s the rows (e.g. sums the diffs of equal rows and drops zeros); a compaction
+that keeps the rows' order (as :func:`.changelog.consolidate_table` does) leaves them
+sorted, so only the key columns are hashed again.
 :meth:`Arrangement.gather` returns every stored row whose key hashes like one of the
 given keys: a binary search per level and key (``numpy.searchsorted``) and one
 ``take`` -- cost in proportion to the keys asked for and the rows they hold.
@@ -26,7 +29,7 @@ import pyarrow as pa
 from ...errors import ChangelogError
 from .key_hash import hash_columns
 
-__all__ = ["Arrangement", "ranges", "save_arrangements", "load_arrangements", "conform_to"]
+__all__ = ["Arrangement", "ranges", "save_arrangements", "load_arrangements", "conform_to", "tag_parts", "part_rows"]
 
 #: Levels under this many rows are not merged one by one as they come (a merge costs a
 #: compaction, whose fixed cost dominates for a few rows): they pile up, newest last, and
@@ -128,8 +131,11 @@ state's schema (k: int64, v: string); a changelog keeps one schema across times
     def _level(self, table: pa.Table) -> tuple[np.ndarray, pa.Table]:
         table = table.combine_chunks()
         h = hash_columns(table, self.keys)
+        if len(h) < 2 or (h[1:] >= h[:-1]).all():         # a compaction kept the merge's order
+            return h, table
         order = np.argsort(h, kind="stable")
         return h[order], table.take(pa.array(order))
+
 
     def insert(self, table: pa.Table) -> None:
         """Add ``table``'s rows (which have the key columns; see :meth:`conform`) as the
@@ -150,10 +156,13 @@ state's schema (k: int64, v: string); a changelog keeps one schema across times
             self._merge(2)
 
     def _merge(self, n: int) -> None:
-        """Merge the newest ``n`` levels into one (compacted)."""
-        tables = [t for _, t in self.levels[-n:]]
+        """Merge the newest ``n`` levels into one: their rows sorted by hash (a merge of
+        sorted runs), compacted."""
+        levels = self.levels[-n:]
         del self.levels[-n:]
-        merged = self.compact(pa.concat_tables(tables))
+        order = np.argsort(np.concatenate([h for h, _ in levels]), kind="stable")
+        rows = pa.concat_tables([t for _, t in levels]).combine_chunks().take(pa.array(order))
+        merged = self.compact(rows)
         if merged.num_rows:
             self.levels.append(self._level(merged))
 
@@ -230,10 +239,43 @@ state's schema (k: int64, v: string); a changelog keeps one schema across times
 _PART = "__part"
 
 
+def tag_parts(parts: dict, key_hash: str) -> pa.Table:
+    """Several keyed tables (``{number: table}``, each with a uint64 ``key_hash`` column) as
+    one keyed table -- the one encoding of an operator's state in a snapshot: part
+    ``i``'s column ``c`` is named ``"i:c"``, a ``__part`` column says which part a row
+    belongs to, ``key_hash`` is shared.  Undo with :func:`part_rows`.
+
+    >>> import pyarrow as pa
+    >>> table = tag_parts({0: pa.table({"_h": pa.array([7], pa.uint64()), "v": ["x"]})}, "_h")
+    >>> table.column_names, part_rows(table, 0, "_h").to_pylist(), part_rows(table, 1, "_h")
+    (['__part', '_h', '0:v'], [{'v': 'x'}], None)
+    """
+    tables = []
+    for i, saved in parts.items():
+        renamed = saved.rename_columns([n if n == key_hash else f"{i}:{n}" for n in saved.column_names])
+        tables.append(renamed.add_column(0, _PART, pa.array(np.full(saved.num_rows, i, np.int16))))
+    if not tables:
+        return pa.table({_PART: pa.array([], pa.int16()), key_hash: pa.array([], pa.uint64())})
+    first = [_PART, key_hash]
+    merged = pa.concat_tables(tables, promote_options="default")
+    return merged.select(first + [n for n in merged.column_names if n not in first])
+
+
+def part_rows(table: pa.Table, number: int, key_hash: str) -> Optional[pa.Table]:
+    """The rows of part ``number`` of a table :func:`tag_parts` made, in their own column
+    names (without ``key_hash``); ``None`` if the table has no column of that part."""
+    import pyarrow.compute as pc
+    prefix = f"{number}:"
+    names = [n for n in table.column_names if n.startswith(prefix)]
+    if not names:
+        return None
+    rows = table.filter(pc.equal(table.column(_PART), number)).select(names)
+    return rows.rename_columns([n[len(prefix):] for n in names])
+
+
 def save_arrangements(parts: Sequence[Arrangement], key_hash: str) -> pa.Table:
     """The state of an operator's arrangements (all keyed by the columns its exchange
-    routes by) as one keyed table: part ``i``'s column ``c`` is named ``"i:c"``, a
-    ``__part`` column says which part a row belongs to, ``key_hash`` its hash.
+    routes by) as one keyed table (:func:`tag_parts`, part ``i`` the ``i``-th arrangement).
 
     >>> import pyarrow as pa
     >>> a, b = Arrangement(["k"], lambda t: t), Arrangement(["k"], lambda t: t)
@@ -246,29 +288,15 @@ def save_arrangements(parts: Sequence[Arrangement], key_hash: str) -> pa.Table:
     >>> c.gather(pa.table({"k": [1]})).to_pylist(), d.rows
     ([{'k': 1, 'v': 'x'}], 1)
     """
-    tables = []
-    for i, part in enumerate(parts):
-        saved = part.save(key_hash)
-        if saved is None:
-            continue
-        renamed = saved.rename_columns([n if n == key_hash else f"{i}:{n}" for n in saved.column_names])
-        tables.append(renamed.add_column(0, _PART, pa.array(np.full(saved.num_rows, i, np.int16))))
-    if not tables:
-        return pa.table({_PART: pa.array([], pa.int16()), key_hash: pa.array([], pa.uint64())})
-    first = [_PART, key_hash]
-    merged = pa.concat_tables(tables, promote_options="default")
-    return merged.select(first + [n for n in merged.column_names if n not in first])
+    saved = {i: part.save(key_hash) for i, part in enumerate(parts)}
+    return tag_parts({i: table for i, table in saved.items() if table is not None}, key_hash)
 
 
 def load_arrangements(parts: Sequence[Arrangement], table: Optional[pa.Table], key_hash: str) -> None:
     """Rebuild ``parts`` from a table :func:`save_arrangements` made (``None``: nothing)."""
     if table is None:
         return
-    import pyarrow.compute as pc
     for i, part in enumerate(parts):
-        prefix = f"{i}:"
-        names = [n for n in table.column_names if n.startswith(prefix)]
-        if not names:
-            continue
-        rows = table.filter(pc.equal(table.column(_PART), i)).select(names)
-        part.load(rows.rename_columns([n[len(prefix):] for n in names]), key_hash)
+        rows = part_rows(table, i, key_hash)
+        if rows is not None:
+            part.load(rows, key_hash)

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from ...errors import BuildError, ChangelogError
 from ...progress import kind_of
+from .key_hash import hash_columns
 
 __all__ = ["DIFF", "diffs", "with_diffs", "without_diffs", "row_columns", "consolidate_table", "check_counts",
            "require_total_order", "with_int64_diffs"]
@@ -111,7 +112,10 @@ def consolidate_table(table: Union[pa.Table, pa.RecordBatch], operator: str,
     A row is the values of every column but ``diff`` (or of the columns ``by``, in
     that order); nulls are equal to each other here.  The result has one row per
     distinct row with a non-zero sum, in order of first appearance, and the ``diff``
-    column last (int64).  Vectorized: one Arrow hash aggregation.
+    column last (int64).  Vectorized: the rows are hashed (:mod:`.key_hash`) and only
+    those whose hash another row shares go through an Arrow hash aggregation (which
+    compares their values), so rows that are already distinct -- most of a trace's
+    merge -- cost a hash and a sort, not a grouping.
 
     >>> import pyarrow as pa
     >>> log = pa.table({"x": ["a", "b", "a", "b"], "diff": [1, 1, 2, -1]})
@@ -123,10 +127,51 @@ def consolidate_table(table: Union[pa.Table, pa.RecordBatch], operator: str,
     d = diffs(table, operator)
     base = without_diffs(table)
     columns = list(base.column_names if by is None else by)
-    counted = base.select(columns).append_column("__diff", pa.array(d, pa.int64()))
+    rows = base.select(columns)
+    if rows.num_rows and columns and all(_hashable(rows.column(c)) for c in columns):
+        return _consolidate_hashed(rows, d)
+    counted = rows.append_column("__diff", pa.array(d, pa.int64()))
     summed = counted.group_by(columns, use_threads=False).aggregate([("__diff", "sum")])
     summed = summed.filter(pc.not_equal(summed["__diff_sum"], 0))
     return summed.select(columns + ["__diff_sum"]).rename_columns(columns + [DIFF])
+
+
+def _hashable(column: pa.ChunkedArray) -> bool:
+    """Whether equal values of ``column`` always hash alike (:func:`.key_hash.hash_array`):
+    integers, booleans, temporals, strings, binaries; floats unless they hold a NaN."""
+    t = column.type
+    if pa.types.is_dictionary(t):
+        return False
+    if pa.types.is_floating(t):
+        return not pc.any(pc.is_nan(column)).as_py()
+    return (pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t) or pa.types.is_string(t)
+            or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t))
+
+
+def _consolidate_hashed(rows: pa.Table, d: np.ndarray) -> pa.Table:
+    """:func:`consolidate_table` of ``rows`` (hashable columns) with diffs ``d``: rows whose
+    hash no other row has stay as they are; the others are grouped by value, each group
+    kept at its first row with the sum of its diffs."""
+    h = hash_columns(rows, rows.column_names)
+    ordered = np.sort(h)
+    same = ordered[1:] == ordered[:-1]
+    keep = d != 0
+    if same.any():
+        shared = np.unique(ordered[1:][same])
+        candidates = np.flatnonzero(np.isin(h, shared, kind="sort"))
+        grouped = rows.take(pa.array(candidates)).append_column("__i", pa.array(candidates, pa.int64())) \
+                      .append_column("__diff", pa.array(d[candidates], pa.int64())) \
+                      .group_by(rows.column_names, use_threads=False).aggregate([("__i", "min"), ("__diff", "sum")])
+        first = grouped["__i_min"].to_numpy()
+        sums = grouped["__diff_sum"].to_numpy()
+        d = d.copy()
+        keep[candidates] = False
+        keep[first] = sums != 0
+        d[first] = sums
+    if keep.all():
+        return rows.append_column(DIFF, pa.array(d, pa.int64()))
+    mask = pa.array(keep)
+    return rows.filter(mask).append_column(DIFF, pa.array(d[keep], pa.int64()))
 
 
 def check_counts(counts: Union[pa.Table, pa.RecordBatch], operator: str, time: Any = None,

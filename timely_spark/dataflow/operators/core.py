@@ -161,14 +161,15 @@ def concatenate(scope: Any, streams: Iterable["Stream"], name: str = "Concatenat
     2
     """
     b = OperatorBuilder(scope, name)
-    inputs = [b.new_input(s, Pipeline) for s in streams]
+    inputs = [(inp.queue, inp.take) for inp in (b.new_input(s, Pipeline) for s in streams)]
     out, result = b.new_output()
     push = out.unstable_push
 
     def logic() -> None:
-        for inp in inputs:
-            for t, data in inp.take():
-                push(t, data)
+        for q, take in inputs:
+            if q:                        # (an empty input costs no call)
+                for t, data in take():
+                    push(t, data)
 
     b.build(logic, initial_capabilities=False)
     return result

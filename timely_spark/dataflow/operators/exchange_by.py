@@ -8,7 +8,7 @@ slices), and empty pieces are not sent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -91,6 +91,21 @@ class ExchangeBy:
         """
         return self.keys
 
+    def split(self, batch: pa.RecordBatch, peers: int) -> Iterable[tuple[int, pa.RecordBatch]]:
+        """``(worker, rows)`` pieces of a non-empty ``batch``, each for the worker its rows
+        go to (a subclass may route otherwise).
+
+        >>> import pyarrow as pa
+        >>> pieces = ExchangeBy(["k"], "Op").split(pa.record_batch({"k": ["e", "a", "e"]}), 2)
+        >>> [(w, rows.num_rows) for w, rows in pieces]
+        [(0, 1), (1, 2)]
+        """
+        keys = self.columns(batch)
+        check_columns(batch, keys, self.operator)
+        if peers == 1:
+            return [(0, batch)]
+        return split_rows(batch, destinations(batch, keys, peers), peers)
+
     def tee_pusher(self, pushers: Sequence[Any], index: int) -> Callable[[Any, list], None]:
         """One pusher for the producing output: splits every batch by destination.
 
@@ -105,21 +120,15 @@ class ExchangeBy:
         """
         peers = len(pushers)
         pushes = [p.push for p in pushers]
-        columns, operator = self.columns, self.operator
+        operator, split = self.operator, self.split
 
         def exchange(time: Any, data: list) -> None:
             pieces: list[list] = [[] for _ in range(peers)]
             for record in data:
                 batch = check_batch(record, operator)
-                if not batch.num_rows:
-                    continue
-                keys = columns(batch)
-                check_columns(batch, keys, operator)
-                if peers == 1:
-                    pieces[0].append(batch)
-                    continue
-                for worker, rows in split_rows(batch, destinations(batch, keys, peers), peers):
-                    pieces[worker].append(rows)
+                if batch.num_rows:
+                    for worker, rows in split(batch, peers):
+                        pieces[worker].append(rows)
             for push, part in zip(pushes, pieces):
                 if part:
                     push((time, part))

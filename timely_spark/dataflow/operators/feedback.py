@@ -8,7 +8,6 @@ from ...errors import BuildError
 from ...progress import advance
 from ..channels import Pipeline
 from ..operator import OperatorBuilder
-from ..ports import record_count
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -56,15 +55,12 @@ class LoopHandle:
         b = self._builder
         inp = b.new_input(stream, Pipeline)
         b.set_summary(0, 0, [self.summary])
-        q = inp.queue
-        consumed = inp.consumed.update
+        take = inp.take                  # counts what it takes as consumed
         push = self._output.unstable_push
         results_in = self.summary.results_in
 
         def logic() -> None:
-            while q:
-                t, data = q.popleft()
-                consumed(t, record_count(data))
+            for t, data in take():
                 nt = results_in(t)
                 if nt is not None:  # a bounded summary drops what passes its bound
                     push(nt, data)

@@ -9,7 +9,7 @@ a left join).  ``running=True`` joins two changelogs instead (:class:`_RunningJo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union, cast
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +30,7 @@ from .reduction import Reduction, emitted
 
 if TYPE_CHECKING:
     from ..stream import Stream
+    from .arranged import Arranged
 
 __all__ = ["join", "JOIN_TYPES", "SCHEMA_COPIES"]
 
@@ -44,8 +45,8 @@ JOIN_TYPES = {"inner": "inner", "left": "left outer", "left outer": "left outer"
               "full outer": "full outer"}
 
 
-def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], join_type: str = "inner",
-         name: str = "Join", running: bool = False) -> "Stream":
+def join(stream: Union["Stream", "Arranged"], other: Union["Stream", "Arranged"], keys: Union[str, Sequence[str]],
+         join_type: str = "inner", name: str = "Join", running: bool = False) -> "Stream":
     """Join this stream's record batches with ``other``'s on ``keys``, per time, once
     the time is complete on both inputs.  ``join_type``: ``inner``, ``left``,
     ``semi``, ``anti``, ``right`` or ``outer``.  Non-key columns of ``other`` that
@@ -67,6 +68,9 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
     (``ts.collection`` of the output raises ChangelogError).  Snapshots keep the
     changes of both sides (and the unmatched rows emitted), keyed by the key columns'
     hash (they re-shard); a per-time join keeps the schemas it saw last on each side.
+    Either side may be an arrangement (``stream.arrange(keys)``, by the same ``keys``;
+    running joins only): the join then reads its index instead of keeping a copy of
+    that side (:mod:`.arranged`).
 
     >>> import pyarrow as pa, timely_spark as ts
     >>> users = pa.table({"id": [1, 2], "name": ["ann", "bob"]})
@@ -95,8 +99,17 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
     how = JOIN_TYPES.get(join_type)
     if how is None:
         raise BuildError(f"operator {name!r}: join_type {join_type!r} is not one of {', '.join(JOIN_TYPES)}")
-    if running:
+    exchange: Any = ExchangeBy(keys, name)
+    arranged = next((side for side in (stream, other) if hasattr(side, "shared_join")), None)
+    if arranged is not None:                 # join against shared indexes (see .arranged)
+        if not running:
+            raise BuildError(f"operator {name!r}: an arrangement is joined with running=True (a changelog join)")
+        running_join: _RunningJoin
+        running_join, stream, other = arranged.shared_join(stream, other, keys, how, name)
+        exchange = None                      # (arranged: each row is on the worker its keys hash to)
+    elif running:
         running_join = _RunningJoin(keys, how, name, stream.scope.minimum)
+    if running:
         logic: Any = running_join
         kept = StateHooks(lambda t: save_arrangements(running_join.stores, KEY_HASH),
                          lambda table: load_arrangements(running_join.stores, table, KEY_HASH), keyed=True)
@@ -106,8 +119,8 @@ def join(stream: "Stream", other: "Stream", keys: Union[str, Sequence[str]], joi
         logic = per_time_join
         kept = StateHooks(lambda t: per_time_join.save(), per_time_join.restore, keyed=True)
         advance = None
-    exchange = ExchangeBy(keys, name)
-    return per_time(stream, logic, others=[other], exchange=exchange, name=name, state=kept, advance=advance)
+    return per_time(cast("Stream", stream), logic, others=[cast("Stream", other)], exchange=exchange, name=name,
+                    state=kept, advance=advance)
 
 
 class _PerTimeJoin:
@@ -198,6 +211,12 @@ class _RunningJoin:
             check_columns(batch, self.keys, self.name)
         delta = consolidate_table(tables_of(with_int64_diffs(batches, self.name), self.name, t), self.name)
         return self.sides[side].conform(delta, t) if delta.num_rows else None
+
+    def insert(self, t: Any, dl: Optional[pa.Table], dr: Optional[pa.Table]) -> None:
+        """Add the changes at ``t`` to the two sides' traces."""
+        for trace, delta in zip(self.sides, (dl, dr)):
+            if delta is not None:
+                trace.insert(delta, t)
 
     # ---- matched rows: bilinear, at the lattice join of the two times -------------------
     def _pairs(self, left: pa.Table, right: pa.Table, t: Any) -> Optional[tuple[pa.Table, np.ndarray]]:
@@ -291,9 +310,7 @@ class _RunningJoin:
     def __call__(self, t: Any, lefts: list, rights: list) -> Any:
         dl, dr = self._changes(lefts, t, 0), self._changes(rights, t, 1)
         later = self._matched(t, dl, dr) if self.matched else {}
-        for trace, delta in zip(self.sides, (dl, dr)):
-            if delta is not None:
-                trace.insert(delta, t)
+        self.insert(t, dl, dr)
         changed = np.concatenate([np.zeros(0, np.uint64)] +
                                  [hash_columns(d, self.keys) for d in (dl, dr) if d is not None])
         wake: set = set()

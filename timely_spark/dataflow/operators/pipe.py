@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..operator import OperatorBuilder
-from ..ports import record_count
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -26,14 +25,11 @@ def pipe(stream: "Stream", name: str, fn: Callable[[Any, list], Optional[list]],
     b = OperatorBuilder(stream.scope, name)
     inp = b.new_input(stream, pact)
     out, result = b.new_output(broadcast=broadcast)
-    q = inp.queue
-    consumed = inp.consumed.update
+    take = inp.take                      # counts what it takes as consumed
     push = out.unstable_push
 
     def logic() -> None:
-        while q:
-            t, data = q.popleft()
-            consumed(t, record_count(data))
+        for t, data in take():
             r = fn(t, data)
             if r:
                 push(t, r)

@@ -11,7 +11,7 @@ the collection, exact under withdrawals.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union, cast
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +29,7 @@ from .reduction import Reduction, emitted
 
 if TYPE_CHECKING:
     from ..stream import Stream
+    from .arranged import Arranged
 
 __all__ = ["reduce", "top_k_of"]
 
@@ -37,7 +38,7 @@ Reducer = Callable[[pa.Table, list], Any]
 Schema = Union[pa.Schema, Callable[[pa.Schema], pa.Schema], None]
 
 
-def reduce(stream: "Stream", keys: list[str], fn: Reducer, schema: Schema = None,
+def reduce(stream: Union["Stream", "Arranged"], keys: list[str], fn: Reducer, schema: Schema = None,
            name: str = "Reduce") -> "Stream":
     """The changelog of ``fn`` applied, key by key, to this changelog's collection.
 
@@ -58,7 +59,9 @@ def reduce(stream: "Stream", keys: list[str], fn: Reducer, schema: Schema = None
     not given, output that does not fit ``schema``.  Exact at ``Product`` times too
     (inside ``iterate``/``iterative``): a key is re-examined at the lattice joins of its
     change times (:mod:`.reduction`).  Snapshots keep both traces, keyed by the key
-    columns' hash (they re-shard into another worker count).
+    columns' hash (they re-shard into another worker count).  ``stream`` may be an
+    arrangement by ``keys`` (``stream.arrange(keys)``): the reduction then reads its
+    shared index instead of keeping its own copy of the input (:mod:`.arranged`).
 
     >>> import pyarrow as pa, pyarrow.compute as pc, timely_spark as ts
     >>> def widest(rows, keys):                    # per key: the row with the largest value
@@ -84,21 +87,33 @@ def reduce(stream: "Stream", keys: list[str], fn: Reducer, schema: Schema = None
         if missing or DIFF in schema.names:
             raise BuildError(f"operator {name!r}: the output schema must have the key columns {keys} "
                              f"(missing {missing}) and no {DIFF!r} column; it is {schema}")
-    like = stream.scope.minimum
-    state = _Reduce(keys, fn, schema, name, like)
-    stores = [state.input.store, state.reduction.output.store]
+    arranged = stream.shared_by(keys, name) if hasattr(stream, "shared_by") else None   # (see .arranged)
+    state = _Reduce(keys, fn, schema, name, stream.scope.minimum, arranged)
+    stores = state.stores
     kept = StateHooks(lambda t: save_arrangements(stores, KEY_HASH),
                       lambda table: load_arrangements(stores, table, KEY_HASH), keyed=True)
-    return per_time(stream, state, exchange=ExchangeBy(keys, name), name=name, state=kept, advance=state.advance)
+    if arranged is not None:                 # read the shared index: already by key, nothing to insert
+        return per_time(arranged.stream, state, name=name, state=kept, advance=state.advance)
+    return per_time(cast("Stream", stream), state, exchange=ExchangeBy(keys, name), name=name, state=kept,
+                    advance=state.advance)
 
 
 class _Reduce:
     """The state and the per-time step of :func:`reduce`."""
 
-    def __init__(self, keys: list[str], fn: Reducer, schema: Schema, name: str, like: Any) -> None:
+    def __init__(self, keys: list[str], fn: Reducer, schema: Schema, name: str, like: Any,
+                 arranged: Optional["Arranged"] = None) -> None:
         self.keys, self.fn, self.schema, self.name = keys, fn, schema, name
-        self.input = Trace(keys, like, name)
+        self.arranged = arranged                 # the shared index read, if any (else an own trace)
+        self.reader = arranged.reader(self) if arranged is not None else -1
+        self.input = arranged.trace if arranged is not None else Trace(keys, like, name)
         self.reduction = Reduction(keys, like, name, self._apply)
+
+    @property
+    def stores(self) -> list:
+        """The arrangements a snapshot keeps: the input's unless shared, and the output."""
+        own = [] if self.arranged is not None else [self.input.store]
+        return own + [self.reduction.output.store]
 
     def __call__(self, time: Any, batches: list) -> Any:
         for batch in batches:
@@ -106,7 +121,8 @@ class _Reduce:
         delta = None
         if batches:
             delta = consolidate_table(tables_of(with_int64_diffs(batches, self.name), self.name, time), self.name)
-            self.input.insert(delta, time)
+            if self.arranged is None:
+                self.input.insert(delta, time)
         out, wake = self.reduction.step(time, [self.input], delta)
         return emitted(time, out, wake)
 
@@ -115,8 +131,11 @@ class _Reduce:
         return self.call(rows, time) if rows.num_rows else None
 
     def advance(self, frontier: list) -> None:
-        """Compact both traces to ``frontier``."""
-        self.input.advance(frontier)
+        """Compact both traces to ``frontier`` (a shared input: tell its arrangement)."""
+        if self.arranged is not None:
+            self.arranged.advance(self.reader, frontier)
+        else:
+            self.input.advance(frontier)
         self.reduction.advance(frontier)
 
     def call(self, rows: pa.Table, time: Any) -> pa.Table:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from ..operator import OperatorBuilder
-from ..ports import record_count
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -61,13 +60,10 @@ def split(stream: "Stream", name: str, outputs: list[str], route: Callable[[Any,
     inp = b.new_input(stream)
     handles, streams = zip(*(b.new_output(n) for n in outputs))
     pushes = [h.unstable_push for h in handles]
-    q = inp.queue
-    consumed = inp.consumed.update
+    take = inp.take                      # counts what it takes as consumed
 
     def logic() -> None:
-        while q:
-            t, data = q.popleft()
-            consumed(t, record_count(data))
+        for t, data in take():
             for push, part in zip(pushes, route(t, data)):
                 if part:
                     push(t, part)

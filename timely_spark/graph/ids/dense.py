@@ -26,12 +26,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..dataflow import ExchangeBy, OperatorBuilder, check_batch
-from .broadcast import broadcast_keys
-from .components_columnar import GraphInputError
+from ...dataflow import ExchangeBy, OperatorBuilder, check_batch
+from ..broadcast import broadcast_keys
+from ..components_columnar import GraphInputError
 
 if TYPE_CHECKING:
-    from ..dataflow import Stream
+    from ...dataflow import Stream
 
 __all__ = ["Codes", "encode_ids", "decode_owned", "min_labels", "id_array"]
 

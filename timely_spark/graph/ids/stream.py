@@ -22,14 +22,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..dataflow import ExchangeBy
-from ..dataflow.operators.arrangement import Arrangement, load_arrangements, save_arrangements
-from ..dataflow.operators.key_hash import hash_array
-from ..dataflow.operators.op_state import KEY_HASH, StateHooks
-from .components_columnar import GraphInputError
+from ...dataflow import ExchangeBy
+from ...dataflow.operators.arrangement import Arrangement, load_arrangements, save_arrangements
+from ...dataflow.operators.key_hash import hash_array
+from ...dataflow.operators.op_state import KEY_HASH, StateHooks
+from ..components_columnar import GraphInputError
 
 if TYPE_CHECKING:
-    from ..dataflow import Stream
+    from ...dataflow import Stream
 
 __all__ = ["plain_ids", "hashed_ids", "encode_stream_ids", "decode_stream_ids", "id_dictionary", "smallest_labels",
            "local_sources", "decode_sources"]
