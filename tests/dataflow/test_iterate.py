@@ -192,3 +192,28 @@ def test_rounds_stop_when_a_round_changes_nothing():
 
     rounds = ts.execute(work, timeout=30)[0]
     assert max(r[1] for r in rounds) <= 7 and Product(0, 5) in rounds, rounds
+
+
+def test_a_running_aggregate_inside_iterate_equals_a_naive_fixpoint_at_every_outer_time():
+    """Min-label propagation with the running aggregate (min, and a count of the offers)
+    in the loop body: the labels equal the naive components at every outer time."""
+    log = edge_log(5)
+
+    def build_aggregate(scope, edges):
+        both = edges.select(node="src", dst="dst", diff="diff").concat(
+            edges.select(node="dst", dst="src", diff="diff"))
+        labels = both.select(node="node", label="node", diff="diff").distinct()
+
+        def body(current, inner):
+            offers = current.join(both.enter(inner), "node", running=True).select(
+                node="dst", label="label", diff="diff")
+            best = offers.concat(labels.enter(inner)).group_by("node").aggregate(
+                [("label", "min"), ("label", "count")], running=True)
+            return best.select(node="node", label="label_min", diff="diff")
+        return {"components": labels.iterate(body)}
+
+    got = run(build_aggregate, [log], timeout=120, threads=2)["components"]
+    assert EMPTY not in got and QUIET not in got, "an epoch that changes nothing emitted"
+    for t in range(EPOCHS):
+        want = {(n, lab): 1 for n, lab in components(set(counts(log, t, ["src", "dst"]))).items()}
+        assert folded(got, t) == want, f"outer time {t}"

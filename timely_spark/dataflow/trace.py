@@ -145,6 +145,11 @@ class Trace:
         :meth:`~.operators.arrangement.Arrangement.gather`)."""
         return self.store.gather(keys, hashes)
 
+    def find(self, wanted: np.ndarray) -> tuple[Optional[pa.Table], np.ndarray]:
+        """Every entry whose key hash is in ``wanted`` (sorted, distinct), and the key hash
+        of each (see :meth:`~.operators.arrangement.Arrangement.find`)."""
+        return self.store.find(wanted)
+
     def accumulate(self, keys: pa.Table, time: Any = None, hashes: Optional[np.ndarray] = None,
                    check: bool = False) -> Optional[pa.Table]:
         """The collection of the keys of ``keys`` at ``time`` (``None``: every time

@@ -4,8 +4,9 @@ The state is a few Arrow tables ("levels"), each sorted by the 64-bit hash of it
 columns (:func:`.key_hash.hash_columns`), newest last.  :meth:`Arrangement.insert`
 adds a time's changes as a new level and merges the newest levels while a level is
 not at least twice the size of the next (so there are O(log n) levels and each row
-is merged O(log n) times: amortized cost per change, not per state size); a merge
-interleaves the two levels' sorted hashes (no rehash of the rows, no full sort) and
+is merged O(log n) times: amortized cost per change, not per state size) -- levels
+under ``SMALL_LEVEL`` rows are merged in groups instead (see there); a merge
+interleaves the levels' sorted hashes (no rehash of the rows, no full sort) and
 ``compact``\\ s the rows (e.g. sums the diffs of equal rows and drops zeros); a compaction
 that keeps the rows' order (as :func:`.changelog.consolidate_table` does) leaves them
 sorted, so only the key columns are hashed again.
@@ -29,6 +30,14 @@ from ...errors import ChangelogError
 from .key_hash import hash_columns
 
 __all__ = ["Arrangement", "ranges", "save_arrangements", "load_arrangements", "conform_to", "tag_parts", "part_rows"]
+
+#: Levels under this many rows are not merged one by one as they come (a merge costs a
+#: compaction, whose fixed cost dominates for a few rows): they pile up, newest last, and
+#: are merged all at once when there are more than SMALL_LEVELS of them; a lookup looks
+#: in each (one binary search).  A time that changes a few rows then costs a merge only
+#: every SMALL_LEVELS times.
+SMALL_LEVEL = 1024
+SMALL_LEVELS = 8
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -127,11 +136,6 @@ state's schema (k: int64, v: string); a changelog keeps one schema across times
         order = np.argsort(h, kind="stable")
         return h[order], table.take(pa.array(order))
 
-    def _merge(self, older: tuple[np.ndarray, pa.Table], newer: tuple[np.ndarray, pa.Table]) -> pa.Table:
-        """Two levels' rows in one, sorted by hash (a merge of two sorted runs), compacted."""
-        order = np.argsort(np.concatenate([older[0], newer[0]]), kind="stable")
-        rows = pa.concat_tables([older[1], newer[1]]).combine_chunks().take(pa.array(order))
-        return self.compact(rows)
 
     def insert(self, table: pa.Table) -> None:
         """Add ``table``'s rows (which have the key columns; see :meth:`conform`) as the
@@ -142,11 +146,25 @@ state's schema (k: int64, v: string); a changelog keeps one schema across times
         if self.schema is None:
             self.schema = table.schema
         self.levels.append(self._level(table))
-        while len(self.levels) > 1 and len(self.levels[-2][0]) <= 2 * len(self.levels[-1][0]):
-            newer = self.levels.pop()
-            merged = self._merge(self.levels.pop(), newer)
-            if merged.num_rows:
-                self.levels.append(self._level(merged))
+        small = 0                                   # the newest levels under SMALL_LEVEL rows
+        while small < len(self.levels) and len(self.levels[-1 - small][0]) < SMALL_LEVEL:
+            small += 1
+        if small > SMALL_LEVELS:
+            self._merge(small)
+        while len(self.levels) > 1 and SMALL_LEVEL <= len(self.levels[-1][0]) and \
+                len(self.levels[-2][0]) <= 2 * len(self.levels[-1][0]):
+            self._merge(2)
+
+    def _merge(self, n: int) -> None:
+        """Merge the newest ``n`` levels into one: their rows sorted by hash (a merge of
+        sorted runs), compacted."""
+        levels = self.levels[-n:]
+        del self.levels[-n:]
+        order = np.argsort(np.concatenate([h for h, _ in levels]), kind="stable")
+        rows = pa.concat_tables([t for _, t in levels]).combine_chunks().take(pa.array(order))
+        merged = self.compact(rows)
+        if merged.num_rows:
+            self.levels.append(self._level(merged))
 
     def gather(self, keys: pa.Table, hashes: Optional[np.ndarray] = None) -> Optional[pa.Table]:
         """Every stored row whose key hashes like a row of ``keys`` (a table with the key
@@ -156,17 +174,28 @@ state's schema (k: int64, v: string); a changelog keeps one schema across times
             return None
         if hashes is None:
             hashes = hash_columns(keys, self.keys)
-        wanted = np.unique(hashes)
-        parts = []
+        return self.find(np.unique(hashes))[0]
+
+    def find(self, wanted: np.ndarray) -> tuple[Optional[pa.Table], np.ndarray]:
+        """Every stored row whose key hash is in ``wanted`` (sorted, distinct uint64
+        hashes), oldest level first, and the hash of each row found; ``None`` (and no
+        hashes) if nothing was ever inserted."""
+        if not self.levels:
+            return None, np.zeros(0, np.uint64)
+        parts, found_hashes = [], []
         for h, table in self.levels:
             lo = np.searchsorted(h, wanted, "left")
             hi = np.searchsorted(h, wanted, "right")
             found = hi > lo
             if found.any():
-                parts.append(table.take(pa.array(ranges(lo[found], (hi - lo)[found]))))
+                index = ranges(lo[found], (hi - lo)[found])
+                parts.append(table.take(pa.array(index)))
+                found_hashes.append(h[index])
         if not parts:
-            return self.levels[-1][1].schema.empty_table()
-        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+            return self.levels[-1][1].schema.empty_table(), np.zeros(0, np.uint64)
+        if len(parts) == 1:
+            return parts[0], found_hashes[0]
+        return pa.concat_tables(parts), np.concatenate(found_hashes)
 
     # ---- snapshots -------------------------------------------------------------------
     def save(self, key_hash: str) -> Optional[pa.Table]:

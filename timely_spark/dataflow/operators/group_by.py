@@ -30,12 +30,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import AggregateOverflow, BuildError
+from ...progress import kind_of
 from .agg_spec import aggregate_table, checked_aggregate
 from .agg_spec import aggregation_spec as _spec
 from .agg_spec import output_name as _output_name
 from .arrangement import Arrangement, load_arrangements, save_arrangements
 from .batches import tables_of
-from .changelog import DIFF, check_counts, consolidate_table, diffs, require_total_order, with_diffs, with_int64_diffs
+from .changelog import DIFF, check_counts, consolidate_table, diffs, with_diffs, with_int64_diffs
 from .exchange_by import ExchangeBy, check_columns, key_list
 from .key_hash import hash_columns
 from .op_state import KEY_HASH, StateHooks
@@ -83,8 +84,10 @@ class GroupBy:
         sums up to rounding).  A key's row count going below 0 -- or, for min/max, a
         value withdrawn more often than added -- raises
         :class:`~timely_spark.errors.ChangelogError` naming the operator, time and key;
-        options of an aggregation (its third element) are ignored.  Running needs totally
-        ordered times (not inside ``iterative``: BuildError).
+        options of an aggregation (its third element) are ignored.  Inside ``iterate`` or
+        ``iterative`` (``Product`` times) it is a :meth:`reduce` that aggregates the rows of
+        each key that changed (exact at partially ordered times; a time costs in
+        proportion to the rows of the keys it changes).
 
         >>> import pyarrow as pa, timely_spark as ts
         >>> table = pa.table({"key": ["a", "b", "a"], "value": [1, 2, 3]})
@@ -99,7 +102,8 @@ class GroupBy:
             if bad:
                 raise BuildError(f"operator {operator!r}: running totals support {', '.join(_PARTIALS)}, "
                                  f"not {', '.join(bad)}")
-            require_total_order(self.stream.scope, operator)
+            if not kind_of(self.stream.scope.minimum).total:
+                return self._reduce_aggregate(spec, operator)
         keys = self.keys
         columns = [c for c, *_ in spec if isinstance(c, str)]
         running_state = _Running(keys, spec, operator) if running else None
@@ -117,8 +121,19 @@ class GroupBy:
             kept = StateHooks(lambda t: running_state.save(), running_state.restore, keyed=True)
         return per_time(self.stream, logic, exchange=ExchangeBy(keys, operator), name=operator, state=kept)
 
+    def _reduce_aggregate(self, spec: list, operator: str) -> "Stream":
+        """The running aggregate as a :meth:`reduce`: each changed key's rows aggregated."""
+        keys = self.keys
 
-    def reduce(self, fn: Callable[[pa.Table, list], Any], schema: Optional[pa.Schema] = None,
+        def aggregate(rows: pa.Table, keys: list) -> pa.Table:
+            return aggregate_table(rows, keys, spec, operator)
+
+        def schema(rows: pa.Schema) -> pa.Schema:
+            return aggregate_table(rows.empty_table(), keys, spec, operator).schema
+        return self.reduce(aggregate, schema, operator)
+
+    def reduce(self, fn: Callable[[pa.Table, list], Any],
+               schema: Union[pa.Schema, Callable[[pa.Schema], pa.Schema], None] = None,
                name: str = "Reduce") -> "Stream":
         """Keep ``fn`` of each key's rows current over this changelog: see
         :func:`.reduce.reduce` (``fn(rows, keys)`` is called once per completed time with

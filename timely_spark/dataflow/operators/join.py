@@ -26,7 +26,7 @@ from .exchange_by import ExchangeBy, check_columns, key_list
 from .key_hash import hash_columns
 from .op_state import KEY_HASH, StateHooks
 from .per_time import per_time
-from .reduction import Reduction, changed_keys, emitted
+from .reduction import Reduction, emitted
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -311,7 +311,8 @@ class _RunningJoin:
         dl, dr = self._changes(lefts, t, 0), self._changes(rights, t, 1)
         later = self._matched(t, dl, dr) if self.matched else {}
         self.insert(t, dl, dr)
-        changed = changed_keys([dl, dr], self.keys)
+        changed = np.concatenate([np.zeros(0, np.uint64)] +
+                                 [hash_columns(d, self.keys) for d in (dl, dr) if d is not None])
         wake: set = set()
         for kind, part in self.parts.items():
             out, times = part.step(t, self.sides, changed, check=False)

@@ -34,9 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["reduce", "top_k_of"]
 
 Reducer = Callable[[pa.Table, list], Any]
+#: The output schema of a reduce: given, the input's (``None``), or a function of the input's.
+Schema = Union[pa.Schema, Callable[[pa.Schema], pa.Schema], None]
 
 
-def reduce(stream: Union["Stream", "Arranged"], keys: list[str], fn: Reducer, schema: Optional[pa.Schema] = None,
+def reduce(stream: Union["Stream", "Arranged"], keys: list[str], fn: Reducer, schema: Schema = None,
            name: str = "Reduce") -> "Stream":
     """The changelog of ``fn`` applied, key by key, to this changelog's collection.
 
@@ -44,7 +46,8 @@ def reduce(stream: Union["Stream", "Arranged"], keys: list[str], fn: Reducer, sc
     ``diff``; a row held n times appears n times) of every key that changed at a
     completed time, and the list of key columns to split them by; it returns the output
     rows of those keys (a ``pyarrow.Table``, ``RecordBatch`` or pandas DataFrame), with
-    the key columns, in ``schema`` (``None``: the input's columns).  Keys left with no
+    the key columns, in ``schema`` (``None``: the input's columns; a function: the
+    schema it gives for the input's schema).  Keys left with no
     rows are not passed; their output is withdrawn.  ``fn`` must be a function of each
     key's rows (deterministic, keys independent).
 
@@ -79,7 +82,7 @@ def reduce(stream: Union["Stream", "Arranged"], keys: list[str], fn: Reducer, sc
     0 [{'k': 'a', 'v': 5, 'diff': 1}]
     1 [{'k': 'a', 'v': 5, 'diff': -1}, {'k': 'a', 'v': 1, 'diff': 1}]
     """
-    if schema is not None:
+    if isinstance(schema, pa.Schema):
         missing = [k for k in keys if k not in schema.names]
         if missing or DIFF in schema.names:
             raise BuildError(f"operator {name!r}: the output schema must have the key columns {keys} "
@@ -98,7 +101,7 @@ def reduce(stream: Union["Stream", "Arranged"], keys: list[str], fn: Reducer, sc
 class _Reduce:
     """The state and the per-time step of :func:`reduce`."""
 
-    def __init__(self, keys: list[str], fn: Reducer, schema: Optional[pa.Schema], name: str, like: Any,
+    def __init__(self, keys: list[str], fn: Reducer, schema: Schema, name: str, like: Any,
                  arranged: Optional["Arranged"] = None) -> None:
         self.keys, self.fn, self.schema, self.name = keys, fn, schema, name
         self.arranged = arranged                 # the shared index read, if any (else an own trace)
@@ -138,7 +141,8 @@ class _Reduce:
     def call(self, rows: pa.Table, time: Any) -> pa.Table:
         """``fn``'s output for ``rows``, checked: in the schema, only keys it was given."""
         produced = self.fn(rows, list(self.keys))
-        schema = self.schema if self.schema is not None else rows.schema
+        schema = self.schema if isinstance(self.schema, pa.Schema) else \
+            rows.schema if self.schema is None else self.schema(rows.schema)
         if isinstance(produced, pa.RecordBatch):
             produced = pa.Table.from_batches([produced])
         elif not isinstance(produced, pa.Table):

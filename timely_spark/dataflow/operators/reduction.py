@@ -19,7 +19,7 @@ times, where the output may have to change.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -30,29 +30,12 @@ from .changelog import DIFF, consolidate_table, with_diffs
 from .key_hash import hash_columns
 from .per_time import Emit
 
-__all__ = ["Reduction", "changed_keys", "emitted"]
+__all__ = ["Reduction", "emitted"]
 
 #: ``fn(collections, time) -> rows``: per input, the folded collection (rows with their
 #: counts in ``diff``) of the keys examined; the output rows of those keys (a ``diff``
 #: column, if any, is each row's count; none means once each).
 Folded = Callable[[list, Any], Optional[pa.Table]]
-
-
-def changed_keys(tables: Sequence[Optional[pa.Table]], keys: list[str]) -> Optional[pa.Table]:
-    """The distinct key rows of ``tables`` (each with the key columns; ``None`` skipped),
-    one table in the first table's key types; ``None`` if there are none.
-
-    >>> import pyarrow as pa
-    >>> changed_keys([pa.table({"k": [1, 2, 1], "v": [0, 0, 0]}), None, pa.table({"k": [3]})], ["k"]).to_pylist()
-    [{'k': 1}, {'k': 2}, {'k': 3}]
-    """
-    parts = [t.select(keys) for t in tables if t is not None and t.num_rows]
-    if not parts:
-        return None
-    first = parts[0].schema
-    table = pa.concat_tables([p.cast(first) if not p.schema.equals(first) else p for p in parts]).combine_chunks()
-    _, first_rows = np.unique(hash_columns(table, keys), return_index=True)
-    return table.take(pa.array(np.sort(first_rows)))
 
 
 def emitted(time: Any, out: Optional[pa.Table], wake: list, later: Optional[dict] = None) -> Any:
@@ -89,26 +72,32 @@ class Reduction:
     def __init__(self, keys: list[str], like: Any, name: str, fn: Folded) -> None:
         self.keys, self.like, self.name, self.fn = keys, like, name, fn
         self.output = Trace(keys, like, name)
-        self.woken: dict = {}                         # time -> [tables of keys to examine then]
+        self.woken: dict = {}                         # time -> [key hashes to examine then]
         self.total = len(coordinates(like)) == 1
 
-    def step(self, time: Any, inputs: Sequence[Trace], changed: Optional[pa.Table],
+    def step(self, time: Any, inputs: Sequence[Trace], changed: Union[None, pa.Table, np.ndarray],
              check: bool = True) -> tuple[Optional[pa.Table], list]:
         """Examine at the completed ``time`` the keys of ``changed`` (whose changes at
-        ``time`` are already in ``inputs``) and those woken at ``time``: the output
-        changes at ``time`` (or ``None``) and the later times to wake at.  ``check``: a
-        negative count in an input raises ChangelogError naming the operator, time and row."""
-        touched = changed_keys([changed, *self.woken.pop(time, [])], self.keys)
-        if touched is None:
+        ``time`` are already in ``inputs``: a table with the key columns, or the keys'
+        hashes) and those woken at ``time``: the output changes at ``time`` (or ``None``)
+        and the later times to wake at.  ``check``: a negative count in an input raises
+        ChangelogError naming the operator, time and row.  Keys are found by their
+        hashes: a key that shares one with a changed key is examined too, which changes
+        nothing (its output is already that of its collection)."""
+        parts = self.woken.pop(time, [])
+        if changed is not None:
+            parts.append(changed if isinstance(changed, np.ndarray) else hash_columns(changed, self.keys))
+        wanted = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+        if not len(wanted):
             return None, []
-        hashes = hash_columns(touched, self.keys)
-        entries = [trace.gather(touched, hashes) for trace in inputs]
-        folded = [self._empty(trace) if e is None else trace.fold(e, time, check) for trace, e in zip(inputs, entries)]
+        found = [trace.find(wanted) for trace in inputs]
+        folded = [self._empty(trace) if e is None else trace.fold(e, time, check)
+                  for trace, (e, _) in zip(inputs, found)]
         new = self.fn(folded, time)
         parts = []
         if new is not None and new.num_rows:
             parts.append(new if DIFF in new.column_names else with_diffs(new, np.ones(new.num_rows, np.int64)))
-        emitted_before = self.output.gather(touched, hashes)
+        emitted_before, _ = self.output.find(wanted)
         if emitted_before is not None and emitted_before.num_rows:     # summed with the new rows below
             old = self.output.upto(emitted_before, time)
             parts.append(old.set_column(old.schema.get_field_index(DIFF), DIFF,
@@ -118,7 +107,7 @@ class Reduction:
             self.output.insert(out, time)
         else:
             out = None
-        return out, ([] if self.total else self._wake(time, entries, inputs))
+        return out, ([] if self.total else self._wake(time, found, inputs))
 
     def _empty(self, trace: Trace) -> pa.Table:
         schema = trace.schema
@@ -127,25 +116,25 @@ class Reduction:
                 DIFF, pa.array([], pa.int64()))
         return schema.empty_table().drop_columns(trace.time_columns)
 
-    def _wake(self, time: Any, entries: list, inputs: Sequence[Trace]) -> list:
-        """Wake the keys of ``entries`` at the joins of ``time`` with their times."""
+    def _wake(self, time: Any, found: list, inputs: Sequence[Trace]) -> list:
+        """Wake the keys of the entries ``found`` (with their key hashes) at the joins of
+        ``time`` with their times."""
         here = np.array(coordinates(time), np.int64)
         later: dict = {}
-        for trace, e in zip(inputs, entries):
+        for trace, (e, hashes) in zip(inputs, found):
             if e is None or not e.num_rows:
                 continue
             joined = np.maximum(trace.times(e), here)
             beyond = np.any(joined != here, axis=1)
             if not beyond.any():
                 continue
-            keys = e.select(self.keys).filter(pa.array(beyond))
-            joined = joined[beyond]
+            joined, hashes = joined[beyond], hashes[beyond]
             distinct, which = np.unique(joined, axis=0, return_inverse=True)
             which = which.reshape(-1)
             for i, when in enumerate(times_of_array(distinct, self.like)):
-                later.setdefault(when, []).append(keys.filter(pa.array(which == i)))
-        for when, tables in later.items():
-            self.woken.setdefault(when, []).extend(tables)
+                later.setdefault(when, []).append(hashes[which == i])
+        for when, arrays in later.items():
+            self.woken.setdefault(when, []).extend(arrays)
         return list(later)
 
     def advance(self, frontier: list) -> None:
