@@ -226,7 +226,8 @@ def components_by_union_find(edges):
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_graph_components_of_a_streaming_dataframe_of_string_edge_changes(spark, tmp_path):
+def test_graph_components_of_a_streaming_dataframe_of_string_edge_changes(any_spark, tmp_path):
+    spark = any_spark               # the classic session, then Spark Connect
     epochs = [[("ann", "bob", 1), ("cy", "bob", 1), ("dan", "eve", 1)],
               [("fay", "gus", 1), ("eve", "cy", 1)],
               [("cy", "bob", -1), ("ann", "bob", 1)],

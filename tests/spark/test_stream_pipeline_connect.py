@@ -8,6 +8,7 @@ import threading
 import pytest
 
 import timely_spark as ts
+from timely_spark.errors import SparkSetupError
 
 from .stream_pipeline_job import OUTPUT, counts, source
 from .test_stream_pipeline import changes_by_epoch, check_every_epoch, table, write_files
@@ -33,6 +34,9 @@ def test_one_call_over_connect_equals_the_batch_computation_and_stops_everything
                          snapshot_every=1.0) as pipe:
         assert pipe.workers == 1
         pipe.await_epoch(3, timeout=400)
+        with pytest.raises(SparkSetupError, match=r"needs 2 task slots .*the session has 2, 1 of them held by "
+                                                  r"running timely jobs"):
+            ts.spark.stream(source(connect_spark, folder), counts, OUTPUT, checkpoint=str(tmp_path / "second"))
         query = pipe.start_output(pipe.df.writeStream.format("memory").queryName("stream_pipeline_connect_out"))
         query.processAllAvailable()
         progress = pipe.last_progress
@@ -41,3 +45,37 @@ def test_one_call_over_connect_equals_the_batch_computation_and_stops_everything
     check_every_epoch(connect_spark, root, 4)
     seen = connect_spark.table("stream_pipeline_connect_out").toArrow()
     assert changes_by_epoch(seen) == changes_by_epoch(table(connect_spark, root / "output"))
+
+
+@pytest.mark.timeout(300)
+@OVER_CONNECT
+def test_over_connect_missing_slots_are_refused_before_anything_starts(any_spark, tmp_path):
+    write_files(tmp_path / "src", 0, 1)
+    with pytest.raises(SparkSetupError, match=r"ts.spark.stream needs 3 task slots running at once -- 2 for the "
+                                              r"timely workers .* and 1 .*the session has 2"):
+        ts.spark.stream(source(any_spark, tmp_path / "src"), counts, OUTPUT, checkpoint=str(tmp_path / "a"),
+                        workers=2)
+    assert not (tmp_path / "a").exists()
+    nothing_running(any_spark)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_last_progress_has_its_figures_and_no_lag_once_the_output_caught_up(any_spark, tmp_path):
+    folder, root = tmp_path / "src", tmp_path / "ckpt"
+    write_files(folder, 0, 2)
+    with ts.spark.stream(source(any_spark, folder), counts, OUTPUT, checkpoint=str(root)) as pipe:
+        caught_up = pipe.await_epoch(1, timeout=400)     # both files in, nothing pending
+        now = pipe.last_progress
+    after = pipe.last_progress
+    types = {"epoch_in": int, "epoch_out": int, "rows_in": int, "rows_out": int, "lag_epochs": int,
+             "lag_seconds": float, "workers": int, "active": bool}
+    for progress in (caught_up, now, after):
+        assert {k: type(v) for k, v in progress.items()} == types
+        assert progress["epoch_in"] == progress["epoch_out"] == 1
+        assert progress["lag_epochs"] == 0 and progress["lag_seconds"] == 0.0
+        assert progress["rows_in"] == table(any_spark, root / "input").num_rows > 0
+        assert progress["rows_out"] == table(any_spark, root / "output").num_rows > 0
+    assert now["active"] and not after["active"] and pipe.progress == after
+    assert "epoch 1 in, 1 out" in repr(pipe) and "lag 0 epochs" in repr(pipe)
+    nothing_running(any_spark)
