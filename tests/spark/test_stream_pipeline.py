@@ -115,7 +115,8 @@ def by_hand(spark, folder, root, epochs):
 
 
 @pytest.mark.timeout(180)
-def test_bad_input_is_refused_at_the_call_before_anything_starts(spark, tmp_path):
+def test_bad_input_is_refused_at_the_call_before_anything_starts(any_spark, tmp_path):
+    spark = any_spark               # the classic session, then Spark Connect
     batch = spark.range(5).selectExpr("id AS word")
     with pytest.raises(ParameterError, match=r"ts.spark.stream takes a streaming DataFrame.*batch DataFrame.*"
                                              r"ts.spark.transform\(df, build, schema\)"):
@@ -141,7 +142,8 @@ def test_bad_input_is_refused_at_the_call_before_anything_starts(spark, tmp_path
 
 
 @pytest.mark.timeout(300)
-def test_an_output_that_does_not_fit_the_schema_is_named_and_the_pipeline_stops(spark, tmp_path):
+def test_an_output_that_does_not_fit_the_schema_is_named_and_the_pipeline_stops(any_spark, tmp_path):
+    spark = any_spark               # the classic session, then Spark Connect
     write_files(tmp_path / "src", 0, 2)
     pipeline = ts.spark.stream(source(spark, tmp_path / "src"), counts, "word string, count_all long, total long, "
                                "diff long", checkpoint=str(tmp_path / "ckpt"), max_attempts=1)

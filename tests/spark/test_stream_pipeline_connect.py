@@ -1,7 +1,9 @@
-"""``ts.spark.stream`` and a graph stream form over Spark Connect (the test session's own
-Connect server, loopback): the same expectations as on the classic session -- equal to
-the batch computation at every complete epoch, the output as a streaming DataFrame, and
-``stop()`` leaving no query, job or thread running -- with nothing reaching the JVM."""
+"""``ts.spark.stream`` over Spark Connect (the test session's own Connect server, loopback),
+with nothing reaching the JVM: the same expectations as the classic end-to-end test in
+``test_stream_pipeline.py`` (whose bad-input, schema and graph stream form tests run on both
+session kinds) -- equal to the batch computation at every complete epoch across a stop and a
+restart, the output as a streaming DataFrame, slots held by a running pipeline refused, and
+``stop()`` leaving no query, job or thread running; and ``last_progress``'s figures on both."""
 
 import threading
 
@@ -26,7 +28,7 @@ OVER_CONNECT = pytest.mark.parametrize("any_spark", ["connect"], indirect=True)
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @OVER_CONNECT
-def test_one_call_over_connect_equals_the_batch_computation_and_stops_everything(any_spark, tmp_path):
+def test_one_call_over_connect_equals_the_batch_computation_across_a_stop(any_spark, tmp_path):
     connect_spark = any_spark
     folder, root = tmp_path / "src", tmp_path / "ckpt"
     write_files(folder, 0, 4)
@@ -42,21 +44,16 @@ def test_one_call_over_connect_equals_the_batch_computation_and_stops_everything
         progress = pipe.last_progress
     assert progress["epoch_in"] == progress["epoch_out"] == 3 and progress["lag_epochs"] == 0
     nothing_running(connect_spark)
-    check_every_epoch(connect_spark, root, 4)
-    seen = connect_spark.table("stream_pipeline_connect_out").toArrow()
+    seen = connect_spark.table("stream_pipeline_connect_out").toArrow()       # the streaming DataFrame, diff and all
+    assert seen.column_names == ["time", "worker", "word", "count_all", "n_sum", "diff"]
     assert changes_by_epoch(seen) == changes_by_epoch(table(connect_spark, root / "output"))
 
-
-@pytest.mark.timeout(300)
-@OVER_CONNECT
-def test_over_connect_missing_slots_are_refused_before_anything_starts(any_spark, tmp_path):
-    write_files(tmp_path / "src", 0, 1)
-    with pytest.raises(SparkSetupError, match=r"ts.spark.stream needs 3 task slots running at once -- 2 for the "
-                                              r"timely workers .* and 1 .*the session has 2"):
-        ts.spark.stream(source(any_spark, tmp_path / "src"), counts, OUTPUT, checkpoint=str(tmp_path / "a"),
-                        workers=2)
-    assert not (tmp_path / "a").exists()
-    nothing_running(any_spark)
+    write_files(folder, 4, 3)                                       # more input while it is stopped
+    with ts.spark.stream(source(connect_spark, folder), counts, OUTPUT, checkpoint=str(root),
+                         snapshot_every=1.0) as pipe:
+        pipe.await_epoch(6, timeout=400)
+    nothing_running(connect_spark)
+    check_every_epoch(connect_spark, root, 7)                       # each epoch once across the stop
 
 
 @pytest.mark.slow
