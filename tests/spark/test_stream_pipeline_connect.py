@@ -76,3 +76,17 @@ def test_last_progress_has_its_figures_and_no_lag_once_the_output_caught_up(any_
     assert now["active"] and not after["active"] and pipe.progress == after
     assert "epoch 1 in, 1 out" in repr(pipe) and "lag 0 epochs" in repr(pipe)
     nothing_running(any_spark)
+
+
+@pytest.mark.timeout(300)
+@OVER_CONNECT
+def test_over_connect_a_pipeline_stopped_as_soon_as_it_started_leaves_nothing_running(any_spark, tmp_path):
+    write_files(tmp_path / "src", 0, 2)
+    pipe = ts.spark.stream(source(any_spark, tmp_path / "src"), counts, OUTPUT, checkpoint=str(tmp_path / "ckpt"))
+    pipe.stop()
+    assert not pipe.is_active
+    nothing_running(any_spark)
+    with ts.spark.stream(source(any_spark, tmp_path / "src"), counts, OUTPUT,
+                         checkpoint=str(tmp_path / "ckpt")) as pipe:     # its slot is free again
+        pipe.await_epoch(1, timeout=240)
+    check_every_epoch(any_spark, tmp_path / "ckpt", 2)
