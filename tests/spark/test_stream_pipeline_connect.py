@@ -3,8 +3,11 @@ with nothing reaching the JVM: the same expectations as the classic end-to-end t
 ``test_stream_pipeline.py`` (whose bad-input, schema and graph stream form tests run on both
 session kinds) -- equal to the batch computation at every complete epoch across a stop and a
 restart, the output as a streaming DataFrame, slots held by a running pipeline refused, and
-``stop()`` leaving no query, job or thread running; and ``last_progress``'s figures on both."""
+``stop()`` leaving no query, job or thread running; and, on both session kinds,
+``last_progress``'s figures and ``shortest_paths_stream`` of a streaming DataFrame."""
 
+import json
+import os
 import threading
 
 import pytest
@@ -90,3 +93,44 @@ def test_over_connect_a_pipeline_stopped_as_soon_as_it_started_leaves_nothing_ru
                          checkpoint=str(tmp_path / "ckpt")) as pipe:     # its slot is free again
         pipe.await_epoch(1, timeout=240)
     check_every_epoch(any_spark, tmp_path / "ckpt", 2)
+
+
+def hops(edges, sources):
+    """``{(vertex, source): hops}`` over the directed ``edges`` (breadth first)."""
+    out = {}
+    for s in sources:
+        frontier, seen = [s], {s: 0}
+        while frontier:
+            reached = {d: seen[a] + 1 for a, d in edges if a in frontier and d not in seen}
+            seen.update(reached)
+            frontier = list(reached)
+        out.update({(v, s): n for v, n in seen.items()})
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_shortest_paths_stream_of_a_streaming_dataframe_equals_breadth_first_search(any_spark, tmp_path):
+    epochs = [[("a", "b", 1), ("b", "c", 1), ("x", "y", 1)],
+              [("a", "c", 1), ("c", "d", 1)],
+              [("a", "c", -1), ("b", "c", -1), ("y", "d", 1)]]
+    folder = tmp_path / "src"
+    folder.mkdir()
+    for i, rows in enumerate(epochs):
+        path = folder / f"edges-{i}.json"
+        path.write_text("".join(json.dumps({"src": s, "dst": d, "diff": c}) + "\n" for s, d, c in rows))
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    edges = any_spark.readStream.schema("src string, dst string, diff long").option("maxFilesPerTrigger", 1) \
+        .json(str(folder))
+    with ts.graph.shortest_paths_stream(edges, ["a", "x"], checkpoint=str(tmp_path / "ckpt")) as pipeline:
+        pipeline.await_epoch(len(epochs) - 1, timeout=400)
+    nothing_running(any_spark)
+    output = table(any_spark, tmp_path / "ckpt" / "output")
+    held = {}
+    for e, rows in enumerate(epochs):
+        for s, d, c in rows:
+            held[(s, d)] = held.get((s, d), 0) + c
+        want = hops([k for k, n in held.items() if n > 0], ["a", "x"])
+        got = ts.collection(output.drop_columns(["worker"]), as_of=e).to_pylist()
+        assert sorted((r["vertex"], r["source"], r["distance"]) for r in got) == sorted(
+            (v, s, n) for (v, s), n in want.items()), e
