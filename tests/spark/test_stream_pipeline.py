@@ -226,6 +226,18 @@ def components_by_union_find(edges):
     return {v: find(v) for v in parent}
 
 
+def edge_changes(spark, folder, epochs):
+    """A streaming DataFrame of string edge changes ``(src, dst, diff)``: ``epochs[i]``'s rows
+    in micro-batch ``i`` (a JSON file each)."""
+    folder.mkdir()
+    for i, rows in enumerate(epochs):
+        path = folder / f"edges-{i}.json"
+        path.write_text("".join(json.dumps({"src": s, "dst": d, "diff": c}) + "\n" for s, d, c in rows))
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    return spark.readStream.schema("src string, dst string, diff long").option("maxFilesPerTrigger", 1) \
+        .json(str(folder))
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_graph_components_of_a_streaming_dataframe_of_string_edge_changes(any_spark, tmp_path):
@@ -234,14 +246,7 @@ def test_graph_components_of_a_streaming_dataframe_of_string_edge_changes(any_sp
               [("fay", "gus", 1), ("eve", "cy", 1)],
               [("cy", "bob", -1), ("ann", "bob", 1)],
               [("eve", "cy", -1), ("hal", "ann", 1)]]
-    folder = tmp_path / "src"
-    folder.mkdir()
-    for i, rows in enumerate(epochs):
-        path = folder / f"edges-{i}.json"
-        path.write_text("".join(json.dumps({"src": s, "dst": d, "diff": c}) + "\n" for s, d, c in rows))
-        os.utime(path, (1_000_000 + i, 1_000_000 + i))
-    edges = spark.readStream.schema("src string, dst string, diff long").option("maxFilesPerTrigger", 1) \
-        .json(str(folder))
+    edges = edge_changes(spark, tmp_path / "src", epochs)
     with pytest.raises(ParameterError, match=r"ts.graph.components takes a timely stream or a streaming "
                                              r"DataFrame.*batch DataFrame: use ts.graph.connected_components"):
         ts.graph.components(spark.createDataFrame([("a", "b")], "src string, dst string"), checkpoint="x")

@@ -6,8 +6,6 @@ restart, the output as a streaming DataFrame, slots held by a running pipeline r
 ``stop()`` leaving no query, job or thread running; and, on both session kinds,
 ``last_progress``'s figures and ``shortest_paths_stream`` of a streaming DataFrame."""
 
-import json
-import os
 import threading
 
 import pytest
@@ -16,7 +14,7 @@ import timely_spark as ts
 from timely_spark.errors import SparkSetupError
 
 from .stream_pipeline_job import OUTPUT, counts, source
-from .test_stream_pipeline import changes_by_epoch, check_every_epoch, table, write_files
+from .test_stream_pipeline import changes_by_epoch, check_every_epoch, edge_changes, table, write_files
 
 
 def nothing_running(session):
@@ -114,14 +112,7 @@ def test_shortest_paths_stream_of_a_streaming_dataframe_equals_breadth_first_sea
     epochs = [[("a", "b", 1), ("b", "c", 1), ("x", "y", 1)],
               [("a", "c", 1), ("c", "d", 1)],
               [("a", "c", -1), ("b", "c", -1), ("y", "d", 1)]]
-    folder = tmp_path / "src"
-    folder.mkdir()
-    for i, rows in enumerate(epochs):
-        path = folder / f"edges-{i}.json"
-        path.write_text("".join(json.dumps({"src": s, "dst": d, "diff": c}) + "\n" for s, d, c in rows))
-        os.utime(path, (1_000_000 + i, 1_000_000 + i))
-    edges = any_spark.readStream.schema("src string, dst string, diff long").option("maxFilesPerTrigger", 1) \
-        .json(str(folder))
+    edges = edge_changes(any_spark, tmp_path / "src", epochs)
     with ts.graph.shortest_paths_stream(edges, ["a", "x"], checkpoint=str(tmp_path / "ckpt")) as pipeline:
         pipeline.await_epoch(len(epochs) - 1, timeout=400)
     nothing_running(any_spark)
