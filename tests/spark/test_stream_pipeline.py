@@ -115,7 +115,8 @@ def by_hand(spark, folder, root, epochs):
 
 
 @pytest.mark.timeout(180)
-def test_bad_input_is_refused_at_the_call_before_anything_starts(spark, tmp_path):
+def test_bad_input_is_refused_at_the_call_before_anything_starts(any_spark, tmp_path):
+    spark = any_spark               # the classic session, then Spark Connect
     batch = spark.range(5).selectExpr("id AS word")
     with pytest.raises(ParameterError, match=r"ts.spark.stream takes a streaming DataFrame.*batch DataFrame.*"
                                              r"ts.spark.transform\(df, build, schema\)"):
@@ -141,7 +142,8 @@ def test_bad_input_is_refused_at_the_call_before_anything_starts(spark, tmp_path
 
 
 @pytest.mark.timeout(300)
-def test_an_output_that_does_not_fit_the_schema_is_named_and_the_pipeline_stops(spark, tmp_path):
+def test_an_output_that_does_not_fit_the_schema_is_named_and_the_pipeline_stops(any_spark, tmp_path):
+    spark = any_spark               # the classic session, then Spark Connect
     write_files(tmp_path / "src", 0, 2)
     pipeline = ts.spark.stream(source(spark, tmp_path / "src"), counts, "word string, count_all long, total long, "
                                "diff long", checkpoint=str(tmp_path / "ckpt"), max_attempts=1)
@@ -224,21 +226,27 @@ def components_by_union_find(edges):
     return {v: find(v) for v in parent}
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_graph_components_of_a_streaming_dataframe_of_string_edge_changes(spark, tmp_path):
-    epochs = [[("ann", "bob", 1), ("cy", "bob", 1), ("dan", "eve", 1)],
-              [("fay", "gus", 1), ("eve", "cy", 1)],
-              [("cy", "bob", -1), ("ann", "bob", 1)],
-              [("eve", "cy", -1), ("hal", "ann", 1)]]
-    folder = tmp_path / "src"
+def edge_changes(spark, folder, epochs):
+    """A streaming DataFrame of string edge changes ``(src, dst, diff)``: ``epochs[i]``'s rows
+    in micro-batch ``i`` (a JSON file each)."""
     folder.mkdir()
     for i, rows in enumerate(epochs):
         path = folder / f"edges-{i}.json"
         path.write_text("".join(json.dumps({"src": s, "dst": d, "diff": c}) + "\n" for s, d, c in rows))
         os.utime(path, (1_000_000 + i, 1_000_000 + i))
-    edges = spark.readStream.schema("src string, dst string, diff long").option("maxFilesPerTrigger", 1) \
+    return spark.readStream.schema("src string, dst string, diff long").option("maxFilesPerTrigger", 1) \
         .json(str(folder))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_graph_components_of_a_streaming_dataframe_of_string_edge_changes(any_spark, tmp_path):
+    spark = any_spark               # the classic session, then Spark Connect
+    epochs = [[("ann", "bob", 1), ("cy", "bob", 1), ("dan", "eve", 1)],
+              [("fay", "gus", 1), ("eve", "cy", 1)],
+              [("cy", "bob", -1), ("ann", "bob", 1)],
+              [("eve", "cy", -1), ("hal", "ann", 1)]]
+    edges = edge_changes(spark, tmp_path / "src", epochs)
     with pytest.raises(ParameterError, match=r"ts.graph.components takes a timely stream or a streaming "
                                              r"DataFrame.*batch DataFrame: use ts.graph.connected_components"):
         ts.graph.components(spark.createDataFrame([("a", "b")], "src string, dst string"), checkpoint="x")
