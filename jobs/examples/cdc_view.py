@@ -7,12 +7,11 @@ The view: the current row of every customer (``stream.upsert``: SCD type 1, dele
 withdraw), joined with a dimension table of regions, aggregated per region (customers,
 total balance) -- kept incrementally, each micro-batch an epoch, exactly once.
 
-The plumbing is the hand-assembled route: ``readStream.json`` -> ``writeStream.format("timely")``
--> a long-running ``ts.spark.run`` following that log with a checkpoint (:func:`follow`)
--> an output log -> ``readStream.format("timely")`` (a streaming DataFrame of the
-view's changes, ``diff`` column included).  :func:`view` is the dataflow alone, the
-``build(scope, changes)`` of that route.  At the end the view is read back as a
-DataFrame and checked against pandas on the change files.
+One call runs it: ``ts.spark.stream(changes, view, VIEW, checkpoint=...)`` (the input
+query, a long-running barrier job keeping the view with snapshots, and its changes as a
+streaming DataFrame, ``diff`` column included).  :func:`view` is the dataflow alone.  At
+the end the view is read back as a DataFrame and checked against pandas on the change
+files.
 
     spark-submit jobs/examples/cdc_view.py --files 20 --changes 500
 """
@@ -35,10 +34,10 @@ import timely_spark as ts
 
 #: The change records (what lands in the folder) and what the sink passes on.
 CHANGES = "customer_id long, op string, lsn long, region_id long, balance long"
-#: The view's changes, as the output log holds them.
+#: The view's changes (a changelog: ``diff`` last).
+VIEW_DDL = "region string, customers long, balance long, diff long"
 VIEW = pa.schema([("region", pa.string()), ("customers", pa.int64()), ("balance", pa.int64()),
                   ("diff", pa.int64())])
-VIEW_STREAM = "time long, worker long, region string, customers long, balance long, diff long"
 REGIONS = pa.table({"region_id": [0, 1, 2, 3], "region": ["north", "south", "east", "west"]})
 
 
@@ -72,59 +71,18 @@ def write_changes(folder: Path, files: int, per_file: int, customers: int, seed:
         time.sleep(interval)
 
 
-def follow(feed_log: str, view_log: str):
-    """The timely side: follow the feed log, keep the view, capture its changes."""
-    def work(worker):
-        writer = ts.capture.ParquetEventWriter(view_log, worker=worker.index, peers=worker.peers, schema=VIEW)
-        def build(scope):
-            changes = view(scope, ts.capture.follow(feed_log, scope))
-            changes.capture_into(writer)
-            return changes.probe()
-
-        probe = worker.dataflow(build)
-        worker.step_while(lambda: not probe.done())
-        writer.close()
-    return work
-
-
-def run(spark, source: Path, workdir: Path, workers: int = 2, files: int = 0):
-    """The whole route until the feed (``files`` files) is read, then closed: the view as a
+def run(spark, source: Path, workdir: Path, workers: int = 2, files: int = 1):
+    """The view kept from the first ``files`` change files (one micro-batch each): a
     DataFrame of ``(region, customers, balance)``."""
     from pyspark.sql import functions as F
 
-    feed_log, view_log = str(workdir / "feed"), str(workdir / "view")
-    ts.spark.register(spark)
     records = spark.readStream.schema(CHANGES).option("maxFilesPerTrigger", 1).json(str(source))
-    feed = (records.select("customer_id", "lsn", "region_id", "balance", (F.col("op") == "delete").alias("deleted"))
-            .coalesce(1).writeStream.format("timely").option("checkpointLocation", str(workdir / "ckpt-feed"))
-            .start(feed_log))
-    failed: list = []
-
-    def timely() -> None:
-        try:
-            ts.spark.run(spark, follow(feed_log, view_log), workers=workers, checkpoint=str(workdir / "ckpt-view"),
-                         timeout=600)
-        except Exception as exc:                          # raised below, in the caller's thread
-            failed.append(exc)
-
-    job = threading.Thread(target=timely)
-    job.start()
-    changes = spark.readStream.format("timely").schema(VIEW_STREAM).load(view_log)
-    out = (changes.writeStream.format("memory").queryName("cdc_view_changes")
-           .option("checkpointLocation", str(workdir / "ckpt-out")).start())
-    try:
-        while len(list(source.glob("*.json"))) < files and not failed:
-            time.sleep(0.2)
-        feed.processAllAvailable()
-    finally:
-        feed.stop()
-        ts.spark.close_sink_log(feed_log)                 # the timely job ends once it has read everything
-        job.join()
-        if not failed:
-            out.processAllAvailable()
-        out.stop()
-    if failed:
-        raise failed[0]
+    feed = records.select("customer_id", "lsn", "region_id", "balance", (F.col("op") == "delete").alias("deleted"))
+    with ts.spark.stream(feed, view, VIEW_DDL, checkpoint=str(workdir / "pipeline"), workers=workers) as pipeline:
+        out = pipeline.start_output(pipeline.df.writeStream.format("memory").queryName("cdc_view_changes")
+                                    .option("checkpointLocation", str(workdir / "ckpt-out")))
+        pipeline.await_epoch(files - 1)                   # a micro-batch is an epoch
+        out.processAllAvailable()
     changelog = spark.table("cdc_view_changes")
     return (changelog.groupBy("region", "customers", "balance").agg(F.sum("diff").alias("n"))
             .where("n != 0").drop("n"))

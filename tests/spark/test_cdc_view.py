@@ -1,6 +1,6 @@
 """jobs/examples/cdc_view.py: a folder of CDC files (insert/update/delete by key, lsn order)
-read by readStream, kept by upsert, joined with a dimension and aggregated in a followed
-timely job; the view read back equals pandas on the files."""
+read by readStream, kept by upsert, joined with a dimension and aggregated through
+ts.spark.stream; the view read back equals pandas on the files."""
 
 import importlib.util
 from pathlib import Path
@@ -28,5 +28,5 @@ def test_the_cdc_view_equals_pandas_on_the_change_files(spark, tmp_path):
     assert len(want) == 4 and want["customers"].sum() < 200          # deletes and updates happened
     got = got.sort_values("region").reset_index(drop=True).astype({"customers": "int64", "balance": "int64"})
     assert got.to_dict("records") == want.astype({"customers": "int64", "balance": "int64"}).to_dict("records")
-    epochs = spark.read.format("timely").load(str(tmp_path / "feed")).select("time").distinct().count()
+    epochs = spark.read.format("timely").load(str(tmp_path / "pipeline" / "input")).select("time").distinct().count()
     assert epochs >= 2                                                  # the view was kept across epochs
