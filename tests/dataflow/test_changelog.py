@@ -340,3 +340,12 @@ def test_a_running_aggregate_finds_a_key_whose_type_widened():
     got = one_worker(lambda s: s.group_by("k").aggregate([([], "count_all")], running=True), epochs)
     assert [(t, [(r["count_all"], r["diff"]) for r in rows]) for t, rows in got] == [(0, [(1, 1)]),
                                                                                      (1, [(1, -1), (2, 1)])]
+
+
+def test_a_consolidated_table_gathered_from_several_batches_is_one_chunk():
+    """Rows already distinct keep their place, but leave as one batch (as a grouping gives them), not one per
+    batch they were gathered from."""
+    gathered = pa.Table.from_batches([pa.record_batch({"x": [1, 2], "diff": [1, 1]}),
+                                      pa.record_batch({"x": [3], "diff": [1]})])
+    out = consolidate_table(gathered, "Consolidate")
+    assert out.column("x").num_chunks == 1 and out.to_pydict() == {"x": [1, 2, 3], "diff": [1, 1, 1]}

@@ -168,10 +168,11 @@ def _consolidate_hashed(rows: pa.Table, d: np.ndarray) -> pa.Table:
         keep[candidates] = False
         keep[first] = sums != 0
         d[first] = sums
-    if keep.all():
-        return rows.append_column(DIFF, pa.array(d, pa.int64()))
-    mask = pa.array(keep)
-    return rows.filter(mask).append_column(DIFF, pa.array(d[keep], pa.int64()))
+    if not keep.all():
+        rows, d = rows.filter(pa.array(keep)), d[keep]
+    # One chunk, as a grouping returns: a consolidated collection leaves as one batch, not
+    # one per batch it was gathered from.
+    return rows.combine_chunks().append_column(DIFF, pa.array(d, pa.int64()))
 
 
 def check_counts(counts: Union[pa.Table, pa.RecordBatch], operator: str, time: Any = None,
