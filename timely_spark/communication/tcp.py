@@ -286,6 +286,8 @@ class _Connection:
                 # A peer that failed sent its error before closing: let the reading deliver
                 # it first, so that the run reports the peer's error, not this pipe.
                 self.reader_done.wait(PEER_ERROR_GRACE)
+                if channel == CONTROL and kind in (HEARTBEAT, GOODBYE) and self.goodbye.is_set():
+                    return          # its goodbye was on the way when the pipe broke: the run is over there
                 failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
                 self.mesh.fail(failure)
                 raise failure from exc
