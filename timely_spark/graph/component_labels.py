@@ -94,7 +94,6 @@ __all__ = ["ComponentLabels", "label_changes"]
 
 SHIFT = np.int64(32)
 LOW = np.int64((1 << 32) - 1)
-ONE = np.int64(1) << SHIFT
 #: The label of a vertex not in the graph (or not owned by this worker).
 ABSENT = np.iinfo(np.int64).min
 #: Kinds of the loop's messages: a wake-up; a merged label (old -> new); a search's seed, an
@@ -262,7 +261,7 @@ class ComponentLabels:
         self.inserted = (dv[appeared], dw[appeared])
         ends = sorted_unique(dv[gone])
         labels = self.label[ends]
-        near = self.adjacent.scan(ends << SHIFT, (ends << SHIFT) + ONE)
+        near = self.adjacent.with_prefix(ends)
         has = np.isin(ends, near >> SHIFT)
         seeds, left = ends[has], ends[~has]
         self._relabel(left, np.full(len(left), ABSENT, np.int64), out)
@@ -387,7 +386,7 @@ class ComponentLabels:
             self.waiting = np.concatenate([self.waiting, fresh_v[~go]])
             self.waiting_group = np.concatenate([self.waiting_group, group_at[~go]])
         if len(expand):
-            near = self.adjacent.scan(expand << SHIFT, (expand << SHIFT) + ONE)
+            near = self.adjacent.with_prefix(expand)
             if len(near):
                 out.append(self._visits(self.vid[near & LOW], self.mark[near >> SHIFT]))
         if len(meet_a):
@@ -405,10 +404,10 @@ class ComponentLabels:
             dl, found = self.ids.get(recomputed, -1)
             dl = dl[found]
             if len(dl):
-                members = self.by_label.scan(dl << SHIFT, (dl << SHIFT) + ONE) & LOW
+                members = self.by_label.with_prefix(dl) & LOW
         a, b = [], []
         if len(members):
-            keys = self.adjacent.scan(members << SHIFT, (members << SHIFT) + ONE)
+            keys = self.adjacent.with_prefix(members)
             ka, kb = keys >> SHIFT, keys & LOW
             isolated = members[~np.isin(members, ka)]
             self._relabel(isolated, np.full(len(isolated), ABSENT, np.int64), out)
@@ -459,7 +458,7 @@ class ComponentLabels:
         dl, new = dl[found], new[found]
         if not len(dl):
             return
-        keys = self.by_label.scan(dl << SHIFT, (dl << SHIFT) + ONE)
+        keys = self.by_label.with_prefix(dl)
         order = np.argsort(dl)
         at = np.searchsorted(dl[order], keys >> SHIFT)
         self._relabel(keys & LOW, new[order][at], out)
