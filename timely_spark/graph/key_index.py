@@ -86,8 +86,10 @@ class KeyIndex:
 
     def get(self, keys: np.ndarray, default: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """``(values, found)`` for ``keys`` (``default`` where not found or empty)."""
-        level, pos = self._locate(keys)
-        values = np.full(len(keys), default, np.int64)
+        return self._values(*self._locate(keys), default)
+
+    def _values(self, level: np.ndarray, pos: np.ndarray, default: int) -> tuple[np.ndarray, np.ndarray]:
+        values = np.full(len(level), default, np.int64)
         for i, held in enumerate(self.values):
             hit = level == i
             if hit.any():
@@ -98,11 +100,28 @@ class KeyIndex:
             values[~found] = default
         return values, found
 
+    def add(self, keys: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+        """Add ``deltas`` to the values of ``keys`` (distinct; absent ones count 0) and
+        return the old values: :meth:`get` and :meth:`set` with one search of the levels.
+
+        >>> index = KeyIndex(empty=0)
+        >>> index.add(np.array([4, 2]), np.array([1, 1])).tolist(), index.add(np.array([4]), np.array([-1])).tolist()
+        ([0, 0], [1])
+        >>> index.get(np.array([2, 4]))[1].tolist()
+        [True, False]
+        """
+        keys = np.asarray(keys, np.int64)
+        level, pos = self._locate(keys)
+        old = self._values(level, pos, 0)[0]
+        self._write(keys, old + np.asarray(deltas, np.int64), level, pos)
+        return old
+
     def set(self, keys: np.ndarray, values: np.ndarray) -> None:
         """Set ``keys`` (distinct) to ``values``: in place where held, a new level for the rest."""
         keys = np.asarray(keys, np.int64)
-        values = np.asarray(values, np.int64)
-        level, pos = self._locate(keys)
+        self._write(keys, np.asarray(values, np.int64), *self._locate(keys))
+
+    def _write(self, keys: np.ndarray, values: np.ndarray, level: np.ndarray, pos: np.ndarray) -> None:
         for i, held in enumerate(self.values):
             hit = level == i
             if hit.any():
