@@ -21,6 +21,10 @@ def test_prefix_scans_equal_a_filter_of_the_keys_held_in_large_and_small_levels(
                                              [0, 4 * STARTS_AT, 1 << 30]]))         # beyond every level's largest
         got = np.sort(index.with_prefix(prefixes))
         assert got.tolist() == present[np.isin(present >> 32, prefixes)].tolist()
+        asked = np.concatenate([keys[:200], rng.integers(0, 1 << 40, 200), present[-100:]])
+        values, found = index.get(asked)
+        assert values.tolist() == [held.get(k, 0) for k in asked.tolist()]
+        assert found.tolist() == [held.get(k, 0) != 0 for k in asked.tolist()]
     assert len(index.keys) > 1 and index.starts[0] is not None and index.starts[-1] is None   # both paths ran
 
 

@@ -78,11 +78,35 @@ class KeyIndex:
         for i, held in enumerate(self.keys):
             if not len(held):
                 continue
+            starts = self._starts(i) if len(keys) and keys[0] >= 0 else None
+            if starts is not None and self._locate_by_prefix(keys, held, starts, i, level, pos):
+                continue
             at = np.minimum(np.searchsorted(held, keys), len(held) - 1)
             hit = (held[at] == keys) & (level < 0)
             level[hit] = i
             pos[hit] = at[hit]
         return level, pos
+
+    @staticmethod
+    def _locate_by_prefix(keys: np.ndarray, held: np.ndarray, starts: np.ndarray, i: int, level: np.ndarray,
+                          pos: np.ndarray) -> bool:
+        """Find the non-negative ``keys`` in level ``i`` among the keys of their prefixes (read
+        from its starts), if those are few (at most 8 per key: not a hub's); False if not."""
+        prefix = keys >> SHIFT
+        p = np.minimum(prefix, len(starts) - 2)
+        first, end = starts[p], starts[p + 1]
+        end[prefix > p] = first[prefix > p]                 # past the largest prefix: none
+        span = end - first
+        if int(span.sum()) > 8 * len(keys):
+            return False
+        at = expand_ranges(first, end)
+        owner = np.repeat(np.arange(len(keys)), span)
+        hit = held[at] == keys[owner]
+        owner, at = owner[hit], at[hit]
+        new = level[owner] < 0
+        level[owner[new]] = i
+        pos[owner[new]] = at[new]
+        return True
 
     def get(self, keys: np.ndarray, default: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """``(values, found)`` for ``keys`` (``default`` where not found or empty)."""
