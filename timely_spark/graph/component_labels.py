@@ -538,7 +538,8 @@ def _net(time: Any, batches: list) -> list:
     batches = [rb for rb in batches if rb.num_rows]
     if len(batches) <= 1:
         return batches
-    table = pa.Table.from_batches(batches).group_by(["vertex", "component"]).aggregate([(DIFF, "sum")])
+    table = pa.Table.from_batches(batches).group_by(["vertex", "component"], use_threads=False).aggregate(
+        [(DIFF, "sum")])                                # (a few rows: Arrow's thread pool costs more than it saves)
     diff = table.column(f"{DIFF}_sum").to_numpy()
     keep = np.flatnonzero(diff != 0)
     if not len(keep):
