@@ -42,6 +42,7 @@ import pyarrow as pa
 
 import timely_spark as ts
 from timely_spark.capture import Messages, ParquetEventWriter, Progress, follow
+from timely_spark.spark.pipeline import PIPELINE_POLL
 
 _NUMBERED = re.compile(r"^(snapshot|manifest)-(\d+)(?:\.json)?$")
 
@@ -61,7 +62,7 @@ def throughput(result: dict) -> float:
 def pipeline_run(spark, workdir: Path, args, snapshot_every: float) -> dict:
     start = time.time()
     result = bench_streaming.timely(spark, workdir, args.seconds, args.rate, args.interval, 0.0,
-                                    bench_streaming.FOLLOW_POLL, snapshot_every=snapshot_every)
+                                    PIPELINE_POLL, snapshot_every=snapshot_every)
     wall = time.time() - start
     return {"throughput": throughput(result), "wall": result["records"] / wall, "records": result["records"],
             "ok": result["ok"], "epochs": result["epochs"]}

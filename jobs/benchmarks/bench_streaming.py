@@ -52,7 +52,7 @@ import pyarrow.compute as pc
 
 import timely_spark as ts
 from timely_spark.capture import LogIndex
-from timely_spark.spark.pipeline import PIPELINE_SNAPSHOT_EVERY
+from timely_spark.spark.pipeline import PIPELINE_POLL, PIPELINE_SNAPSHOT_EVERY
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import streaming_components as example  # noqa: E402 -- the example's records and edges
@@ -61,8 +61,6 @@ import streaming_components as example  # noqa: E402 -- the example's records an
 ATTRIBUTES = example.ATTRIBUTES
 RECORDS = "id long, email string, phone string"
 OUTPUT = "vertex long, component long, diff long"
-#: Seconds between the workers' looks at the input log (``ts.spark.stream``'s ``poll=``).
-FOLLOW_POLL = 0.02
 #: The stages of an epoch's way through the pipeline, in order (the events between them).
 STAGES = [("landed", "batch"), ("batch", "committed"), ("committed", "followed"), ("followed", "computed"),
           ("computed", "logged"), ("logged", "seen")]
@@ -399,7 +397,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120.0, help="seconds of each main run (default 120)")
     parser.add_argument("--rate", type=int, default=1000, help="records per second (default 1000)")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between input files")
-    parser.add_argument("--poll", type=float, default=FOLLOW_POLL,
+    parser.add_argument("--poll", type=float, default=PIPELINE_POLL,
                         help="seconds between the workers' looks at the input log (ts.spark.stream's poll=)")
     parser.add_argument("--sweep", default="2000,4000,8000",
                         help="higher rates to try, comma-separated, each for --sweep-seconds (empty: none); the "
