@@ -7,7 +7,8 @@ Two parts, one run:
    barrier job following its log -> the output log -> ``pipeline.df``), fed faster than
    it keeps up (``--rate`` records/s for ``--seconds``), once with no snapshot during the
    run (``snapshot_every`` longer than the run) and once with ``snapshot_every=5``, side
-   by side in the same session.
+   by side in the same session, after a short run that is not counted (the session's
+   first pipeline starts slower).
    Throughput = records / seconds from the first input file to the moment the last
    epoch's changes reached the downstream query (and, as a check, records / the whole
    run's wall time, which includes the final check).  Printed: both runs, and the
@@ -61,7 +62,7 @@ def throughput(result: dict) -> float:
 
 def pipeline_run(spark, workdir: Path, args, snapshot_every: float) -> dict:
     start = time.time()
-    result = bench_streaming.timely(spark, workdir, args.seconds, args.rate, args.interval, 0.0,
+    result = bench_streaming.timely(spark, workdir, args.seconds, args.rate, args.interval, 0, 0.0,
                                     PIPELINE_POLL, snapshot_every=snapshot_every)
     wall = time.time() - start
     return {"throughput": throughput(result), "wall": result["records"] / wall, "records": result["records"],
@@ -193,6 +194,8 @@ def main() -> None:
             spark = ts.spark.get_session("bench snapshots", master=args.master)
             spark.sparkContext.setLogLevel("ERROR")
             try:
+                pipeline_run(spark, workdir / "warm-up", argparse.Namespace(**{**vars(args), "seconds": 10.0}),
+                             5.0)          # the session's first pipeline starts slower: not counted
                 plain = pipeline_run(spark, workdir / "plain", args, 100 * args.seconds + 3600)
                 snap = pipeline_run(spark, workdir / "snap", args, 5.0)
             finally:

@@ -3,15 +3,18 @@ Spark-only stateful query, on the same input, in the same run.
 
 One SparkSession (``local[2]`` by default: one timely worker, one slot for the queries).
 A generator writes a file of ``rate * interval`` customer records every ``interval``
-seconds (the example's records: most new, a few joining or merging entities).  First the
-timely pipeline runs for ``--minutes`` (or ``--seconds``) at ``--rate`` (default 1,000
-records/s): records -> ``ts.spark.stream`` (the timely sink, a barrier job following its
-log with ``ts.graph.components``, the output log) -> ``pipeline.df`` -> foreachBatch.
-Then the peer, as long on the same records: a running ``groupBy("email").count()`` in
-update mode from the same file source to the same kind of sink.  Both file sources take
-every file that landed since their last micro-batch in the next one (so a side that fell
-behind catches up); a file's delay is to the output of the micro-batch that read it.  Then both again,
-``--sweep-seconds`` each, at every rate of ``--sweep``.
+seconds (the example's records: most new, a few joining or merging entities); each file
+also withdraws the records of the file ``--window`` files before it (a ``diff`` of -1),
+so after the first ``--window`` files the entities held stop growing, and the worker's
+memory should too.  First the timely pipeline runs for ``--minutes`` (or ``--seconds``)
+at ``--rate`` (default 1,000 records/s): records -> ``ts.spark.stream`` (the timely
+sink, a barrier job following its log with ``ts.graph.components``, the output log) ->
+``pipeline.df`` -> foreachBatch.  Then the peer, as long on the same records: a running
+``groupBy("email").count()`` in update mode from the same file source to the same kind
+of sink.  Both file sources take every file that landed since their last micro-batch in
+the next one (a side that fell behind catches up); a file's delay is to the output of
+the micro-batch that read it.  Then both again, ``--sweep-seconds`` each, at every rate
+of ``--sweep``.
 
 Printed:
 
@@ -22,8 +25,8 @@ Printed:
 * where timely's delay goes, stage by stage (median and p95 of each): the file landing ->
   the input query's micro-batch starting (Spark's file source) -> its commit to the input
   log -> the worker having the epoch (its follower polling the log) -> the worker's
-  output for it -> the output log's file for it (its commit) -> foreachBatch of the
-  output query (its trigger);
+  output for it -> its commit to the output log -> foreachBatch of the output query (its
+  trigger), and the two queries' ``durationMs`` parts;
 * per rate tried, both sides' delays, and the highest rate each side sustained;
 * the timely worker's RSS (``VmRSS`` of its Python process) at each minute, and after
   the first minute its spread (max - min, as a share of the mean; target within 10% over
@@ -37,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import shutil
 import statistics
@@ -52,6 +54,7 @@ import pyarrow.compute as pc
 
 import timely_spark as ts
 from timely_spark.capture import LogIndex
+from timely_spark.errors import EventLogError
 from timely_spark.spark.pipeline import PIPELINE_POLL, PIPELINE_SNAPSHOT_EVERY
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
@@ -59,7 +62,7 @@ import streaming_components as example  # noqa: E402 -- the example's records an
 
 #: The example's first attribute vertex id (a constant here, so the dataflow travels by value).
 ATTRIBUTES = example.ATTRIBUTES
-RECORDS = "id long, email string, phone string"
+RECORDS = "id long, email string, phone string, diff long"
 OUTPUT = "vertex long, component long, diff long"
 #: The stages of an epoch's way through the pipeline, in order (the events between them).
 STAGES = [("landed", "batch"), ("batch", "committed"), ("committed", "followed"), ("followed", "computed"),
@@ -70,11 +73,22 @@ STAGE_NAMES = {"landed": "file lands", "batch": "input micro-batch starts", "com
 
 
 class TimedGenerator(example.Generator):
-    """The example's generator, noting when each file landed."""
+    """The example's generator, its records with a ``diff``: each file also withdraws the
+    records of the file ``window`` files before it (0: none), so the entities held stay
+    about ``window`` files' worth; notes when each file landed and its rows."""
 
-    def __init__(self, folder: Path, rate: int, interval: float) -> None:
+    def __init__(self, folder: Path, rate: int, interval: float, window: int) -> None:
         super().__init__(folder, rate, interval, repeat=0.04, merge=0.01)
+        self.window, self.held = window, []
         self.written: list[float] = []
+        self.sizes: list[int] = []
+
+    def rows(self, n: int) -> list[dict]:
+        new = [dict(r, diff=1) for r in super().rows(n)]
+        self.held.append(new)
+        old = self.held.pop(0) if self.window and len(self.held) > self.window else []
+        self.sizes.append(len(new) + len(old))
+        return new + [dict(r, diff=-1) for r in old]
 
     def write_file(self) -> None:
         super().write_file()
@@ -88,16 +102,16 @@ def quantiles(values: list) -> tuple[float, float]:
     return statistics.median(values), values[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
 
 
-def batches_of_files(progress: dict, per_file: int) -> dict:
+def batches_of_files(progress: dict, sizes: list) -> dict:
     """``{file: micro-batch}``: which micro-batch read each input file (the source takes
-    the files in order, every new one in the next micro-batch; ``per_file`` records each),
+    the files in order, every new one in the next micro-batch; ``sizes``: their rows),
     from the micro-batches' ``numInputRows``."""
-    out, done = {}, 0
+    ends, out, done, k = np.cumsum(sizes), {}, 0, 0
     for b in sorted(progress):
-        rows = progress[b].get("numInputRows", 0)
-        for k in range(done // per_file, (done + rows) // per_file):
+        done += progress[b].get("numInputRows", 0)
+        while k < len(ends) and ends[k] <= done:
             out[k] = b
-        done += rows
+            k += 1
     return out
 
 
@@ -174,28 +188,26 @@ def started_at(progress: dict) -> float:
     return start.replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
-class CommitWatch(threading.Thread):
-    """When each epoch's commit to the input log became visible (the sink's state file,
-    looked at every 10 ms until :meth:`stop`)."""
+class LogWatch(threading.Thread):
+    """When each epoch became complete in an event log (its frontier, looked at every
+    20 ms until :meth:`stop`, as a follower does)."""
 
     def __init__(self, log: Path) -> None:
         super().__init__(daemon=True)
-        self.state, self.at, self.done = log / "_sink" / "state.json", {}, threading.Event()
+        self.log, self.at, self.done = log, {}, threading.Event()
 
     def run(self) -> None:
-        last, seen = 0, None
-        while not self.done.wait(0.01):
+        index, last = None, 0
+        while not self.done.wait(0.02):
             try:
-                stat = self.state.stat().st_mtime_ns
-                if stat == seen:
-                    continue
-                frontier, seen = json.loads(self.state.read_text())["frontier"], stat
-            except (OSError, ValueError, KeyError):
-                continue
-            now = time.time()
-            for e in range(last, frontier):
+                index = index or LogIndex(str(self.log))
+                frontier = index.snapshot().frontier.elements()
+            except (OSError, EventLogError):
+                continue                        # not started yet
+            now, upto = time.time(), (min(frontier) if frontier else max(self.at, default=-1) + 1)
+            for e in range(last, upto):
                 self.at[e] = now
-            last = max(last, frontier)
+            last = max(last, upto)
 
     def stop(self) -> None:
         self.done.set()
@@ -207,17 +219,6 @@ def durations(progress: dict, first: int) -> str:
     kept = [p["durationMs"] for b, p in progress.items() if b >= first]
     keys = sorted({k for d in kept for k in d}, key=lambda k: -statistics.median(d.get(k, 0) for d in kept))
     return ", ".join(f"{k} {statistics.median(d.get(k, 0) for d in kept):.0f}" for k in keys) if kept else "-"
-
-
-def log_times(path: Path) -> dict:
-    """``{epoch: when the file that completes it was written}`` of an event log (file mtimes)."""
-    snap = LogIndex(str(path)).snapshot()
-    out: dict = {}
-    for part in snap.parts:
-        at = os.stat(part.path).st_mtime
-        for t in part.times:
-            out[t] = max(out.get(t, 0.0), at)
-    return out
 
 
 def worker_events(path: Path) -> dict:
@@ -248,17 +249,17 @@ def dataflow(notes: str):
     return build
 
 
-def timely(spark, workdir: Path, seconds: float, rate: int, interval: float, sample_every: float,
+def timely(spark, workdir: Path, seconds: float, rate: int, interval: float, window: int, sample_every: float,
            poll: float, snapshot_every: float = PIPELINE_SNAPSHOT_EVERY) -> dict:
     """``ts.spark.stream`` for ``seconds``: per epoch, when it passed each stage; the worker's
     RSS samples ``[(seconds, MiB)]`` every ``sample_every`` seconds (0: none); the final
     check against the batch algorithm."""
     source, notes = workdir / "input", workdir / "worker-notes.txt"
     source.mkdir(parents=True)
-    generator = TimedGenerator(source, rate, interval)
+    generator = TimedGenerator(source, rate, interval, window)
     generator.write_file()
     seen, samples, inputs, outputs = Seen(by_time=True), [], {}, {}
-    commits = CommitWatch(workdir / "pipeline" / "input")
+    watches = [LogWatch(workdir / "pipeline" / log) for log in ("input", "output")]
     with ts.spark.stream(example.edges(records(spark, source)), dataflow(str(notes)), OUTPUT,
                          checkpoint=str(workdir / "pipeline"), poll=poll, snapshot_every=snapshot_every) as pipe:
         def output():
@@ -267,7 +268,8 @@ def timely(spark, workdir: Path, seconds: float, rate: int, interval: float, sam
 
         out, restarts = output(), 0
         generator.start()
-        commits.start()
+        for watch in watches:
+            watch.start()
         start = time.monotonic()
         pid, next_sample, next_progress = None, start, start
         while time.monotonic() - start < seconds:
@@ -289,6 +291,9 @@ def timely(spark, workdir: Path, seconds: float, rate: int, interval: float, sam
             time.sleep(0.2)
         generator.stop_event.set()
         generator.join()
+        pid = pid or worker_events(notes).get(("pid", 0))
+        if pid and sample_every:                        # and one at the end of the run
+            samples.append((time.monotonic() - start, rss_mb(int(pid))))
         error = pipe.exception() or (out.exception() if not out.isActive else None)
         if error is None:
             pipe.input_query.processAllAvailable()
@@ -296,41 +301,46 @@ def timely(spark, workdir: Path, seconds: float, rate: int, interval: float, sam
             out.processAllAvailable()
         progress_of(pipe.input_query, inputs)
         progress_of(out, outputs)
-    commits.stop()
+    for watch in watches:
+        watch.stop()
     if error is not None:
         print(f"at {rate} records/s the pipeline failed: {error}")
     root = workdir / "pipeline"
-    report = example.EpochReport()
     events = worker_events(notes)
     stages = {"landed": dict(enumerate(generator.written)),
               "batch": {b: started_at(p) for b, p in inputs.items()},
-              "committed": dict(commits.at),
+              "committed": dict(watches[0].at),
               "followed": {e: at for (k, e), at in events.items() if k == "followed"},
               "computed": {e: at for (k, e), at in events.items() if k == "computed"},
-              "logged": log_times(root / "output") if (root / "output").is_dir() else {},
+              "logged": dict(watches[1].at),
               "seen": dict(seen.at)}
-    ok = error is None and check(spark, root, report)
-    batch_of = batches_of_files(inputs, max(1, int(rate * interval)))
+    ok = error is None and check(spark, root)
+    batch_of = batches_of_files(inputs, generator.sizes)
     return {"delays": steady(seen.at, generator.written, batch_of), "stages": stages, "rss": samples,
             "batch_of": batch_of,
             "queries": (inputs, outputs),
             "records": generator.next_id, "epochs": len(generator.written), "ok": ok}
 
 
-def check(spark, root: Path, report) -> bool:
-    """The output log folded to its end equals the batch algorithm on every input edge."""
-    out = ts.spark.read_event_log(spark, str(root / "output")).toArrow()
-    final = ts.collection(out.drop_columns(["worker"]))
-    report.entity = dict(zip(final["vertex"].to_pylist(), final["component"].to_pylist()))
-    return example.check(spark, root, report)
+def check(spark, root: Path) -> bool:
+    """The output log folded to its end equals the batch algorithm on the edges the input
+    log holds at its end (each edge's diffs summed: withdrawn records' edges gone)."""
+    edges = ts.spark.read_event_log(spark, str(root / "input")).toArrow()
+    diff = next(c for c in edges.column_names if c.endswith("diff"))     # the input log's name for it
+    held = edges.group_by(["src", "dst"]).aggregate([(diff, "sum")])
+    held = held.filter(pc.greater(held[f"{diff}_sum"], 0))
+    vertices, components = ts.graph.forest(held["src"].to_numpy(), held["dst"].to_numpy())
+    expected = {v: c for v, c in zip(vertices.tolist(), components.tolist()) if v < ATTRIBUTES}
+    final = ts.collection(ts.spark.read_event_log(spark, str(root / "output")).toArrow().drop_columns(["worker"]))
+    return expected == dict(zip(final["vertex"].to_pylist(), final["component"].to_pylist()))
 
 
-def spark_only(spark, workdir: Path, seconds: float, rate: int, interval: float) -> dict:
+def spark_only(spark, workdir: Path, seconds: float, rate: int, interval: float, window: int) -> dict:
     """The peer: a running groupBy("email").count() in update mode, foreachBatch sink, on
     the same generator's files (same seed: the same records)."""
     source = workdir / "input"
     source.mkdir(parents=True)
-    generator = TimedGenerator(source, rate, interval)
+    generator = TimedGenerator(source, rate, interval, window)
     generator.write_file()
     seen = Seen(by_time=False)
     query = (records(spark, source).groupBy("email").count()
@@ -347,7 +357,7 @@ def spark_only(spark, workdir: Path, seconds: float, rate: int, interval: float)
     query.processAllAvailable()
     progress_of(query, progress)
     query.stop()
-    batch_of = batches_of_files(progress, max(1, int(rate * interval)))
+    batch_of = batches_of_files(progress, generator.sizes)
     return {"delays": steady(seen.at, generator.written, batch_of), "records": generator.next_id}
 
 
@@ -397,6 +407,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120.0, help="seconds of each main run (default 120)")
     parser.add_argument("--rate", type=int, default=1000, help="records per second (default 1000)")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between input files")
+    parser.add_argument("--window", type=int, default=60,
+                        help="files a record lives: each file also withdraws the records of the file this many "
+                             "before it, so the entities held stop growing (0: records stay; default 60)")
     parser.add_argument("--poll", type=float, default=PIPELINE_POLL,
                         help="seconds between the workers' looks at the input log (ts.spark.stream's poll=)")
     parser.add_argument("--sweep", default="2000,4000,8000",
@@ -413,14 +426,15 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench_streaming-"))
     runs: dict[int, dict] = {}
     try:
-        main_run = timely(spark, workdir / "timely", seconds, args.rate, args.interval, 5.0, args.poll)
+        main_run = timely(spark, workdir / "timely", seconds, args.rate, args.interval, args.window, 5.0, args.poll)
         runs[args.rate] = {"timely": main_run,
-                           "spark": spark_only(spark, workdir / "spark", seconds, args.rate, args.interval)}
+                           "spark": spark_only(spark, workdir / "spark", seconds, args.rate, args.interval,
+                                               args.window)}
         for rate in [int(r) for r in args.sweep.split(",") if r.strip()]:
             runs[rate] = {"timely": timely(spark, workdir / f"timely-{rate}", args.sweep_seconds, rate,
-                                           args.interval, 0.0, args.poll),
+                                           args.interval, args.window, 0.0, args.poll),
                           "spark": spark_only(spark, workdir / f"spark-{rate}", args.sweep_seconds, rate,
-                                              args.interval)}
+                                              args.interval, args.window)}
     finally:
         spark.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -429,7 +443,8 @@ def main() -> None:
     peer = runs[args.rate]["spark"]
     peer_med, peer_p95 = quantiles(peer["delays"])
     print(f"input: {args.rate} records/s in a file every {args.interval:g} s for {seconds:g} s "
-          f"({main_run['records']} records, {main_run['epochs']} epochs; {args.master}; poll {args.poll:g} s; "
+          f"({main_run['records']} records, {main_run['epochs']} epochs, each record withdrawn {args.window} files "
+          f"later; {args.master}; poll {args.poll:g} s; "
           f"load average at the start {load[0]:.1f}, at the end {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores)")
     print(f"timely ts.spark.stream, input file -> output row (foreachBatch): median {med:.2f} s, p95 {p95:.2f} s "
           f"(targets 1 s, 2 s; n={len(main_run['delays'])}; delay grows: "
