@@ -153,5 +153,5 @@ def test_bench_streaming_runs_small():
     assert "timely ts.spark.stream, input file -> output row (foreachBatch): median" in out
     assert "Spark-only groupBy().count() update mode, input file -> foreachBatch: median" in out
     assert "output log commit -> output query's foreachBatch" in out and "all of it" in out
-    assert "highest sustained rate tried, timely:" in out and "timely worker RSS (MiB) at each minute" in out
+    assert "highest sustained rate tried, timely:" in out and "timely worker RSS (MiB) in each minute" in out
     assert out.splitlines()[-1] == "every timely run's final entities equal the batch algorithm's: yes"

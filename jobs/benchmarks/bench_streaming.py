@@ -28,9 +28,10 @@ Printed:
   output for it -> its commit to the output log -> foreachBatch of the output query (its
   trigger), and the two queries' ``durationMs`` parts;
 * per rate tried, both sides' delays, and the highest rate each side sustained;
-* the timely worker's RSS (``VmRSS`` of its Python process) at each minute, and after
-  the first minute its spread (max - min, as a share of the mean; target within 10% over
-  10 minutes) and slope.
+* the timely worker's RSS (``VmRSS`` of its Python process, sampled every 5 s) in each
+  minute, highest and lowest, and after the first minute the spread of the minutes'
+  highest (max - min, as a share of their mean; target within 10% over 10 minutes) and
+  their slope.
 
     python jobs/benchmarks/bench_streaming.py --minutes 10
     python jobs/benchmarks/bench_streaming.py --seconds 60 --sweep 2000,4000 --sweep-seconds 30
@@ -381,24 +382,25 @@ def stage_lines(stages: dict, batch_of: dict) -> list[str]:
 
 
 def rss_lines(samples: list) -> list[str]:
-    """RSS at each minute, and after the first minute its spread and slope."""
+    """The worker's RSS in each minute (highest and lowest sample: the allocators hand
+    memory back in swings), and from the second minute to the last whole one the spread of
+    the minutes' highest (max - min, as a share of their mean) and their slope."""
     if not samples:
         return ["timely worker RSS: no sample (its pid was not seen)"]
-    per_minute, k = [], 1
+    minutes: dict[int, list] = {}
     for t, mb in samples:
-        if t >= 60 * k:
-            per_minute.append(mb)
-            k += 1
-    after = [(t, mb) for t, mb in samples if t >= 60.0]
-    line = (f"timely worker RSS (MiB) at each minute: {', '.join(f'{mb:.1f}' for mb in per_minute) or '-'}; "
-            f"first sample {samples[0][1]:.1f}, last {samples[-1][1]:.1f} ({len(samples)} samples)")
-    if len(after) < 3:
-        return [line, "  (spread and slope need a run over a minute: --minutes 10)"]
-    mb = np.array([s[1] for s in after])
-    slope = float(np.polyfit(np.array([s[0] for s in after]) / 60.0, mb, 1)[0])
-    spread = float(mb.max() - mb.min())
-    return [line, f"  after the first minute: spread {spread:.1f} MiB = {100 * spread / mb.mean():.1f}% of its mean "
-                  f"(target within 10%), slope {slope:+.2f} MiB/min"]
+        minutes.setdefault(int(t // 60), []).append(mb)
+    shown = ", ".join(f"{max(v):.0f} ({min(v):.0f})" for _, v in sorted(minutes.items()))
+    line = f"timely worker RSS (MiB) in each minute, highest (lowest): {shown} ({len(samples)} samples)"
+    whole = int(samples[-1][0] // 60)                  # the last minute, if begun, is not a whole one
+    highs = [max(v) for m, v in sorted(minutes.items()) if 1 <= m < whole]
+    if len(highs) < 2:
+        return [line, "  (spread and slope need a run of over two minutes: --minutes 10)"]
+    spread = max(highs) - min(highs)
+    slope = float(np.polyfit(np.arange(len(highs)), np.array(highs), 1)[0])
+    return [line, f"  after the first minute, the minutes' highest: spread {spread:.1f} MiB = "
+                  f"{100 * spread / float(np.mean(highs)):.1f}% of their mean (target within 10%), slope "
+                  f"{slope:+.2f} MiB/min"]
 
 
 def main() -> None:
