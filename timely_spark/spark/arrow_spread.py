@@ -32,11 +32,12 @@ SPREAD_CHUNK_BYTES = 8 << 20
 SPREAD_SCHEMA = "to int, arrow binary"
 
 
-def slices(batches: Iterable[Any], workers: int, keys: list[int],
+def slices(batches: Iterable[Any], workers: int, keys: list[int], first: int = 0,
            limit: int = SPREAD_CHUNK_BYTES) -> Iterator[Any]:
     """Record batches of ``(to, arrow)``: each chunk of ``batches`` (:func:`.task_input.chunked`)
-    cut into ``workers`` consecutive slices, slice ``i`` as an Arrow IPC stream with the
-    key ``keys[i]`` (empty slices left out).
+    cut into ``workers`` consecutive slices as Arrow IPC streams (empty slices left out),
+    slice ``i`` of chunk ``c`` keyed ``keys[(first + c + i) % workers]`` -- so that the
+    rows a chunk cannot share evenly (and chunks of a row or two) go round the workers.
 
     >>> import pyarrow as pa
     >>> out = list(slices([pa.record_batch({"x": [1, 2, 3]})], 2, [7, 9]))
@@ -44,11 +45,13 @@ def slices(batches: Iterable[Any], workers: int, keys: list[int],
     [7, 9]
     >>> [rb.to_pydict() for rb in received(out)]
     [{'x': [1]}, {'x': [2, 3]}]
+    >>> [rb["to"].to_pylist() for rb in slices([pa.record_batch({"x": [1]})] * 3, 2, [7, 9], limit=1)]
+    [[9], [7], [9]]
     """
     import numpy as np
     import pyarrow as pa
 
-    for chunk in chunked(batches, limit):
+    for c, chunk in enumerate(chunked(batches, limit)):
         for rb in chunk:
             n = rb.num_rows
             cuts = [n * i // workers for i in range(workers + 1)]
@@ -59,7 +62,7 @@ def slices(batches: Iterable[Any], workers: int, keys: list[int],
                     with pa.ipc.new_stream(sink, rb.schema) as writer:
                         writer.write_batch(rb.slice(cuts[i], cuts[i + 1] - cuts[i]))
                     ends.append(sink.tell())
-                    to.append(keys[i])
+                    to.append(keys[(first + c + i) % workers])
             offsets = pa.py_buffer(np.asarray(ends, np.int32).tobytes())
             data = pa.Array.from_buffers(pa.binary(), len(to), [None, offsets, sink.getvalue()])
             yield pa.record_batch([pa.array(to, pa.int32()), data], names=["to", "arrow"])
@@ -76,7 +79,10 @@ def spread(df: Any, workers: int) -> Any:
     keys = keys_to_own_partitions(workers)
 
     def cut(batches: Iterator[Any]) -> Iterator[Any]:
-        return slices(batches, workers, keys)
+        from pyspark import TaskContext
+
+        context = TaskContext.get()       # the input partition (a task's retry cuts the same way)
+        return slices(batches, workers, keys, context.partitionId() if context is not None else 0)
 
     return df.mapInArrow(cut, SPREAD_SCHEMA).repartition(workers, F.col("to"))
 

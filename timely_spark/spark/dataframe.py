@@ -15,9 +15,9 @@ from typing import Any, Callable, Iterator, Optional
 
 from ..function_pickle import dumps_function, loads_function
 from ..runtime import DEFAULT_PEER_TIMEOUT, Config, new_secret
+from .arrow_spread import received, spread
 from .barrier import reporting_failures, run_in_barrier_task, task_config
 from .connect import connect_session, is_connect
-from .arrow_spread import received, spread
 from .file_input import FileInput, file_input
 from .job_errors import install as install_error_translation
 from .output_schema import SchemaMismatch, arrow_schema, conform, rows_batch
@@ -137,19 +137,19 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     cross it packed into arrays, a few hundred kilobytes a row, when the schema's fields
     are all nullable (:mod:`.packed_rows`).
 
-    Lazy, like any DataFrame transformation: calling it runs no Spark job.  With
-    ``workers=N`` the input is spread over N partitions (N workers) unless its plan
-    has N partitions already (e.g. ``df.repartition(N, key)``: no second shuffle); by default
-    the input's partitions are kept when they fit in the task slots, and spread over
-    the slots otherwise.  Spreading converts the input to Arrow once and shuffles it as
-    Arrow, each worker an equal share of every input partition, not in order (see
-    :mod:`.arrow_spread`).  Instead of that shuffle, an input that is a plain scan of local Parquet files (columns selected, renamed or
-    widened; ``file:`` paths) is read by the barrier tasks themselves, each an equal
-    share of the rows, in file order (see :mod:`.file_input`); the result's plan then
-    starts at a range of N rows, not at the scan.  Spark's Arrow batches are joined into
-    chunks of about ``INPUT_CHUNK_BYTES`` before the worker sees them.  ``timeout``
-    bounds each worker's run; ``peer_timeout`` is how long a worker may stay silent.
-    Runs as ``mapInArrow(..., barrier=True)``, so it also works over Spark Connect.
+    Lazy, like any DataFrame transformation: calling it runs no Spark job. With
+    ``workers=N`` the input is spread over N partitions (N workers) unless its plan has N
+    partitions already (e.g. ``df.repartition(N, key)``: no second shuffle); by default the
+    input's partitions are kept when they fit in the task slots, and spread over the slots
+    otherwise. Spreading converts the input to Arrow once and shuffles it as Arrow, each
+    worker an equal share of every input partition, not in order (see :mod:`.arrow_spread`).
+    Instead of that shuffle, an input that is a plain scan of local Parquet files (columns
+    selected, renamed or widened; ``file:`` paths) is read by the barrier tasks themselves,
+    each an equal share of the rows, in file order (see :mod:`.file_input`); the result's
+    plan then starts at a range of N rows, not at the scan. Spark's Arrow batches are joined
+    into chunks of about ``INPUT_CHUNK_BYTES`` before the worker sees them. ``timeout``
+    bounds each worker's run; ``peer_timeout`` is how long a worker may stay silent. Runs as
+    ``mapInArrow(..., barrier=True)``, so it also works over Spark Connect.
     Before planning, ``SparkSetupError`` if the session cannot run ``workers`` barrier
     tasks at once, and ``ParameterError`` naming the route a stream takes if ``df`` is a
     streaming DataFrame.
