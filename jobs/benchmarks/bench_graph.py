@@ -13,7 +13,9 @@ memory / the edge list's Arrow size (16 bytes an edge), the ratio to scipy, and 
 growth from one size to the next.  Every result is checked against the reference in
 the parent (components exactly, PageRank within 1e-9, shortest paths exactly).
 
-Methods: connected components (ts.graph on 2 local threads and on Spark ``local[2]``,
+Methods: connected components (ts.graph on 2 local threads and on Spark ``local[2]``
+-- the Parquet scan, which the barrier tasks read themselves, and ``cc-spark-cached``: the
+same DataFrame cached by Spark first, untimed, which Spark reads and spreads as Arrow --
 scipy, numpy ``forest``; at most ``--skip-slow-above`` edges also Python union-find, the
 DataFrame naive and large/small-star loops, string ids), PageRank x20 (ts.graph local
 and Spark, scipy mat-vec loop; small sizes: the DataFrame join/groupBy loop, string
@@ -149,8 +151,8 @@ def _spark_runs(call, warm: bool) -> tuple:
 
 def _phases(stats: dict, seconds: float, began: float) -> dict:
     """The phases of the barrier tasks (the slowest task's each), the rest of the call
-    -- ``before``: planning and the stages before the barrier stage (a shuffle of the
-    input into the workers' partitions, unless the tasks read the files themselves);
+    -- ``before``: planning and the stages before the barrier stage (the input spread
+    over the workers' partitions as Arrow, unless the tasks read the files themselves);
     ``after``: from the last task's Python end to the call's end (Spark taking the
     tasks' last output, the result's stage boundary, toArrow) -- and the most ``cpu``
     seconds a task's Python process used (on a busy machine: what the task cost)."""
@@ -208,9 +210,12 @@ def run_method(method: str, path: Path, source: int, warm: bool, collect: bool =
         text = pa.table({"src": as_strings(table["src"]), "dst": as_strings(table["dst"])})
         out, t = _timed(lambda: ts.graph.connected_components(text, workers=2))
         result = pa.table({"vertex": as_ints(out["vertex"]), "component": as_ints(out["component"])})
-    elif method in ("cc-spark", "cc-spark-strings"):
+    elif method in ("cc-spark", "cc-spark-strings", "cc-spark-cached"):
         spark = _spark()
         df = _spark_edges(spark, path, method.endswith("strings"))
+        if method.endswith("cached"):                     # Spark's cache, filled untimed: spread as Arrow
+            df = df.cache()
+            df.count()
         result, t, extra = _spark_runs(lambda stats: finish(components(df, stats)), warm)
         if method.endswith("strings"):
             result = pa.table({"vertex": as_ints(result["vertex"]), "component": as_ints(result["component"])})
@@ -556,7 +561,7 @@ def _same_components(got: pa.Table, ref: pa.Table) -> str:
 
 
 METHODS = [  # (method, slow)
-    ("cc-scipy", False), ("cc-local", False), ("cc-spark", False), ("cc-forest", False),
+    ("cc-scipy", False), ("cc-local", False), ("cc-spark", False), ("cc-spark-cached", False), ("cc-forest", False),
     ("cc-local-strings", True), ("cc-spark-strings", True), ("cc-union-find", True),
     ("cc-dataframe-naive", True), ("cc-dataframe-star", True),
     ("pagerank-scipy", False), ("pagerank-local", False), ("pagerank-spark", False),
@@ -628,10 +633,11 @@ def main() -> None:
                 print(f"{'':24} first run in a fresh session {outcome['first_seconds']:.2f} s"
                       + (f" (result via {outcome['result_via']})" if "result_via" in outcome else "") + "; phases "
                       + _phase_text(outcome["first_phases"]), flush=True)
+            local = method.replace("spark", "local").replace("-cached", "")
             if "phases" in outcome:
                 print(f"{'':24} warm run phases " + _phase_text(outcome["phases"])
-                      + (f"; warm / local = {t / times[method.replace('spark', 'local')]:.2f}"
-                         if method.replace("spark", "local") in times else ""), flush=True)
+                      + (f"; warm Spark / local threads = {t / times[local]:.2f}" if local in times else ""),
+                      flush=True)
             for worker, peaks in enumerate(outcome.get("peaks", [])):
                 print(f"{'':24} worker {worker}: peak rows kept "
                       + ", ".join(f"{name} {rows:,}" for name, rows in sorted(peaks.items())), flush=True)

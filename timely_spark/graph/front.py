@@ -248,7 +248,7 @@ def _on_spark(edges: Any, algorithm: Algorithm, src: str, dst: str, workers: int
     from pyspark.sql.types import DoubleType, LongType, StructField, StructType
 
     from ..spark import transform
-    from .spark_edges import for_workers, spark_edges
+    from .spark_edges import spark_edges
 
     frame, id_type = spark_edges(edges, src, dst, weight)
     encode = not isinstance(id_type, LongType)
@@ -263,5 +263,4 @@ def _on_spark(edges: Any, algorithm: Algorithm, src: str, dst: str, workers: int
         named = batches.map(lambda rb: rb.rename_columns(names))          # the user's names, for errors
         return _dataflow(named, src, dst, algorithm, encode, source_array, True)
 
-    frame = for_workers(frame, workers)        # files the tasks read, or a shuffle by hash (no sort)
     return transform(frame, build, schema, workers=workers, timeout=timeout, stats=stats)

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from .components_columnar import GraphInputError
 
-__all__ = ["spark_edges", "quoted", "for_workers"]
+__all__ = ["spark_edges", "quoted"]
 
 SPARK_IDS = "integers, strings, binaries or dates"
 
@@ -66,20 +66,3 @@ def spark_edges(edges: Any, src: str, dst: str, weight: Optional[str] = None) ->
                                   f"{types[weight].simpleString()}", weight)
         columns.append(F.col(quoted(weight)).cast("double").alias("weight"))
     return edges.select(*columns), id_type
-
-
-def for_workers(frame: Any, workers: int) -> Any:
-    """``frame`` (from :func:`spark_edges`) as ``ts.spark.transform`` should take it for
-    ``workers`` workers: as it is when the barrier tasks can read it themselves (a plain
-    scan of local Parquet files: no shuffle at all, see
-    :func:`timely_spark.spark.file_input`), else hash-partitioned by ``src`` into
-    ``workers`` partitions (a round-robin repartition would sort every edge first).
-    Reads at most the files' footers; runs no Spark job.
-
-        for_workers(spark.read.parquet("edges.parquet"), 2)     # the same DataFrame
-    """
-    from ..spark import file_input
-
-    if file_input(frame, workers) is not None:
-        return frame
-    return frame.repartition(workers, "src")

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from ..function_pickle import dumps_function, loads_function
 from ..runtime import DEFAULT_PEER_TIMEOUT, Config, new_secret
+from .arrow_spread import received, spread
 from .barrier import reporting_failures, run_in_barrier_task, task_config
 from .connect import connect_session, is_connect
 from .file_input import FileInput, file_input
@@ -58,50 +59,27 @@ def _planned_partitions(df: Any) -> Optional[int]:
     return int(partitioning.numPartitions()) or None
 
 
-def _hashable(t: Any) -> bool:
-    from pyspark.sql.types import ArrayType, MapType, StructType
-
-    if isinstance(t, MapType):
-        return False
-    if isinstance(t, ArrayType):
-        return _hashable(t.elementType)
-    return not isinstance(t, StructType) or all(_hashable(f.dataType) for f in t.fields)
-
-
-def _spread(df: Any, workers: int) -> Any:
-    """``df`` in ``workers`` partitions.  Over Spark Connect, where the plan cannot be
-    read (a DataFrame hash-partitioned into ``workers`` already is not recognised), by a
-    hash of its columns: Spark keeps only this last of two repartitions, and a round-robin
-    one would sort every row first; otherwise (or with no column to hash) round-robin."""
-    if is_connect(df.sparkSession):
-        from pyspark.sql import functions as F
-
-        columns = [F.col("`" + f.name.replace("`", "``") + "`") for f in df.schema.fields if _hashable(f.dataType)]
-        if columns:
-            return df.repartition(workers, F.xxhash64(*columns))
-    return df.repartition(workers)
-
-
-def _fit_to_slots(df: Any) -> tuple[Any, Optional[int], Optional[FileInput]]:
-    """``df`` itself when its partitions fit in the task slots, else repartitioned to the
-    slots (barrier stages cannot coalesce) -- or, for a plain Parquet scan, read by that
-    many tasks themselves (its :class:`.file_input.FileInput`) -- with a warning; and
-    its partition count (None over Spark Connect).  Runs no Spark job: the partition
-    count comes from the physical plan (or, for a plan that does not know it, such as
-    local data, from its RDD, which has no shuffle to run)."""
+def _fit_to_slots(df: Any) -> tuple[Optional[int], Optional[FileInput], bool]:
+    """How ``df`` meets the task slots: its partition count (None over Spark Connect)
+    when its partitions fit in them, else the slots -- with the input read by that many
+    tasks themselves when it is a plain Parquet scan (its :class:`.file_input.FileInput`),
+    or else spread over them as Arrow (True: barrier stages cannot coalesce, see
+    :mod:`.arrow_spread`), and a warning.  Runs no Spark job: the partition count comes
+    from the physical plan (or, for a plan that does not know it, such as local data,
+    from its RDD, which has no shuffle to run)."""
     if is_connect(df.sparkSession):  # no plan to read: Spark checks the slots itself
         check_session(df.sparkSession, 1)
-        return df, None, None
+        return None, None, False
     slots = task_slots(check_session(df.sparkSession, 1))
     planned = int(df._jdf.queryExecution().sparkPlan().outputPartitioning().numPartitions())
     partitions = planned or df.rdd.getNumPartitions()
     if partitions <= slots:
-        return df, partitions, None
+        return partitions, None, False
     direct = file_input(df, slots)
-    how = "reading its files in" if direct is not None else "repartitioning to"
+    how = "reading its files in" if direct is not None else "spreading it over"
     warnings.warn(f"ts.spark.transform: the input has {partitions} partitions but the cluster runs {slots} tasks at "
                   f"once; {how} {slots} timely workers (pass workers= to choose)", stacklevel=3)
-    return (df if direct is not None else df.repartition(slots)), slots, direct
+    return slots, direct, direct is None
 
 
 def _ticket(df: Any, secret: bytes, config: Config, on_stats: Optional[Callable[[dict], Any]],
@@ -159,18 +137,19 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     cross it packed into arrays, a few hundred kilobytes a row, when the schema's fields
     are all nullable (:mod:`.packed_rows`).
 
-    Lazy, like any DataFrame transformation: calling it runs no Spark job.  With
-    ``workers=N`` the input is repartitioned to N partitions (N workers) unless its plan
-    has N partitions already (e.g. ``df.repartition(N, key)``: no second shuffle); by default
-    the input's partitions are kept when they fit in the task slots, and repartitioned
-    to the slots otherwise.  Instead of that repartition (a shuffle of every row), an
-    input that is a plain scan of local Parquet files (columns selected, renamed or
-    widened; ``file:`` paths) is read by the barrier tasks themselves, each an equal
-    share of the rows, in file order (see :mod:`.file_input`); the result's plan then
-    starts at a range of N rows, not at the scan.  Spark's Arrow batches are joined into
-    chunks of about ``INPUT_CHUNK_BYTES`` before the worker sees them.  ``timeout``
-    bounds each worker's run; ``peer_timeout`` is how long a worker may stay silent.
-    Runs as ``mapInArrow(..., barrier=True)``, so it also works over Spark Connect.
+    Lazy, like any DataFrame transformation: calling it runs no Spark job. With
+    ``workers=N`` the input is spread over N partitions (N workers) unless its plan has N
+    partitions already (e.g. ``df.repartition(N, key)``: no second shuffle); by default the
+    input's partitions are kept when they fit in the task slots, and spread over the slots
+    otherwise. Spreading converts the input to Arrow once and shuffles it as Arrow, each
+    worker an equal share of every input partition, not in order (see :mod:`.arrow_spread`).
+    Instead of that shuffle, an input that is a plain scan of local Parquet files (columns
+    selected, renamed or widened; ``file:`` paths) is read by the barrier tasks themselves,
+    each an equal share of the rows, in file order (see :mod:`.file_input`); the result's
+    plan then starts at a range of N rows, not at the scan. Spark's Arrow batches are joined
+    into chunks of about ``INPUT_CHUNK_BYTES`` before the worker sees them. ``timeout``
+    bounds each worker's run; ``peer_timeout`` is how long a worker may stay silent. Runs as
+    ``mapInArrow(..., barrier=True)``, so it also works over Spark Connect.
     Before planning, ``SparkSetupError`` if the session cannot run ``workers`` barrier
     tasks at once, and ``ParameterError`` naming the route a stream takes if ``df`` is a
     streaming DataFrame.
@@ -209,15 +188,18 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     config = task_config(timeout=timeout, peer_timeout=peer_timeout)
     partitions: Optional[int] = workers
     direct: Optional[FileInput] = None
+    spreading = False
     checked = None
     if workers is not None:
         checked = check_session(df.sparkSession, workers)
         if _planned_partitions(df) != workers:     # a DataFrame partitioned already (by key) is kept
             direct = file_input(df, workers)       # a plain Parquet scan: the tasks read it, no shuffle
-            if direct is None:
-                df = _spread(df, workers)
+            spreading = direct is None
     else:
-        df, partitions, direct = _fit_to_slots(df)
+        partitions, direct, spreading = _fit_to_slots(df)
+    if spreading:
+        assert partitions is not None
+        df = spread(df, partitions)                # converted to Arrow once, shuffled as Arrow
     source = df if direct is None else df.sparkSession.range(0, partitions or 1, 1, partitions or 1)
     packed = packable(struct)
     build_bytes = dumps_function(build)
@@ -249,7 +231,8 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
                 task["input_from"] = "files"
                 for _ in batches:       # the range's row: the task reads its files instead
                     pass
-            for chunk in chunked(batches if direct is None else direct.read(index)):
+            inputs = direct.read(index) if direct is not None else received(batches) if spreading else batches
+            for chunk in chunked(inputs):
                 task["input"] += time.perf_counter() - reading
                 inp.send_batch([r for rb in chunk for r in rb.to_pylist()] if rows else chunk)
                 worker.step()
