@@ -84,16 +84,17 @@ from .aead import (
     TAG,
     Opener,
     Sealer,
-    buffer,
     derive_keys,
     encryption_enabled,
     greeting,
     mode,
 )
 from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
-from .codec import decode, encode
+from .buffer_pool import BufferPool
+from .codec import ARROW, decode, encode
 from .pending import PendingHandshakes
 from .thread import ThreadFabric
+from .write_behind import IOV_MAX, WriteBehind, advance
 
 __all__ = ["Mesh", "TcpAllocator", "bind_listener", "frame_keys", "handshake_mac", "recv_exact", "mesh_magic"]
 
@@ -147,10 +148,10 @@ INNER = struct.Struct("<IIIQB3x")     # sealed: channel, source, target, seq, ki
 CONTROL = 0xFFFFFFFF                  # channel of control frames
 HEARTBEAT, GOODBYE, ERROR = 10, 11, 12
 MORE = 0x80                           # kind flag: the message continues in the next frame
-IOV_MAX = 1024                        # buffers one sendmsg may take (Linux's UIO_MAXIOV; more: EMSGSIZE)
 REJECTIONS_KEPT = 256                 # refused connections a mesh remembers (Mesh.rejected): the latest
 STAGE = 256 * 1024                    # bytes read at once; a larger frame is read into a buffer of its own
-SEALING_KEPT = 64 * 1024 * 1024       # bytes of the buffer large messages are sealed into that a connection keeps
+SEALING_KEPT = 64 * 1024 * 1024       # bytes of buffers large messages are sealed into that a connection keeps
+RECEIVING_KEPT = 64 * 1024 * 1024     # bytes of buffers large frames are read into that a connection keeps
 
 
 def mesh_magic(encrypt: Optional[bool] = None) -> bytes:
@@ -223,7 +224,9 @@ class _Connection:
         self._opener = Opener(recv_key, cipher, encrypt, mesh.frame_limit)
         self._out: list = []                     # sealed frames not yet written
         self._out_bytes = 0
-        self._sealing: Optional[memoryview] = None   # where large frames are sealed (reused: see send)
+        self._sealing = BufferPool(SEALING_KEPT)      # where large messages are sealed (reused once written)
+        self._behind = WriteBehind(sock, f"timely-write-{mesh.process}-{peer}", mesh.peer_timeout,
+                                   self._write_failed)
         # reading state (under read_lock)
         self._buf = bytearray(STAGE)
         self._view = memoryview(self._buf)
@@ -231,6 +234,7 @@ class _Connection:
         self._big: Optional[tuple[bytes, Any, int]] = None   # (header, buffer, bytes in it)
         self._pending: list[memoryview] = []     # the first frames of a message sent in several
         self._expected: dict[tuple[int, int, int], int] = {}
+        self._receiving = BufferPool(RECEIVING_KEPT)  # where large frames are read (reused once their payload is gone)
         self.last_heard = time.monotonic()
         self._drained = False
         sock.settimeout(None)
@@ -263,8 +267,10 @@ class _Connection:
                         self._write()
                     return
                 views = [memoryview(p).cast("B") for p in parts]
+                if not self._sealer.encrypt and kind != ARROW:   # sent in clear from the payload's own memory,
+                    views = [memoryview(b"".join(views))]         # which may change once this returns: a copy
                 chunks = _chunks(views, self.mesh.max_frame)
-                into = self._seal_buffer(size + len(chunks) * (INNER.size + TAG))
+                into = self._sealing.take(size + len(chunks) * (INNER.size + TAG))
                 at = 0
                 for chunk, more in chunks:
                     inner = INNER.pack(channel, source, target, seq, kind | (MORE if more else 0))
@@ -274,7 +280,8 @@ class _Connection:
                     out.extend(self._sealer.seal(header, [inner, *chunk], into[at:at + length + TAG]))
                     at += length + TAG
                     self._out_bytes += HEADER.size + length + TAG
-                self._write()                   # now: the sealing buffer is reused by the next large message
+                self._out, total, self._out_bytes = [], self._out_bytes, 0
+                self._queue(out, total)         # written by the connection's writer thread
             except FrameLimitReached as exc:
                 self._out, self._out_bytes = [], 0
                 self.mesh.fail(exc)
@@ -292,27 +299,51 @@ class _Connection:
                 self.mesh.fail(failure)
                 raise failure from exc
 
-    def _seal_buffer(self, n: int) -> memoryview:
-        """A buffer of ``n`` bytes to seal a large message into, kept for the next one
-        (a fresh buffer of megabytes costs more to fault in than sealing it takes) up to
-        SEALING_KEPT bytes; the message must be written before the next is sealed."""
-        if self._sealing is not None and self._sealing.nbytes >= n:
-            return self._sealing
-        fresh = memoryview(buffer(n)).cast("B")
-        if n <= SEALING_KEPT:
-            self._sealing = fresh
-        return fresh
+    def _queue(self, frames: list, nbytes: int) -> None:
+        """Hand sealed frames to the writer thread (under ``lock``), waiting for room in
+        its bounded queue while reading what the peer sends."""
+        self._behind.wait_room(nbytes, self._read_meanwhile, self._check_sending)
+        self._behind.put(frames, nbytes)
+
+    def _read_meanwhile(self) -> None:
+        if not self.reader_done.is_set() and self.read_lock.acquire(blocking=False):
+            try:
+                self.pump()
+            finally:
+                self.read_lock.release()
+
+    def _check_sending(self) -> None:
+        if self.mesh.fabric.failure is not None or self.reader_done.is_set():
+            raise OSError("the connection failed while sending")
+
+    def _write_failed(self, exc: BaseException) -> None:
+        """The writer thread could not write (called from it): fail the run naming the
+        peer -- unless the peer's own error or goodbye explains it."""
+        if self.mesh.closing:
+            return
+        self.reader_done.wait(PEER_ERROR_GRACE)
+        if self.goodbye.is_set() or self.mesh.closing:
+            return
+        self.mesh.fail(WorkerFailure(f"cannot send to {self.describe()}: {exc}"))
+
+    def end_writing(self, drain: float) -> None:
+        """Let the writer thread write what is queued (up to ``drain`` seconds), then end it."""
+        self._behind.close(drain)
 
     def _write(self) -> None:
-        """Write the gathered frames (under ``lock``).  While the socket cannot take more,
-        read what the peer sends meanwhile (so two processes sending each other large
-        messages never wait on each other); a peer that takes nothing for ``peer_timeout``
-        seconds fails the send."""
+        """Write the gathered frames (under ``lock``): behind what the writer thread has
+        queued, or, when it is idle, directly.  While the socket cannot take more, read
+        what the peer sends meanwhile (so two processes sending each other large messages
+        never wait on each other); a peer that takes nothing for ``peer_timeout`` seconds
+        fails the send."""
         out = self._out
         if not out:
             return
         total = self._out_bytes
         self._out, self._out_bytes = [], 0
+        if not self._behind.idle():
+            self._queue(out, total)
+            return
         sock = self.sock
         sent = 0
         if len(out) <= IOV_MAX:
@@ -323,7 +354,7 @@ class _Connection:
             if sent == total:
                 return
         views = [v for v in (memoryview(p).cast("B") for p in out) if v.nbytes]
-        at = _advance(views, 0, sent)           # what the first call wrote
+        at = advance(views, 0, sent)            # what the first call wrote
         waiter = None
         while at < len(views):
             try:
@@ -350,7 +381,7 @@ class _Connection:
                     if time.monotonic() - stuck > self.mesh.peer_timeout:
                         raise OSError(f"the peer took nothing for {self.mesh.peer_timeout} s")
                 continue
-            at = _advance(views, at, sent)
+            at = advance(views, at, sent)
 
     def flush(self) -> None:
         """Write the gathered frames now."""
@@ -437,7 +468,7 @@ class _Connection:
                     start += total
                     continue
                 if total > STAGE:              # a large frame: into a buffer of its own, opened where it lies
-                    big = memoryview(buffer(length + TAG)).cast("B")
+                    big = self._receiving.take(length + TAG)
                     have = end - start - HEADER.size
                     big[:have] = view[start + HEADER.size:end]
                     self._big = (bytes(view[start:start + HEADER.size]), big, have)
@@ -525,20 +556,6 @@ class _Connection:
                 if time.monotonic() - self.last_heard > mesh.peer_timeout and not self.goodbye.is_set():
                     mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.peer_timeout} s"))
                     self.reader_done.set()
-
-
-def _advance(views: list, at: int, sent: int) -> int:
-    """Past ``sent`` bytes written from ``views[at:]``: the index of the first view not
-    wholly written (a view partly written is cut to what is left)."""
-    while sent:
-        n = views[at].nbytes
-        if sent >= n:
-            sent -= n
-            at += 1
-        else:
-            views[at] = views[at][sent:]
-            sent = 0
-    return at
 
 
 class _BadFrame(Exception):
@@ -878,6 +895,8 @@ class Mesh:
                 conn.control(GOODBYE)
             deadline = time.monotonic() + self.peer_timeout
             self.wait_readable([c for c in self.connections.values()], lambda c: c.goodbye.is_set(), deadline)
+        for conn in list(self.connections.values()):   # what is queued goes first (a failure's report included)
+            conn.end_writing(self.peer_timeout if clean else PEER_ERROR_GRACE)
         self.closing = True
         with self._ready:                              # no handshake adds a connection after this
             self._stop.set()
