@@ -43,6 +43,7 @@ class BufferPool:
         self.limit = limit
         self._arrays: list[Any] = []       # oldest first
         self.held = 0                      # bytes of the buffers kept
+        self.allocated = 0                 # buffers allocated (not taken again)
 
     def take(self, n: int) -> memoryview:
         """A writable view of ``n`` bytes (not zeroed) that nobody else uses."""
@@ -52,6 +53,7 @@ class BufferPool:
                 best = arr
         if best is None:
             best = numpy.empty(n, numpy.uint8)
+            self.allocated += 1
             if n <= self.limit:
                 while self._arrays and self.held + n > self.limit:
                     self.held -= self._arrays.pop(0).nbytes

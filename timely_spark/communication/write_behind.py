@@ -84,6 +84,11 @@ class WriteBehind:
         os.set_blocking(self._room_w, False)
         self._thread: Optional[threading.Thread] = None
 
+    @property
+    def queued(self) -> int:
+        """Bytes queued or being written."""
+        return self._bytes
+
     def idle(self) -> bool:
         """Whether nothing is queued or being written (a frame may then be written directly)."""
         return self._bytes == 0
