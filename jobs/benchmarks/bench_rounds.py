@@ -10,7 +10,8 @@ a user waits for. Each row is printed with its raw baseline, measured in the sam
    ``epoch_threads``: the same across 2 threads of one process (``--switch-interval`` sets
    the GIL's switch interval for the run, to see whether it matters).
 3. ``arrow``: Arrow record batches exchanged between 2 processes, GB/s per direction;
-   baseline: the same bytes through a raw socket.
+   baseline: the same bytes through a raw socket; and what each AEAD the mesh may use
+   seals and opens a second on one core of this CPU.
 4. ``components``: ``ts.graph.components`` on ``--edges`` random edges (``--threads``, 2), the median
    small epoch of ``--changes`` inserted edges, and of 90 % inserts and 10 % withdrawals, with
    its parts (operator logic, from the engine's ``schedule`` events; the rest: the engine and
@@ -119,6 +120,28 @@ def arrow_exchange(total_mb: int, batch_mb: int = 4) -> float:
 
     results = ts.execute(work, processes=2, timeout=600)
     return min(r[0] / r[1] for r in results)
+
+
+def aead_rates(mb: int = 4, frames: int = 64) -> dict:
+    """GB/s sealing and opening ``mb`` MB frames on this CPU, per cipher the mesh may use."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+
+    data = np.random.default_rng(0).bytes(mb << 20)
+    sealed = bytearray(len(data) + 16)
+    plain = bytearray(len(data))
+    rates = {}
+    for name, cipher in (("AES-256-GCM", AESGCM), ("ChaCha20-Poly1305", ChaCha20Poly1305)):
+        aead = cipher(bytes(32))
+        nonce = bytes(12)
+        start = time.perf_counter()
+        for _ in range(frames):
+            aead.encrypt_into(nonce, data, b"", sealed)
+        seal = time.perf_counter() - start
+        start = time.perf_counter()
+        for _ in range(frames):
+            aead.decrypt_into(nonce, sealed, b"", plain)
+        rates[name] = (len(data) * frames / seal / 1e9, len(data) * frames / (time.perf_counter() - start) / 1e9)
+    return rates
 
 
 RAW_PEER = r"""
@@ -301,6 +324,8 @@ def main() -> None:
         rate, raw = arrow_exchange(args.arrow_mb), raw_copy(args.arrow_mb << 20)
         print(f"Arrow exchange between 2 processes: {rate / 1e9:.2f} GB/s per direction; raw socket "
               f"{raw / 1e9:.2f} GB/s (ratio {rate / raw:.2f})")
+        print("AEAD on this CPU, 4 MB frames, one core: " + "; ".join(
+            f"{name} seals {seal:.1f} GB/s, opens {open_:.1f} GB/s" for name, (seal, open_) in aead_rates().items()))
     if args.only & {"components", "pagerank"}:
         graph_rows(args, np.random.default_rng(7))
 

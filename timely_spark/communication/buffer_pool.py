@@ -6,8 +6,9 @@ are therefore sealed into, and read into, buffers of a :class:`BufferPool`: a bu
 goes back into use only when nothing outside the pool refers to it (no frame waiting to
 be written, no Arrow array or payload made from it), which the pool sees from its
 reference count, so a payload that keeps its frame's memory is never overwritten.  The
-pool keeps at most ``limit`` bytes of buffers; when a new one would pass that, it forgets
-its oldest (which then lives only as long as whoever still uses it).
+pool keeps at most ``limit`` bytes of buffers; to keep a new one it drops free buffers
+(oldest first), and when every buffer it keeps is in use the new one is not kept (it
+lives as long as whoever uses it, as a buffer of no pool would).
 
 >>> pool = BufferPool(1 << 20)
 >>> a = pool.take(1000)
@@ -55,8 +56,13 @@ class BufferPool:
             best = numpy.empty(n, numpy.uint8)
             self.allocated += 1
             if n <= self.limit:
-                while self._arrays and self.held + n > self.limit:
-                    self.held -= self._arrays.pop(0).nbytes
-                self._arrays.append(best)
-                self.held += n
+                for arr in list(self._arrays):          # make room by dropping free buffers (too small), oldest first
+                    if self.held + n <= self.limit:
+                        break
+                    if sys.getrefcount(arr) == _FREE + 1:
+                        self._arrays.remove(arr)
+                        self.held -= arr.nbytes
+                if self.held + n <= self.limit:         # else every kept buffer is in use: this one is not kept
+                    self._arrays.append(best)
+                    self.held += n
         return memoryview(best)[:n]        # type: ignore[arg-type]

@@ -34,8 +34,13 @@ source worker, target worker, sequence number, kind)`` and payload (see :mod:`.c
 and the tag.  Frames are numbered and written under the connection's lock, so frames of
 one sender stay in order (FIFO per channel and peer).  The frames a worker sends in one
 step are gathered and written with one ``sendmsg`` when it finishes the step or waits
-(up to :data:`~timely_spark.communication.tcp.SEND_BATCH_BYTES`; larger messages go at once), so
-the peer wakes once per step, not once per message.  A message larger than
+(up to :data:`~timely_spark.communication.tcp.SEND_BATCH_BYTES`), so the peer wakes once per
+step, not once per message.  A large message (bulk data: an Arrow batch of megabytes) is
+sealed by the worker into a buffer of the connection's pool and handed to the
+connection's writer thread (see :mod:`.write_behind`): its queue is bounded (a worker
+that would pass the bound waits, reading the peer meanwhile), every later frame queues
+behind it until it is written, so the order stays the sealing order, and the worker goes
+on with its own work and its reading while the bytes leave.  A message larger than
 :data:`~timely_spark.communication.tcp.MAX_FRAME` goes as several frames; a header announcing
 more than that fails the connection before anything is allocated.
 
@@ -43,8 +48,11 @@ Reading: the workers read the sockets themselves, so no thread stands between a
 message and its worker.  A worker with nothing to do waits on its mailbox *and* the
 sockets at once and wakes as the bytes arrive; a stepping worker reads what has
 arrived (one ``poll``) at each step; a worker whose write cannot go on (the peer's
-buffer is full) reads meanwhile, so two processes sending each other large messages
-never wait on each other.  A watchdog thread per connection reads what waits while
+buffer, or its connection's write-behind queue, is full) reads meanwhile, so two
+processes sending each other large messages never wait on each other.  A large frame is
+read into a buffer of the connection's pool (:mod:`.buffer_pool`) and opened where it
+lies; its Arrow batches use that memory as it is, and the buffer is read into again only
+once nothing refers to it.  A watchdog thread per connection reads what waits while
 no worker does (a quarter of ``peer_timeout`` at most apart: a peer's error, goodbye
 or closing is seen while the workers compute) and watches for silence.
 
