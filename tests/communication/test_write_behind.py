@@ -16,9 +16,9 @@ import pytest
 import timely_spark as ts
 from timely_spark.communication.buffer_pool import BufferPool
 from timely_spark.communication.codec import encode
-from timely_spark.communication.tcp import Mesh, bind_listener
-from timely_spark.communication.thread import ThreadFabric
 from timely_spark.communication.write_behind import WriteBehind
+
+from .test_encryption import connected_pair
 
 
 def tcp_pair():
@@ -106,28 +106,13 @@ def test_a_buffer_is_taken_again_only_once_nothing_refers_to_it():
     assert pool.allocated == 2 and bytes(again[:4]) in (b"keep", b"over")     # reused, not allocated
 
 
-def connected_pair():
-    listeners = [bind_listener() for _ in range(2)]
-    addresses = [s.getsockname() for s in listeners]
-    fabrics = [ThreadFabric(1, offset=p, wakeable=True) for p in range(2)]
-    meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], 1, connect_timeout=10, peer_timeout=10)
-              for p in range(2)]
-    threads = [threading.Thread(target=m.connect) for m in meshes]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(20)
-    assert all(len(m.connections) == 1 for m in meshes)
-    return meshes, fabrics
-
-
 def bulk(i, mb=2):
     rows = mb * (1 << 20) // 8
     return (i, [pa.record_batch({"x": pa.array(np.arange(i, i + rows))})])
 
 
 def test_bulk_and_small_messages_keep_their_order_and_the_writer_threads_end_with_the_mesh():
-    meshes, fabrics = connected_pair()
+    meshes, fabrics = connected_pair(peer_timeout=10)
     conn = meshes[1].connections[0]
     sent = []
     for i in range(24):                             # ~48 MB: more than the write-behind queue holds
@@ -155,7 +140,7 @@ def test_bulk_and_small_messages_keep_their_order_and_the_writer_threads_end_wit
 
 
 def test_a_peer_gone_while_bulk_is_queued_fails_the_sender_naming_it_and_its_threads_end():
-    meshes, fabrics = connected_pair()
+    meshes, fabrics = connected_pair(peer_timeout=10)
     conn = meshes[1].connections[0]
     kind, parts = encode(bulk(0, mb=4))
     meshes[0].shutdown(clean=False)                 # the peer goes away; the sender keeps sending bulk

@@ -102,7 +102,7 @@ from .buffer_pool import BufferPool
 from .codec import ARROW, decode, encode
 from .pending import PendingHandshakes
 from .thread import ThreadFabric
-from .write_behind import IOV_MAX, WriteBehind, advance
+from .write_behind import IOV_MAX, WriteBehind, advance, write_all
 
 __all__ = ["Mesh", "TcpAllocator", "bind_listener", "frame_keys", "handshake_mac", "recv_exact", "mesh_magic"]
 
@@ -362,34 +362,25 @@ class _Connection:
             if sent == total:
                 return
         views = [v for v in (memoryview(p).cast("B") for p in out) if v.nbytes]
-        at = advance(views, 0, sent)            # what the first call wrote
-        waiter = None
-        while at < len(views):
-            try:
-                sent = sock.sendmsg(views[at:at + IOV_MAX], (), socket.MSG_DONTWAIT)
-            except (BlockingIOError, InterruptedError):
-                if waiter is None:
-                    waiter = select.poll()
-                    waiter.register(sock.fileno(), select.POLLOUT | select.POLLIN)
-                stuck = time.monotonic()
-                while True:
-                    ready = 0
-                    for _, ev in waiter.poll(POLL_INTERVAL * 1000.0):
-                        ready |= ev
-                    if ready & (select.POLLIN | select.POLLHUP | select.POLLERR) and not self.reader_done.is_set():
-                        if self.read_lock.acquire(blocking=False):
-                            try:
-                                self.pump()
-                            finally:
-                                self.read_lock.release()
-                    if ready & (select.POLLOUT | select.POLLERR | select.POLLHUP):
-                        break
-                    if self.mesh.fabric.failure is not None or self.reader_done.is_set():
-                        raise OSError("the connection failed while sending")
-                    if time.monotonic() - stuck > self.mesh.peer_timeout:
-                        raise OSError(f"the peer took nothing for {self.mesh.peer_timeout} s")
-                continue
-            at = advance(views, at, sent)
+        waiter = select.poll()
+        waiter.register(sock.fileno(), select.POLLOUT | select.POLLIN)
+
+        def blocked() -> None:                  # the socket is full: read the peer until it takes more
+            stuck = time.monotonic()
+            while True:
+                ready = 0
+                for _, ev in waiter.poll(POLL_INTERVAL * 1000.0):
+                    ready |= ev
+                if ready & (select.POLLIN | select.POLLHUP | select.POLLERR) and not self.reader_done.is_set():
+                    self._read_meanwhile()
+                if ready & (select.POLLOUT | select.POLLERR | select.POLLHUP):
+                    return
+                if self.mesh.fabric.failure is not None or self.reader_done.is_set():
+                    raise OSError("the connection failed while sending")
+                if time.monotonic() - stuck > self.mesh.peer_timeout:
+                    raise OSError(f"the peer took nothing for {self.mesh.peer_timeout} s")
+
+        write_all(sock, views, advance(views, 0, sent), blocked)
 
     def flush(self) -> None:
         """Write the gathered frames now."""

@@ -30,7 +30,7 @@ import time
 from collections import deque
 from typing import Callable, Optional
 
-__all__ = ["WriteBehind", "WRITE_BEHIND_BYTES", "advance"]
+__all__ = ["WriteBehind", "WRITE_BEHIND_BYTES", "advance", "write_all"]
 
 #: Bytes of sealed frames a connection may hold queued for its writer thread; a worker
 #: that would queue more waits (reading meanwhile) until the thread has written enough.
@@ -58,6 +58,19 @@ def advance(views: list, at: int, sent: int) -> int:
             views[at] = views[at][sent:]
             sent = 0
     return at
+
+
+def write_all(sock: socket.socket, views: list, at: int, blocked: Callable[[], None]) -> None:
+    """Write ``views[at:]`` (byte views; cut as they are written) with non-blocking
+    ``sendmsg`` calls; ``blocked()`` is called whenever the socket takes nothing, and
+    returns once it may take more (or raises to give up)."""
+    while at < len(views):
+        try:
+            sent = sock.sendmsg(views[at:at + IOV_MAX], (), socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            blocked()
+            continue
+        at = advance(views, at, sent)
 
 
 class WriteBehind:
@@ -171,25 +184,18 @@ class WriteBehind:
 
     def _write(self, frames: list) -> None:
         """Write every byte of ``frames``, waiting for the socket as needed."""
-        sock = self._sock
-        views = [v for v in (memoryview(p).cast("B") for p in frames) if v.nbytes]
-        at = 0
-        waiter = None
-        while at < len(views):
-            try:
-                sent = sock.sendmsg(views[at:at + IOV_MAX], (), socket.MSG_DONTWAIT)
-            except (BlockingIOError, InterruptedError):
-                if waiter is None:
-                    waiter = select.poll()
-                    waiter.register(sock.fileno(), select.POLLOUT)
-                stuck = time.monotonic()
-                while not waiter.poll(WAIT_SLICE * 1000.0):
-                    if self._stop:
-                        raise OSError("the connection closed while writing") from None
-                    if time.monotonic() - stuck > self._timeout:
-                        raise OSError(f"the peer took nothing for {self._timeout} s") from None
-                continue
-            at = advance(views, at, sent)
+        waiter = select.poll()
+        waiter.register(self._sock.fileno(), select.POLLOUT)
+
+        def blocked() -> None:
+            stuck = time.monotonic()
+            while not waiter.poll(WAIT_SLICE * 1000.0):
+                if self._stop:
+                    raise OSError("the connection closed while writing")
+                if time.monotonic() - stuck > self._timeout:
+                    raise OSError(f"the peer took nothing for {self._timeout} s")
+
+        write_all(self._sock, [v for v in (memoryview(p).cast("B") for p in frames) if v.nbytes], 0, blocked)
 
     def close(self, drain: float = 0.0) -> None:
         """End the thread: first let it write what is queued for up to ``drain`` seconds,
