@@ -106,6 +106,19 @@ def test_a_buffer_is_taken_again_only_once_nothing_refers_to_it():
     assert pool.allocated == 2 and bytes(again[:4]) in (b"keep", b"over")     # reused, not allocated
 
 
+def test_a_full_pool_drops_free_buffers_to_keep_a_larger_one_and_never_one_in_use():
+    pool = BufferPool(8 << 20)
+    a, b = pool.take(3 << 20), pool.take(3 << 20)
+    del a, b                                         # both free, too small for what comes
+    c = pool.take(5 << 20)                           # the oldest free one is dropped to keep it
+    assert pool.allocated == 3 and pool.held == 8 << 20
+    d = pool.take(5 << 20)                           # the other free one goes; ``c`` is in use: ``d`` not kept
+    assert pool.allocated == 4 and pool.held == 5 << 20
+    c[:1] = b"c"
+    d[:1] = b"d"
+    assert bytes(c[:1]) == b"c"
+
+
 def bulk(i, mb=2):
     rows = mb * (1 << 20) // 8
     return (i, [pa.record_batch({"x": pa.array(np.arange(i, i + rows))})])

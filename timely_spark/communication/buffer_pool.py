@@ -56,12 +56,13 @@ class BufferPool:
             best = numpy.empty(n, numpy.uint8)
             self.allocated += 1
             if n <= self.limit:
-                for arr in list(self._arrays):          # make room by dropping free buffers (too small), oldest first
-                    if self.held + n <= self.limit:
-                        break
-                    if sys.getrefcount(arr) == _FREE + 1:
-                        self._arrays.remove(arr)
+                kept = []
+                for arr in self._arrays:                # make room by dropping free buffers (too small), oldest first
+                    if self.held + n > self.limit and sys.getrefcount(arr) == _FREE:
                         self.held -= arr.nbytes
+                    else:
+                        kept.append(arr)
+                self._arrays = kept
                 if self.held + n <= self.limit:         # else every kept buffer is in use: this one is not kept
                     self._arrays.append(best)
                     self.held += n
