@@ -160,6 +160,7 @@ REJECTIONS_KEPT = 256                 # refused connections a mesh remembers (Me
 STAGE = 256 * 1024                    # bytes read at once; a larger frame is read into a buffer of its own
 SEALING_KEPT = 64 * 1024 * 1024       # bytes of buffers large messages are sealed into that a connection keeps
 RECEIVING_KEPT = 64 * 1024 * 1024     # bytes of buffers large frames are read into that a connection keeps
+PUMP_BULK = 16 * 1024 * 1024          # bytes of large frames one read delivers before its worker may use them
 
 
 def mesh_magic(encrypt: Optional[bool] = None) -> bytes:
@@ -440,6 +441,7 @@ class _Connection:
         got = False
         limit = self.mesh.max_frame + INNER.size
         buf, view = self._buf, self._view
+        bulk = 0                                # bytes of large frames read by this call
         while True:
             if self._big is not None:
                 header, big, have = self._big
@@ -453,6 +455,9 @@ class _Connection:
                     continue
                 self._big = None
                 self._frame(header, big, owned=True)
+                bulk += have
+                if bulk >= PUMP_BULK:           # let the worker use what came before reading more
+                    break
                 continue
             start, end = self._start, self._end
             while end - start >= HEADER.size:
