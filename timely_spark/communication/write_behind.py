@@ -117,9 +117,9 @@ class WriteBehind:
             self._items.append((frames, nbytes))
             self._bytes += nbytes
             self._cond.notify()
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-            self._thread.start()
+            if self._thread is None:          # started with the first frames it is given
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
 
     def wait_room(self, nbytes: int, on_readable: Callable[[], None], check: Callable[[], None]) -> None:
         """Return once ``nbytes`` more fit in the queue (or it is empty).  Meanwhile call
