@@ -39,6 +39,7 @@ from ..progress import Antichain, Builder, ChangeBatch, Operate, SharedProgress,
 __all__ = ["Subgraph"]
 
 PASSES = 8  # passes over activated children per run (see _run_children)
+RERUNS = 1  # more runs of the children that this run's own progress activated (see _apply_local)
 
 
 class Subgraph(Operate):
@@ -85,7 +86,8 @@ class Subgraph(Operate):
         self._progress_inbox = Inbox(self.activate)
         _, self._progress_pushers = worker.allocate_channel(self._progress_inbox)
         self._remote = [p.push for j, p in enumerate(self._progress_pushers) if j != worker.index]
-        self._batch: dict[tuple[int, Any], int] = {}   # this run's changes, consolidated
+        self._batch: dict[tuple[int, Any], int] = {}   # the children's changes, consolidated
+        self._sent: dict[tuple[int, Any], int] = {}    # this run's changes applied here, to broadcast
         self._incomplete: set[int] = set()
 
     # ---- construction ----------------------------------------------------------------
@@ -200,8 +202,11 @@ class Subgraph(Operate):
                     tracker.update_id(sid, to_inner(t), d)
         self._receive_progress()
         self._propagate()
-        if self._pending:
+        for _ in range(RERUNS + 1):
+            if not self._pending:
+                break
             self._run_children()
+            self._apply_local()      # children our own progress activated (a probe) run in this run too
         self._send_progress()
         # children activated by the last propagation (a final frontier change) must
         # still run: the scope is complete only when nothing is pending either
@@ -350,8 +355,12 @@ class Subgraph(Operate):
             if updates:
                 self._apply(updates)   # (what reaches this scope's outputs is reported upward)
 
-    def _send_progress(self) -> None:
-        """Broadcast this run's consolidated batch (one message per worker), and apply it here."""
+    def _apply_local(self) -> None:
+        """Apply the batch the children just made here at once (and propagate it), keeping it for
+        :meth:`_send_progress`: children that it activates -- a probe whose frontier it moved --
+        may then run in the same run, not one worker step later.  Safe: the other workers receive
+        this run's batches merged into one message, which is what they would see of consecutive
+        batches arriving together; nothing is reported before it happened."""
         batch = self._batch
         for sid, tids, entered in zip(self._input_ids, self._input_targets, self.ingress):
             if entered.unstable_has_updates():
@@ -360,16 +369,37 @@ class Subgraph(Operate):
                     batch[(sid, t)] = get((sid, t), 0) - n
                     for tid in tids:
                         batch[(tid, t)] = get((tid, t), 0) + n
-        if batch:
-            self._batch = {}
-            message = [(loc, t, d) for (loc, t), d in batch.items() if d]
-            if message and self.worker.logger is not None:
-                self.worker.logger.log("progress", address=".".join(map(str, self.path)), count=len(message))
+        if not batch:
+            return
+        self._batch = {}
+        message = [(loc, t, d) for (loc, t), d in batch.items() if d]
+        if not message:
+            return
+        if self.worker.logger is not None:
+            self.worker.logger.log("progress", address=".".join(map(str, self.path)), count=len(message))
+        if self._remote:
+            sent = self._sent
+            if not sent:
+                self._sent = batch
+            else:
+                get = sent.get
+                for key, d in batch.items():
+                    sent[key] = get(key, 0) + d
+        self._apply(message)
+        self._propagate()
+
+    def _send_progress(self) -> None:
+        """Apply what is left of this run's batch here and broadcast the run's batches, consolidated, as one message
+        per worker (atomic)."""
+        self._apply_local()
+        sent = self._sent
+        if sent:
+            self._sent = {}
+            message = [(loc, t, d) for (loc, t), d in sent.items() if d]
             if message:
                 for push in self._remote:
                     push(message)
-                self._apply(message)
-        self._propagate()   # our own batch, and what nested subgraphs applied directly
+        self._propagate()   # what nested subgraphs applied directly
 
     # ---- introspection -------------------------------------------------------------------
     def frontier(self, target: Target) -> Antichain:
