@@ -32,10 +32,11 @@ same way; the mode is in the greeting, and a peer in the other mode is refused.
 Each message is one frame -- the clear length, the sealed inner header ``(channel,
 source worker, target worker, sequence number, kind)`` and payload (see :mod:`.codec`),
 and the tag.  Frames are numbered and written under the connection's lock, so frames of
-one sender stay in order (FIFO per channel and peer).  The frames a worker sends in one
-step are gathered and written with one ``sendmsg`` when it finishes the step or waits
+one sender stay in order (FIFO per channel and peer).  The small messages a worker sends in
+one step (its data and its progress) are gathered and sealed as one frame -- a bundle, each
+message after its length -- written with one ``sendmsg`` when it finishes the step or waits
 (up to :data:`~timely_spark.communication.tcp.SEND_BATCH_BYTES`; larger messages go at once), so
-the peer wakes once per step, not once per message.  A message larger than
+the peer wakes once per step and opens one frame, not one per message.  A message larger than
 :data:`~timely_spark.communication.tcp.MAX_FRAME` goes as several frames; a header announcing
 more than that fails the connection before anything is allocated.
 
@@ -139,13 +140,15 @@ SEND_BATCH_BYTES = 256 * 1024
 
 log = logging.getLogger(__name__)
 
-PREFIX = b"TSMESH3"                   # the greeting: PREFIX and one byte naming the mode (see aead.greeting)
+PREFIX = b"TSMESH4"                   # the greeting: PREFIX and one byte naming the mode (see aead.greeting)
 NONCE = 32
 MAC = 32
 HEADER = struct.Struct("<Q")          # in clear (the associated data): the sealed length, tag excluded
 INNER = struct.Struct("<IIIQB3x")     # sealed: channel, source, target, seq, kind (24 bytes: payload 8-aligned)
 CONTROL = 0xFFFFFFFF                  # channel of control frames
 HEARTBEAT, GOODBYE, ERROR = 10, 11, 12
+BUNDLE = 13                           # a control frame holding several small messages, each after its length
+BUNDLED = struct.Struct("<I")         # the length of one message (inner header and payload) in a bundle
 MORE = 0x80                           # kind flag: the message continues in the next frame
 IOV_MAX = 1024                        # buffers one sendmsg may take (Linux's UIO_MAXIOV; more: EMSGSIZE)
 REJECTIONS_KEPT = 256                 # refused connections a mesh remembers (Mesh.rejected): the latest
@@ -223,6 +226,8 @@ class _Connection:
         self._opener = Opener(recv_key, cipher, encrypt, mesh.frame_limit)
         self._out: list = []                     # sealed frames not yet written
         self._out_bytes = 0
+        self._gathered: list[bytes] = []         # small messages (inner header and payload) not yet sealed
+        self._gathered_bytes = 0
         self._sealing: Optional[memoryview] = None   # where large frames are sealed (reused: see send)
         # reading state (under read_lock)
         self._buf = bytearray(STAGE)
@@ -235,6 +240,11 @@ class _Connection:
         self._drained = False
         sock.settimeout(None)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    @property
+    def frames_sealed(self) -> int:
+        """Frames sealed so far in this connection's sending direction."""
+        return self._sealer.frames
 
     def describe(self) -> str:
         host, port = self.mesh.addresses[self.peer]
@@ -253,15 +263,15 @@ class _Connection:
             self.seq[key] = seq + 1
             try:
                 out = self._out
-                if size < STAGE:                # the common case: one small frame, sealed in one call
-                    header = HEADER.pack(INNER.size + size)
-                    out.append(header)
-                    out.append(self._sealer.seal_bytes(
-                        header, b"".join((INNER.pack(channel, source, target, seq, kind), *parts))))
-                    self._out_bytes += HEADER.size + INNER.size + size + TAG
-                    if not gather or self._out_bytes >= SEND_BATCH_BYTES:
+                if size < STAGE:                # the common case: a small message, sealed with those gathered
+                    if self._gathered_bytes + INNER.size + size > SEND_BATCH_BYTES:
+                        self._seal_gathered()
+                    self._gathered.append(b"".join((INNER.pack(channel, source, target, seq, kind), *parts)))
+                    self._gathered_bytes += BUNDLED.size + INNER.size + size
+                    if not gather or self._out_bytes + self._gathered_bytes >= SEND_BATCH_BYTES:
                         self._write()
                     return
+                self._seal_gathered()           # (what was gathered goes first)
                 views = [memoryview(p).cast("B") for p in parts]
                 chunks = _chunks(views, self.mesh.max_frame)
                 into = self._seal_buffer(size + len(chunks) * (INNER.size + TAG))
@@ -276,11 +286,11 @@ class _Connection:
                     self._out_bytes += HEADER.size + length + TAG
                 self._write()                   # now: the sealing buffer is reused by the next large message
             except FrameLimitReached as exc:
-                self._out, self._out_bytes = [], 0
+                self._drop_unwritten()
                 self.mesh.fail(exc)
                 raise
             except OSError as exc:
-                self._out, self._out_bytes = [], 0
+                self._drop_unwritten()
                 if channel == CONTROL and kind in (HEARTBEAT, GOODBYE) and self.goodbye.is_set():
                     return          # the peer said goodbye and closed (its run is over): nothing to tell it
                 # A peer that failed sent its error before closing: let the reading deliver
@@ -303,11 +313,37 @@ class _Connection:
             self._sealing = fresh
         return fresh
 
+    def _seal_gathered(self) -> None:
+        """Seal the gathered small messages (under ``lock``) as one frame: alone, a frame
+        of its own; several, a BUNDLE frame holding each after its length.  Data and the
+        progress of a step then cost the peer one frame to open, and this side one to seal."""
+        gathered = self._gathered
+        if not gathered:
+            return
+        self._gathered, self._gathered_bytes = [], 0
+        if len(gathered) == 1:
+            body = gathered[0]
+        else:
+            pieces = [_BUNDLE_INNER]
+            for m in gathered:
+                pieces.append(BUNDLED.pack(len(m)))
+                pieces.append(m)
+            body = b"".join(pieces)
+        header = HEADER.pack(len(body))
+        self._out.append(header)
+        self._out.append(self._sealer.seal_bytes(header, body))
+        self._out_bytes += HEADER.size + len(body) + TAG
+
+    def _drop_unwritten(self) -> None:
+        self._out, self._out_bytes = [], 0
+        self._gathered, self._gathered_bytes = [], 0
+
     def _write(self) -> None:
-        """Write the gathered frames (under ``lock``).  While the socket cannot take more,
-        read what the peer sends meanwhile (so two processes sending each other large
-        messages never wait on each other); a peer that takes nothing for ``peer_timeout``
-        seconds fails the send."""
+        """Seal what was gathered and write the frames (under ``lock``).  While the socket
+        cannot take more, read what the peer sends meanwhile (so two processes sending each
+        other large messages never wait on each other); a peer that takes nothing for
+        ``peer_timeout`` seconds fails the send."""
+        self._seal_gathered()
         out = self._out
         if not out:
             return
@@ -354,10 +390,14 @@ class _Connection:
 
     def flush(self) -> None:
         """Write the gathered frames now."""
-        if self._out:
+        if self._out or self._gathered:
             with self.lock:
                 try:
                     self._write()
+                except FrameLimitReached as exc:
+                    self._drop_unwritten()
+                    self.mesh.fail(exc)
+                    raise
                 except OSError as exc:
                     self.reader_done.wait(PEER_ERROR_GRACE)
                     failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
@@ -470,6 +510,28 @@ class _Connection:
             raise _BadFrame(f"a frame from {self.describe()} failed its integrity check (injected, altered, "
                             "reordered, replayed or dropped on the way)")
         channel, source, target, seq, kind = INNER.unpack_from(plain, 0)
+        if channel == CONTROL and kind == BUNDLE:
+            if self._pending:
+                raise _BadFrame(f"{self.describe()} sent a bundle inside a message of several frames")
+            at, end = INNER.size, plain.nbytes
+            while at < end:
+                if end - at < BUNDLED.size + INNER.size:
+                    raise _BadFrame(f"{self.describe()} sent a bundle cut short")
+                (n,) = BUNDLED.unpack_from(plain, at)
+                at += BUNDLED.size
+                if n < INNER.size or n > end - at:
+                    raise _BadFrame(f"{self.describe()} sent a bundle with a message of {n} bytes where "
+                                    f"{end - at} are left")
+                message = plain[at:at + n]
+                channel, source, target, seq, kind = INNER.unpack_from(message, 0)
+                if kind & MORE or (channel == CONTROL and kind == BUNDLE):
+                    raise _BadFrame(f"{self.describe()} sent a partial message or a bundle in a bundle")
+                if channel == CONTROL:
+                    self._control(kind, message[INNER.size:])
+                else:
+                    self._message(channel, source, target, seq, kind, message[INNER.size:])
+                at += n
+            return
         body = plain[INNER.size:]
         if kind & MORE:
             self._pending.append(body)
@@ -478,13 +540,20 @@ class _Connection:
             self._pending.append(body)
             body = memoryview(b"".join(self._pending))
             self._pending = []
-        mesh = self.mesh
         if channel == CONTROL:
-            if kind == GOODBYE:
-                self.goodbye.set()
-            elif kind == ERROR:
-                mesh.fail(self._relayed_error(body), remote=True)
-            return
+            self._control(kind, body)
+        else:
+            self._message(channel, source, target, seq, kind, body)
+
+    def _control(self, kind: int, body: memoryview) -> None:
+        if kind == GOODBYE:
+            self.goodbye.set()
+        elif kind == ERROR:
+            self.mesh.fail(self._relayed_error(body), remote=True)
+
+    def _message(self, channel: int, source: int, target: int, seq: int, kind: int, body: memoryview) -> None:
+        """Check a message's number on its channel, decode it and hand it to its worker."""
+        mesh = self.mesh
         key = (channel, source, target)
         if seq != self._expected.get(key, 0):
             raise ValueError(f"frame {seq} on channel {channel} from worker {source}, "
@@ -539,6 +608,9 @@ def _advance(views: list, at: int, sent: int) -> int:
             views[at] = views[at][sent:]
             sent = 0
     return at
+
+
+_BUNDLE_INNER = INNER.pack(CONTROL, 0, 0, 0, BUNDLE)
 
 
 class _BadFrame(Exception):
