@@ -134,6 +134,11 @@ PEER_ERROR_GRACE = 1.0
 """Seconds a worker that cannot send to a peer waits for that peer's own error (sent
 before it closed) to arrive, so that the run reports the cause, not the broken pipe."""
 
+#: Messages smaller than this many bytes that a worker sends in one step are sealed together
+#: as one frame (a bundle, at most 4 times this), so the data and the progress of a step cost
+#: one seal and one open; larger ones are sealed alone (joining them would only copy them).
+BUNDLE_BELOW = 16 * 1024
+
 #: Frames a worker writes in one step are gathered (one system call, one wake-up of the
 #: peer) until they hold this many bytes; larger messages go out at once.
 SEND_BATCH_BYTES = 256 * 1024
@@ -263,11 +268,19 @@ class _Connection:
             self.seq[key] = seq + 1
             try:
                 out = self._out
-                if size < STAGE:                # the common case: a small message, sealed with those gathered
-                    if self._gathered_bytes + INNER.size + size > SEND_BATCH_BYTES:
-                        self._seal_gathered()
-                    self._gathered.append(b"".join((INNER.pack(channel, source, target, seq, kind), *parts)))
-                    self._gathered_bytes += BUNDLED.size + INNER.size + size
+                if size < STAGE:                # the common case: one frame, sealed in one call
+                    message = b"".join((INNER.pack(channel, source, target, seq, kind), *parts))
+                    if size < BUNDLE_BELOW:     # tiny: sealed with the others gathered
+                        if self._gathered_bytes + BUNDLED.size + len(message) > BUNDLE_BELOW * 4:
+                            self._seal_gathered()
+                        self._gathered.append(message)
+                        self._gathered_bytes += BUNDLED.size + len(message)
+                    else:
+                        self._seal_gathered()   # (what was gathered goes first)
+                        header = HEADER.pack(len(message))
+                        out.append(header)
+                        out.append(self._sealer.seal_bytes(header, message))
+                        self._out_bytes += HEADER.size + len(message) + TAG
                     if not gather or self._out_bytes + self._gathered_bytes >= SEND_BATCH_BYTES:
                         self._write()
                     return
