@@ -20,8 +20,11 @@ Each run (``schedule``):
    output capability would let a loop around the scope justify itself forever;
 4. activated children run in index order; what each consumed, produced and did with
    capabilities is collected -- into one batch for local operators, which is then
-   broadcast to all workers (atomic), or applied directly for nested subgraphs,
-   whose reports are already global.
+   broadcast to all workers (atomic) and applied here, or applied directly for nested
+   subgraphs, whose reports are already global;
+5. children that this worker's own batch activated (a probe whose frontier it moved)
+   run once more in the same run (:data:`RERUNS`), so a time completes in the step
+   that completed it, not one worker step later.
 
 Time crosses the boundary through ``to_inner`` / ``to_outer`` (``Product(t, 0)``
 and ``.outer`` for loops, the identity for regions).
@@ -87,7 +90,6 @@ class Subgraph(Operate):
         _, self._progress_pushers = worker.allocate_channel(self._progress_inbox)
         self._remote = [p.push for j, p in enumerate(self._progress_pushers) if j != worker.index]
         self._batch: dict[tuple[int, Any], int] = {}   # the children's changes, consolidated
-        self._sent: dict[tuple[int, Any], int] = {}    # this run's changes applied here, to broadcast
         self._incomplete: set[int] = set()
 
     # ---- construction ----------------------------------------------------------------
@@ -356,11 +358,9 @@ class Subgraph(Operate):
                 self._apply(updates)   # (what reaches this scope's outputs is reported upward)
 
     def _apply_local(self) -> None:
-        """Apply the batch the children just made here at once (and propagate it), keeping it for
-        :meth:`_send_progress`: children that it activates -- a probe whose frontier it moved --
-        may then run in the same run, not one worker step later.  Safe: the other workers receive
-        this run's batches merged into one message, which is what they would see of consecutive
-        batches arriving together; nothing is reported before it happened."""
+        """Broadcast the batch the children just made (one message per worker, atomic) and
+        apply it here at once, propagating it: children that it activates -- a probe whose
+        frontier it moved -- then run in the same run of the scope, not one worker step later."""
         batch = self._batch
         for sid, tids, entered in zip(self._input_ids, self._input_targets, self.ingress):
             if entered.unstable_has_updates():
@@ -377,28 +377,14 @@ class Subgraph(Operate):
             return
         if self.worker.logger is not None:
             self.worker.logger.log("progress", address=".".join(map(str, self.path)), count=len(message))
-        if self._remote:
-            sent = self._sent
-            if not sent:
-                self._sent = batch
-            else:
-                get = sent.get
-                for key, d in batch.items():
-                    sent[key] = get(key, 0) + d
+        for push in self._remote:
+            push(message)
         self._apply(message)
         self._propagate()
 
     def _send_progress(self) -> None:
-        """Apply what is left of this run's batch here and broadcast the run's batches, consolidated, as one message
-        per worker (atomic)."""
+        """Broadcast and apply what is left of this run's progress (what entered from the parent)."""
         self._apply_local()
-        sent = self._sent
-        if sent:
-            self._sent = {}
-            message = [(loc, t, d) for (loc, t), d in sent.items() if d]
-            if message:
-                for push in self._remote:
-                    push(message)
         self._propagate()   # what nested subgraphs applied directly
 
     # ---- introspection -------------------------------------------------------------------
