@@ -304,9 +304,9 @@ def main() -> None:
               f"{parts['frames']:.2f} frames sent); raw socket round trip {raw * 1e6:.0f} us (ratio {epoch / raw:.1f})")
     if "epoch_threads" in args.only:
         epoch, cpu, parts = epoch_latency(args.trips, processes=1, threads=2)
-        print(f"epoch across 2 threads of one process (the same dataflow: the engine without the mesh), switch "
-              f"interval {sys.getswitchinterval() * 1e3:g} ms: median {epoch * 1e6:.0f} us ({cpu * 1e6:.0f} us of "
-              f"CPU, both workers; a worker's epoch: {parts['steps']:.2f} steps)")
+        print(f"epoch across 2 threads of one process (the same dataflow), switch interval "
+              f"{sys.getswitchinterval() * 1e3:g} ms: median {epoch * 1e6:.0f} us ({cpu * 1e6:.0f} us of CPU, "
+              f"both workers; a worker's epoch: {parts['steps']:.2f} steps; the engine without the mesh)")
     if "arrow" in args.only:
         rate, raw = arrow_exchange(args.arrow_mb), raw_copy(args.arrow_mb << 20)
         print(f"Arrow exchange between 2 processes: {rate / 1e9:.2f} GB/s per direction; raw socket "

@@ -1,26 +1,11 @@
 """Small messages gathered in one step travel as one sealed frame (a bundle), in order."""
 
-import threading
-
 import pytest
 
 from timely_spark.communication.codec import encode
-from timely_spark.communication.tcp import BUNDLE, BUNDLED, CONTROL, Mesh, bind_listener
-from timely_spark.communication.thread import ThreadFabric
+from timely_spark.communication.tcp import BUNDLE, BUNDLED, CONTROL
 
-
-def connected_pair(**kw):
-    listeners = [bind_listener() for _ in range(2)]
-    addresses = [s.getsockname() for s in listeners]
-    fabrics = [ThreadFabric(1, offset=p) for p in range(2)]
-    meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], 1, connect_timeout=10, **kw) for p in range(2)]
-    threads = [threading.Thread(target=m.connect) for m in meshes]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(20)
-    assert all(len(m.connections) == 1 for m in meshes)
-    return meshes, fabrics
+from .test_encryption import connected_pair
 
 
 @pytest.mark.parametrize("encrypt", [True, False])
