@@ -4,6 +4,7 @@ import pytest
 
 from timely_spark.communication.codec import encode
 from timely_spark.communication.tcp import BUNDLE, BUNDLED, CONTROL
+from timely_spark.errors import FrameLimitReached
 
 from .test_encryption import connected_pair
 
@@ -42,6 +43,25 @@ def test_a_malformed_bundle_from_an_authenticated_peer_fails_the_connection_nami
         assert wake is not None
         failure = fabrics[0].failure[1]
         assert "process 1" in str(failure) and "bundle" in str(failure)
+    finally:
+        for m in meshes:
+            m.shutdown(clean=False)
+
+
+def test_a_bundle_sealed_past_the_frame_limit_fails_the_run_at_the_flush():
+    meshes, fabrics = connected_pair(frame_limit=2)
+    conn = meshes[1].connections[0]
+    try:
+        for _ in range(2):                                   # frames 0 and 1: a bundle of 2 each
+            conn.send(7, 1, 0, *encode((0, ["a"])), gather=True)
+            conn.send(7, 1, 0, *encode((0, ["b"])), gather=True)
+            conn.flush()
+        conn.send(7, 1, 0, *encode((0, ["c"])), gather=True)   # gathered: nothing sealed yet
+        with pytest.raises(FrameLimitReached, match="process 0 .*sealed 2 frames"):
+            conn.flush()
+        assert isinstance(fabrics[1].failure[1], FrameLimitReached)
+        got = [fabrics[0].mailboxes[0].get(timeout=10) for _ in range(4)]
+        assert [m[1][1] for m in got] == [["a"], ["b"], ["a"], ["b"]]
     finally:
         for m in meshes:
             m.shutdown(clean=False)
