@@ -58,12 +58,15 @@ def test_bench_mesh_runs_small():
 @pytest.mark.slow
 @pytest.mark.timeout(330)
 def test_bench_rounds_runs_small():
-    out = run_job("benchmarks/bench_rounds.py", "--only", "loop,epoch,epoch_threads,components", "--rounds", "200",
-                  "--trips", "50", "--edges", "3000", "--changes", "20", "--epochs", "3", "--switch-interval", "0.001",
+    out = run_job("benchmarks/bench_rounds.py", "--only", "loop,epoch,epoch_threads,components,pagerank",
+                  "--rounds", "200", "--trips", "50", "--edges", "3000", "--changes", "20", "--epochs", "3",
+                  "--switch-interval", "0.001",
                   timeout=300)
     assert "us a round (" in out and "us of CPU" in out and "us of CPU, both workers" in out
     assert "2 threads of one process (the same dataflow), switch interval 1 ms" in out
-    assert out.count("ms of CPU, both workers") == 2 and "batch form from scratch" in out
+    assert "steps, " in out and " frames sent)" in out     # the epoch's parts
+    assert out.count("ms of CPU, both workers") == 6 and "batch form from scratch" in out
+    assert out.count("rows emitted per changed edge") == 4 and "output_tolerance=0" in out
 
 
 @pytest.mark.slow

@@ -16,7 +16,8 @@ a user waits for. Each row is printed with its raw baseline, measured in the sam
    small epoch of ``--changes`` inserted edges, and of 90 % inserts and 10 % withdrawals, with
    its parts (operator logic, from the engine's ``schedule`` events; the rest: the engine and
    the exchange); baseline: the batch form recomputing the whole graph.
-5. ``pagerank``: ``ts.graph.pagerank_stream`` output rows per changed edge in the same epochs.
+5. ``pagerank``: ``ts.graph.pagerank_stream`` output rows per changed edge in the same epochs, at its
+   default output tolerance and beside it with ``output_tolerance=0`` (every rank it changes re-emitted).
 
     python jobs/benchmarks/bench_rounds.py [--only loop,epoch,epoch_threads,arrow,components,pagerank]
                                            [--edges N] [--changes N] [--epochs N] [--threads N]
@@ -69,10 +70,12 @@ def sync(worker) -> None:
     ts.sync.Barrier(worker).wait()
 
 
-def epoch_latency(epochs: int, processes: int = 2, threads: int = 1) -> tuple[float, float]:
+def epoch_latency(epochs: int, processes: int = 2, threads: int = 1) -> tuple[float, float, dict]:
     """The median seconds of an epoch in which one record goes to the other worker and back
-    (2 processes, or 2 threads of one), and the CPU seconds an epoch of both workers' threads
-    together (what a loaded machine disturbs less than the wall clock)."""
+    (2 processes, or 2 threads of one), the CPU seconds an epoch of both workers' threads
+    together (what a loaded machine disturbs less than the wall clock), and its parts per
+    worker and epoch (the larger of the two workers'): ``steps`` (worker steps) and ``frames``
+    (sealed frames sent to the other process; each holds that step's data and progress)."""
     def work(worker):
         def build(scope):
             inp, stream = scope.new_input()
@@ -80,19 +83,27 @@ def epoch_latency(epochs: int, processes: int = 2, threads: int = 1) -> tuple[fl
 
         inp, probe = worker.dataflow(build)
         sync(worker)
-        times = []
+        mesh = getattr(worker.allocator, "mesh", None)
+        conns = list(mesh.connections.values()) if mesh is not None else []
+        frames = sum(c.frames_sealed for c in conns)
+        times, steps = [], 0
         cpu = time.thread_time()
         for epoch in range(epochs):
             start = time.perf_counter()
             if worker.index == 0:
                 inp.send(epoch)
             inp.advance_to(epoch + 1)
-            worker.step_while(lambda: probe.less_than(epoch + 1), timeout=60)
+            while probe.less_than(epoch + 1):
+                worker.step()
+                steps += 1
             times.append(time.perf_counter() - start)
-        return statistics.median(times[epochs // 10:]), (time.thread_time() - cpu) / epochs
+        cpu = (time.thread_time() - cpu) / epochs
+        parts = {"steps": steps / epochs, "frames": (sum(c.frames_sealed for c in conns) - frames) / epochs}
+        return statistics.median(times[epochs // 10:]), cpu, parts
 
     results = ts.execute(work, processes=processes, threads=threads, timeout=600)
-    return max(r[0] for r in results), sum(r[1] for r in results)
+    parts = {k: max(r[2][k] for r in results) for k in results[0][2]}
+    return max(r[0] for r in results), sum(r[1] for r in results), parts
 
 
 def arrow_exchange(total_mb: int, batch_mb: int = 4) -> tuple[float, float]:
@@ -284,10 +295,12 @@ def graph_rows(args, rng) -> None:
                   f"engine and exchange the rest); batch form from scratch {scratch * 1e3:.0f} ms, "
                   f"ratio {med / scratch:.3f}; rows emitted per epoch {statistics.median(rows):,.0f}")
         if "pagerank" in args.only:
-            times, _, rows, _ = stream_epochs(lambda e: ts.graph.pagerank_stream(e, tolerance=1e-9), base, epochs,
-                                              args.threads)
-            print(f"pagerank_stream, same epochs ({label}): median {statistics.median(times) * 1e3:.1f} ms, "
-                  f"{statistics.median(rows) / args.changes:.1f} rows emitted per changed edge")
+            for what, options in (("default output tolerance", {}), ("output_tolerance=0", {"output_tolerance": 0})):
+                times, _, rows, cpu = stream_epochs(lambda e: ts.graph.pagerank_stream(e, tolerance=1e-9, **options),
+                                                    base, epochs, args.threads)
+                print(f"pagerank_stream, same epochs ({label}), {what}: median {statistics.median(times) * 1e3:.1f} "
+                      f"ms ({statistics.median(cpu) * 1e3:.1f} ms of CPU, both workers), "
+                      f"{statistics.median(rows) / args.changes:.1f} rows emitted per changed edge")
 
 
 def main() -> None:
@@ -312,15 +325,15 @@ def main() -> None:
               f"moves in plain Python {plain * 1e6:.2f} us (ratio {engine / plain:.0f}); timely-dataflow in Rust: "
               "about 1.6 us")
     if "epoch" in args.only:
-        (epoch, cpu), raw = epoch_latency(args.trips), raw_round_trip(args.trips)
+        (epoch, cpu, parts), raw = epoch_latency(args.trips), raw_round_trip(args.trips)
         print(f"epoch across 2 processes (one record there and back, advance_to, probe): median {epoch * 1e6:.0f} us "
-              f"({cpu * 1e6:.0f} us of CPU, both workers); raw socket round trip {raw * 1e6:.0f} us "
-              f"(ratio {epoch / raw:.1f})")
+              f"({cpu * 1e6:.0f} us of CPU, both workers; a worker's epoch: {parts['steps']:.2f} steps, "
+              f"{parts['frames']:.2f} frames sent); raw socket round trip {raw * 1e6:.0f} us (ratio {epoch / raw:.1f})")
     if "epoch_threads" in args.only:
-        epoch, cpu = epoch_latency(args.trips, processes=1, threads=2)
+        epoch, cpu, parts = epoch_latency(args.trips, processes=1, threads=2)
         print(f"epoch across 2 threads of one process (the same dataflow), switch interval "
               f"{sys.getswitchinterval() * 1e3:g} ms: median {epoch * 1e6:.0f} us ({cpu * 1e6:.0f} us of CPU, "
-              "both workers)")
+              f"both workers; a worker's epoch: {parts['steps']:.2f} steps; the engine without the mesh)")
     if "arrow" in args.only:
         (rate, cpu), raw = arrow_exchange(args.arrow_mb), raw_copy(args.arrow_mb << 20)
         print(f"Arrow exchange between 2 processes: {rate / 1e9:.2f} GB/s per direction ({cpu:.2f} s of CPU per GB "

@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -27,6 +28,7 @@ import timely_spark as ts
 from timely_spark.capture import LogIndex, ParquetEventWriter, follow
 from timely_spark.capture.epoch_log import EpochLog
 from timely_spark.errors import EventLogError, ParameterError, SparkSetupError, WorkerError
+from timely_spark.graph import pagerank_reference
 
 from .stream_pipeline_job import OUTPUT, counts, source
 
@@ -261,6 +263,40 @@ def test_graph_components_of_a_streaming_dataframe_of_string_edge_changes(any_sp
         want = components_by_union_find([k for k, n in held.items() if n > 0])
         got = ts.collection(output.drop_columns(["worker"]), as_of=e).to_pylist()
         assert {r["vertex"]: r["component"] for r in got} == want, e
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_graph_pagerank_stream_of_a_streaming_dataframe_within_its_output_contract(any_spark, tmp_path):
+    spark = any_spark               # the classic session, then Spark Connect
+    ring = [(f"v{i}", f"v{(i + 1) % 30}", 1) for i in range(30)]
+    epochs = [ring + [("v0", "v15", 1), ("v3", "v20", 1)],
+              [("v3", "v20", -1), ("v7", "v8", 1)],
+              [("x", "y", 1)],                        # two new vertices beside the others
+              [("v0", "v15", -1), ("v29", "v0", -1)]]
+    edges = edge_changes(spark, tmp_path / "src", epochs)
+    output_tolerance, tolerance, damping = 0.1, 1e-9, 0.85
+    with ts.graph.pagerank_stream(edges, tolerance=tolerance, output_tolerance=output_tolerance,
+                                  checkpoint=str(tmp_path / "ckpt")) as pipeline:
+        pipeline.await_epoch(len(epochs) - 1, timeout=400)
+    output = table(spark, tmp_path / "ckpt" / "output")
+    assert output.schema.field("vertex").type == pa.string() and "diff" in output.column_names
+    grown = output.filter(pc.equal(output["time"], 2))["vertex"].to_pylist()
+    assert {"x", "y"} <= set(grown) and len(grown) <= 8       # not the 64 rows of every rank re-emitted
+    held = {}
+    for e, rows in enumerate(epochs):
+        for s, d, c in rows:
+            held[(s, d)] = held.get((s, d), 0) + c
+        live = [k for k, n in held.items() for _ in range(n)]
+        names = sorted({v for k in live for v in k})
+        index = {v: i for i, v in enumerate(names)}
+        want = pagerank_reference(np.array([index[s] for s, _ in live]), np.array([index[d] for _, d in live]),
+                                  400, damping)
+        got = {r["vertex"]: r["rank"] for r in ts.collection(output.drop_columns(["worker"]), as_of=e).to_pylist()}
+        assert set(got) == set(names), e
+        inner = 2 * len(names) * tolerance / (1 - damping)
+        for v in names:
+            assert abs(got[v] - want[index[v]]) <= output_tolerance * got[v] + inner, (e, v)
 
 
 @pytest.mark.slow

@@ -29,20 +29,23 @@ with :class:`~timely_spark.errors.FrameLimitReached`).  With
 ``TIMELY_SPARK_ENCRYPTION=off`` the payload travels in clear, still authenticated the
 same way; the mode is in the greeting, and a peer in the other mode is refused.
 
-Each message is one frame -- the clear length, the sealed inner header ``(channel,
-source worker, target worker, sequence number, kind)`` and payload (see :mod:`.codec`),
-and the tag.  Frames are numbered and written under the connection's lock, so frames of
-one sender stay in order (FIFO per channel and peer).  The frames a worker sends in one
-step are gathered and written with one ``sendmsg`` when it finishes the step or waits
-(up to :data:`~timely_spark.communication.tcp.SEND_BATCH_BYTES`), so the peer wakes once per
-step, not once per message.  A large message (bulk data: an Arrow batch of megabytes) is
-sealed by the worker into a buffer of the connection's pool and handed to the
-connection's writer thread (see :mod:`.write_behind`): its queue is bounded (a worker
-that would pass the bound waits, reading the peer meanwhile), every later frame queues
-behind it until it is written, so the order stays the sealing order, and the worker goes
-on with its own work and its reading while the bytes leave.  A message larger than
-:data:`~timely_spark.communication.tcp.MAX_FRAME` goes as several frames; a header announcing
-more than that fails the connection before anything is allocated.
+A message travels in a frame -- the clear length, the sealed inner header ``(channel, source
+worker, target worker, sequence number, kind)`` and payload (see :mod:`.codec`), and the tag
+-- alone or, if small, in a bundle (below).  Frames are numbered and written under the
+connection's lock, so frames of one sender stay in order (FIFO per channel and peer).  The
+small messages a worker sends in one step (its data and its progress) are gathered and
+sealed as one frame -- a bundle, each message after its length -- written with one
+``sendmsg`` when it finishes the step or waits (up to
+:data:`~timely_spark.communication.tcp.SEND_BATCH_BYTES`), so the peer wakes once per step
+and opens one frame, not one per message.  A large message (bulk data: an Arrow batch of
+megabytes) is sealed by the worker into a buffer of the connection's pool and handed to the
+connection's writer thread (see :mod:`.write_behind`), behind what was gathered before it:
+the queue is bounded (a worker that would pass the bound waits, reading the peer meanwhile),
+every later frame queues behind it until it is written, so the order stays the sealing
+order, and the worker goes on with its own work and its reading while the bytes leave.  A
+message larger than :data:`~timely_spark.communication.tcp.MAX_FRAME` goes as several
+frames; a header announcing more than that fails the connection before anything is
+allocated.
 
 Reading: the workers read the sockets themselves, so no thread stands between a
 message and its worker.  A worker with nothing to do waits on its mailbox *and* the
@@ -142,19 +145,26 @@ PEER_ERROR_GRACE = 1.0
 """Seconds a worker that cannot send to a peer waits for that peer's own error (sent
 before it closed) to arrive, so that the run reports the cause, not the broken pipe."""
 
+#: Messages smaller than this many bytes that a worker sends in one step are sealed together
+#: as one frame (a bundle, at most 4 times this), so the data and the progress of a step cost
+#: one seal and one open; larger ones are sealed alone (joining them would only copy them).
+BUNDLE_BELOW = 16 * 1024
+
 #: Frames a worker writes in one step are gathered (one system call, one wake-up of the
 #: peer) until they hold this many bytes; larger messages go out at once.
 SEND_BATCH_BYTES = 256 * 1024
 
 log = logging.getLogger(__name__)
 
-PREFIX = b"TSMESH3"                   # the greeting: PREFIX and one byte naming the mode (see aead.greeting)
+PREFIX = b"TSMESH4"                   # the greeting: PREFIX and one byte naming the mode (see aead.greeting)
 NONCE = 32
 MAC = 32
 HEADER = struct.Struct("<Q")          # in clear (the associated data): the sealed length, tag excluded
 INNER = struct.Struct("<IIIQB3x")     # sealed: channel, source, target, seq, kind (24 bytes: payload 8-aligned)
 CONTROL = 0xFFFFFFFF                  # channel of control frames
 HEARTBEAT, GOODBYE, ERROR = 10, 11, 12
+BUNDLE = 13                           # a control frame holding several small messages, each after its length
+BUNDLED = struct.Struct("<I")         # the length of one message (inner header and payload) in a bundle
 MORE = 0x80                           # kind flag: the message continues in the next frame
 REJECTIONS_KEPT = 256                 # refused connections a mesh remembers (Mesh.rejected): the latest
 STAGE = 256 * 1024                    # bytes read at once; a larger frame is read into a buffer of its own
@@ -233,6 +243,8 @@ class _Connection:
         self._opener = Opener(recv_key, cipher, encrypt, mesh.frame_limit)
         self._out: list = []                     # sealed frames not yet written
         self._out_bytes = 0
+        self._gathered: list[bytes] = []         # small messages (inner header and payload) not yet sealed
+        self._gathered_bytes = 0
         self._sealing = BufferPool(SEALING_KEPT)      # where large messages are sealed (reused once written)
         self._behind = WriteBehind(sock, f"timely-write-{mesh.process}-{peer}", mesh.peer_timeout,
                                    self._write_failed)
@@ -248,6 +260,11 @@ class _Connection:
         self._drained = False
         sock.settimeout(None)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    @property
+    def frames_sealed(self) -> int:
+        """Frames sealed so far in this connection's sending direction."""
+        return self._sealer.frames
 
     def describe(self) -> str:
         host, port = self.mesh.addresses[self.peer]
@@ -266,15 +283,23 @@ class _Connection:
             self.seq[key] = seq + 1
             try:
                 out = self._out
-                if size < STAGE:                # the common case: one small frame, sealed in one call
-                    header = HEADER.pack(INNER.size + size)
-                    out.append(header)
-                    out.append(self._sealer.seal_bytes(
-                        header, b"".join((INNER.pack(channel, source, target, seq, kind), *parts))))
-                    self._out_bytes += HEADER.size + INNER.size + size + TAG
-                    if not gather or self._out_bytes >= SEND_BATCH_BYTES:
+                if size < STAGE:                # the common case: one frame, sealed in one call
+                    message = b"".join((INNER.pack(channel, source, target, seq, kind), *parts))
+                    if size < BUNDLE_BELOW:     # tiny: sealed with the others gathered
+                        if self._gathered_bytes + BUNDLED.size + len(message) > BUNDLE_BELOW * 4:
+                            self._seal_gathered()
+                        self._gathered.append(message)
+                        self._gathered_bytes += BUNDLED.size + len(message)
+                    else:
+                        self._seal_gathered()   # (what was gathered goes first)
+                        header = HEADER.pack(len(message))
+                        out.append(header)
+                        out.append(self._sealer.seal_bytes(header, message))
+                        self._out_bytes += HEADER.size + len(message) + TAG
+                    if not gather or self._out_bytes + self._gathered_bytes >= SEND_BATCH_BYTES:
                         self._write()
                     return
+                self._seal_gathered()           # (what was gathered goes first)
                 views = [memoryview(p).cast("B") for p in parts]
                 if not self._sealer.encrypt and kind != ARROW:   # sent in clear from the payload's own memory,
                     views = [memoryview(b"".join(views))]         # which may change once this returns: a copy
@@ -292,11 +317,11 @@ class _Connection:
                 self._out, total, self._out_bytes = [], self._out_bytes, 0
                 self._queue(out, total)         # written by the connection's writer thread
             except FrameLimitReached as exc:
-                self._out, self._out_bytes = [], 0
+                self._drop_unwritten()
                 self.mesh.fail(exc)
                 raise
             except OSError as exc:
-                self._out, self._out_bytes = [], 0
+                self._drop_unwritten()
                 if channel == CONTROL and kind in (HEARTBEAT, GOODBYE) and self.goodbye.is_set():
                     return          # the peer said goodbye and closed (its run is over): nothing to tell it
                 # A peer that failed sent its error before closing: let the reading deliver
@@ -339,12 +364,38 @@ class _Connection:
         """Let the writer thread write what is queued (up to ``drain`` seconds), then end it."""
         self._behind.close(drain)
 
+    def _seal_gathered(self) -> None:
+        """Seal the gathered small messages (under ``lock``) as one frame: alone, a frame
+        of its own; several, a BUNDLE frame holding each after its length.  Data and the
+        progress of a step then cost the peer one frame to open, and this side one to seal."""
+        gathered = self._gathered
+        if not gathered:
+            return
+        self._gathered, self._gathered_bytes = [], 0
+        if len(gathered) == 1:
+            body = gathered[0]
+        else:
+            pieces = [_BUNDLE_INNER]
+            for m in gathered:
+                pieces.append(BUNDLED.pack(len(m)))
+                pieces.append(m)
+            body = b"".join(pieces)
+        header = HEADER.pack(len(body))
+        self._out.append(header)
+        self._out.append(self._sealer.seal_bytes(header, body))
+        self._out_bytes += HEADER.size + len(body) + TAG
+
+    def _drop_unwritten(self) -> None:
+        self._out, self._out_bytes = [], 0
+        self._gathered, self._gathered_bytes = [], 0
+
     def _write(self) -> None:
-        """Write the gathered frames (under ``lock``): behind what the writer thread has
-        queued, or, when it is idle, directly.  While the socket cannot take more, read
-        what the peer sends meanwhile (so two processes sending each other large messages
-        never wait on each other); a peer that takes nothing for ``peer_timeout`` seconds
-        fails the send."""
+        """Seal what was gathered and write the frames (under ``lock``): behind what the
+        writer thread has queued, or, when it is idle, directly.  While the socket cannot
+        take more, read what the peer sends meanwhile (so two processes sending each other
+        large messages never wait on each other); a peer that takes nothing for
+        ``peer_timeout`` seconds fails the send."""
+        self._seal_gathered()
         out = self._out
         if not out:
             return
@@ -385,10 +436,14 @@ class _Connection:
 
     def flush(self) -> None:
         """Write the gathered frames now."""
-        if self._out:
+        if self._out or self._gathered:
             with self.lock:
                 try:
                     self._write()
+                except FrameLimitReached as exc:
+                    self._drop_unwritten()
+                    self.mesh.fail(exc)
+                    raise
                 except OSError as exc:
                     self.reader_done.wait(PEER_ERROR_GRACE)
                     failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
@@ -505,6 +560,28 @@ class _Connection:
             raise _BadFrame(f"a frame from {self.describe()} failed its integrity check (injected, altered, "
                             "reordered, replayed or dropped on the way)")
         channel, source, target, seq, kind = INNER.unpack_from(plain, 0)
+        if channel == CONTROL and kind == BUNDLE:
+            if self._pending:
+                raise _BadFrame(f"{self.describe()} sent a bundle inside a message of several frames")
+            at, end = INNER.size, plain.nbytes
+            while at < end:
+                if end - at < BUNDLED.size + INNER.size:
+                    raise _BadFrame(f"{self.describe()} sent a bundle cut short")
+                (n,) = BUNDLED.unpack_from(plain, at)
+                at += BUNDLED.size
+                if n < INNER.size or n > end - at:
+                    raise _BadFrame(f"{self.describe()} sent a bundle with a message of {n} bytes where "
+                                    f"{end - at} are left")
+                message = plain[at:at + n]
+                channel, source, target, seq, kind = INNER.unpack_from(message, 0)
+                if kind & MORE or (channel == CONTROL and kind == BUNDLE):
+                    raise _BadFrame(f"{self.describe()} sent a partial message or a bundle in a bundle")
+                if channel == CONTROL:
+                    self._control(kind, message[INNER.size:])
+                else:
+                    self._message(channel, source, target, seq, kind, message[INNER.size:])
+                at += n
+            return
         body = plain[INNER.size:]
         if kind & MORE:
             self._pending.append(body)
@@ -513,13 +590,20 @@ class _Connection:
             self._pending.append(body)
             body = memoryview(b"".join(self._pending))
             self._pending = []
-        mesh = self.mesh
         if channel == CONTROL:
-            if kind == GOODBYE:
-                self.goodbye.set()
-            elif kind == ERROR:
-                mesh.fail(self._relayed_error(body), remote=True)
-            return
+            self._control(kind, body)
+        else:
+            self._message(channel, source, target, seq, kind, body)
+
+    def _control(self, kind: int, body: memoryview) -> None:
+        if kind == GOODBYE:
+            self.goodbye.set()
+        elif kind == ERROR:
+            self.mesh.fail(self._relayed_error(body), remote=True)
+
+    def _message(self, channel: int, source: int, target: int, seq: int, kind: int, body: memoryview) -> None:
+        """Check a message's number on its channel, decode it and hand it to its worker."""
+        mesh = self.mesh
         key = (channel, source, target)
         if seq != self._expected.get(key, 0):
             raise ValueError(f"frame {seq} on channel {channel} from worker {source}, "
@@ -560,6 +644,9 @@ class _Connection:
                 if time.monotonic() - self.last_heard > mesh.peer_timeout and not self.goodbye.is_set():
                     mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.peer_timeout} s"))
                     self.reader_done.set()
+
+
+_BUNDLE_INNER = INNER.pack(CONTROL, 0, 0, 0, BUNDLE)
 
 
 class _BadFrame(Exception):
