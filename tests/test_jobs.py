@@ -143,3 +143,18 @@ def test_bench_tpch_runs_small():
                   "--no-spark", timeout=90)
     assert "first load" in out and "MB/worker" in out
     assert [line.split()[0] for line in out.splitlines()[-2:]] == ["q1", "q14"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_bench_streaming_runs_small():
+    """ts.spark.stream and the Spark-only peer at 200 records/s for 15 s (records withdrawn 5 files
+    later), one sweep rate: every line the 10-minute run prints is there, and the final entities
+    equal the batch algorithm's on the records still held."""
+    out = run_job("benchmarks/bench_streaming.py", "--seconds", "15", "--rate", "200", "--window", "5",
+                  "--sweep", "400", "--sweep-seconds", "10", timeout=540)
+    assert "timely ts.spark.stream, input file -> output row (foreachBatch): median" in out
+    assert "Spark-only groupBy().count() update mode, input file -> foreachBatch: median" in out
+    assert "output log commit -> output query's foreachBatch" in out and "all of it" in out
+    assert "highest sustained rate tried, timely:" in out and "timely worker RSS (MiB) in each minute" in out
+    assert out.splitlines()[-1] == "every timely run's final entities equal the batch algorithm's: yes"

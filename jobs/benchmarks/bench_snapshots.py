@@ -2,17 +2,19 @@
 
 Two parts, one run:
 
-1. **Sustained throughput** of the streaming pipeline (``timely_spark.graph.streaming.run_pipeline``:
-   records -> Structured Streaming -> ``format("timely")`` sink -> a timely job keeping
-   ``ts.graph.components`` current -> changes log -> ``readStream``), fed faster than it
-   keeps up (``--rate`` records/s for ``--seconds``), once without a checkpoint and
-   once with ``checkpoint=`` and ``snapshot_every=5``, side by side in the same session.
+1. **Sustained throughput** of ``ts.spark.stream`` keeping ``ts.graph.components``
+   current (the pipeline of ``bench_streaming.py``: records -> the timely sink -> a
+   barrier job following its log -> the output log -> ``pipeline.df``), fed faster than
+   it keeps up (``--rate`` records/s for ``--seconds``), once with no snapshot during the
+   run (``snapshot_every`` longer than the run) and once with ``snapshot_every=5``, side
+   by side in the same session, after a short run that is not counted (the session's
+   first pipeline starts slower).
    Throughput = records / seconds from the first input file to the moment the last
    epoch's changes reached the downstream query (and, as a check, records / the whole
    run's wall time, which includes the final check).  Printed: both runs, and the
    ratios (target >= 90%).
 2. **Snapshot size and time at 2 M vertices** of component state: the timely stage
-   alone (``follow_components`` on ``ts.execute(processes=2)``) over a log of edges that
+   alone (:func:`follow_components` on ``ts.execute(processes=2)``) over a log of edges that
    reaches ``--vertices`` vertices, with ``snapshot_every=--every``.  A watcher polls the
    checkpoint directory: the time per snapshot is from its ``snapshot-<n>`` directory
    appearing (its files being written) to its ``manifest-<n>.json`` (the commit);
@@ -35,31 +37,55 @@ import threading
 import time
 from pathlib import Path
 
+import bench_streaming
 import numpy as np
 import pyarrow as pa
 
 import timely_spark as ts
-from timely_spark.capture import Messages, ParquetEventWriter, Progress
-from timely_spark.graph import streaming as pipeline
+from timely_spark.capture import Messages, ParquetEventWriter, Progress, follow
+from timely_spark.spark.pipeline import PIPELINE_POLL
 
 _NUMBERED = re.compile(r"^(snapshot|manifest)-(\d+)(?:\.json)?$")
 
 
+#: The changes log's columns (part 2).
+CHANGES = pa.schema([("vertex", pa.int64()), ("component", pa.int64()), ("diff", pa.int64())])
+
+
 def throughput(result: dict) -> float:
     """Records per second from the first input file to the last epoch's changes downstream."""
-    seen, written = result["seen"], result["written"]
+    seen, written = result["stages"]["seen"], result["stages"]["landed"]
     if not seen or not written:
         return float("nan")
     return result["records"] / max(1e-9, max(seen.values()) - written[0])
 
 
-def pipeline_run(spark, workdir: Path, args, checkpoint) -> dict:
+def pipeline_run(spark, workdir: Path, args, snapshot_every: float) -> dict:
     start = time.time()
-    result = pipeline.run_pipeline(spark, workdir, args.seconds, args.rate, args.interval, args.pool, printer=None,
-                                   checkpoint=checkpoint, snapshot_every=5.0 if checkpoint else None)
+    result = bench_streaming.timely(spark, workdir, args.seconds, args.rate, args.interval, 0, 0.0,
+                                    PIPELINE_POLL, snapshot_every=snapshot_every)
     wall = time.time() - start
     return {"throughput": throughput(result), "wall": result["records"] / wall, "records": result["records"],
             "ok": result["ok"], "epochs": result["epochs"]}
+
+
+def follow_components(edges_log: str, changes_log: str):
+    """The timely stage alone, a worker function: follow the edges log, keep its
+    components (``ts.graph.components``), capture their changes until the log is closed."""
+    def work(worker) -> None:
+        writer = ParquetEventWriter(changes_log, worker=worker.index, peers=worker.peers, flush_seconds=0.0,
+                                    schema=CHANGES)
+
+        def build(scope):
+            labels = ts.graph.components(follow(edges_log, scope), src="src", dst="dst")
+            labels.capture_into(writer)
+            return labels.probe()
+
+        probe = worker.dataflow(build)
+        worker.step_while(lambda: not probe.done())
+        writer.close()
+
+    return work
 
 
 class CheckpointWatcher(threading.Thread):
@@ -123,7 +149,7 @@ def component_snapshots(workdir: Path, vertices: int, epochs: int, every: float,
         if watcher:
             watcher.start()
         start = time.perf_counter()
-        ts.execute(pipeline.follow_components(str(edges), str(changes)), processes=2, timeout=timeout,
+        ts.execute(follow_components(str(edges), str(changes)), processes=2, timeout=timeout,
                    **({"checkpoint": str(ckpt), "snapshot_every": every} if ckpt else {}))
         out[label] = time.perf_counter() - start
         if watcher:
@@ -153,7 +179,6 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="seconds of input per pipeline run")
     parser.add_argument("--rate", type=int, default=5000, help="records per second (more than it keeps up with)")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between input files")
-    parser.add_argument("--pool", type=int, default=50000, help="distinct emails and phones")
     parser.add_argument("--vertices", type=int, default=2_000_000, help="vertices of component state (part 2)")
     parser.add_argument("--epochs", type=int, default=8, help="epochs of the edges log (part 2)")
     parser.add_argument("--every", type=float, default=5.0, help="snapshot_every of part 2")
@@ -169,11 +194,13 @@ def main() -> None:
             spark = ts.spark.get_session("bench snapshots", master=args.master)
             spark.sparkContext.setLogLevel("ERROR")
             try:
-                plain = pipeline_run(spark, workdir / "plain", args, None)
-                snap = pipeline_run(spark, workdir / "snap", args, str(workdir / "snap-checkpoint"))
+                pipeline_run(spark, workdir / "warm-up", argparse.Namespace(**{**vars(args), "seconds": 10.0}),
+                             5.0)          # the session's first pipeline starts slower: not counted
+                plain = pipeline_run(spark, workdir / "plain", args, 100 * args.seconds + 3600)
+                snap = pipeline_run(spark, workdir / "snap", args, 5.0)
             finally:
                 spark.stop()
-            print(f"pipeline ({args.master}; {args.rate} records/s offered for {args.seconds:g} s): no checkpoint "
+            print(f"pipeline ({args.master}; {args.rate} records/s offered for {args.seconds:g} s): no snapshot "
                   f"{plain['throughput']:.0f} records/s to the last epoch downstream, {plain['wall']:.0f} over the "
                   f"whole run ({plain['records']} records, {plain['epochs']} epochs, result ok: {plain['ok']}); "
                   f"snapshot_every=5 {snap['throughput']:.0f} / {snap['wall']:.0f} records/s ({snap['records']} "

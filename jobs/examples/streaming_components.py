@@ -76,10 +76,14 @@ class Generator(threading.Thread):
         del self.recent[:-100_000]                                   # a bounded memory of customers
         return {"id": i, "email": email, "phone": phone}
 
-    def write_file(self) -> None:
-        n = max(1, int(self.rate * self.interval))
-        lines = [json.dumps(self.record(i)) for i in range(self.next_id, self.next_id + n)]
+    def rows(self, n: int) -> list[dict]:
+        """The next file's records: ``n`` new ones."""
+        out = [self.record(i) for i in range(self.next_id, self.next_id + n)]
         self.next_id += n
+        return out
+
+    def write_file(self) -> None:
+        lines = [json.dumps(r) for r in self.rows(max(1, int(self.rate * self.interval)))]
         tmp = self.folder / f".records-{self.files:06d}.json"
         tmp.write_text("\n".join(lines) + "\n")
         os.replace(tmp, self.folder / f"records-{self.files:06d}.json")
@@ -91,14 +95,16 @@ class Generator(threading.Thread):
 
 
 def edges(records: Any) -> Any:
-    """Each record's two edges: its id -- its email's vertex, its id -- its phone's."""
+    """Each record's two edges: its id -- its email's vertex, its id -- its phone's (with
+    the record's ``diff``, if it has one: a record withdrawn withdraws its edges)."""
     from pyspark.sql import functions as F
 
     def attribute(prefix: str, column: str) -> Any:
         return F.lit(ATTRIBUTES) + F.pmod(F.xxhash64(F.concat(F.lit(prefix), F.col(column))), F.lit(ATTRIBUTES))
 
     return records.select(F.col("id").alias("src"),
-                          F.explode(F.array(attribute("e:", "email"), attribute("p:", "phone"))).alias("dst"))
+                          F.explode(F.array(attribute("e:", "email"), attribute("p:", "phone"))).alias("dst"),
+                          *([F.col("diff")] if "diff" in records.columns else []))
 
 
 def entities(scope: Any, stream: Any) -> Any:

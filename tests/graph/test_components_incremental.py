@@ -345,3 +345,15 @@ def test_restored_mid_stream_into_another_worker_count(monkeypatch, before, afte
                                 "diff": pa.array([r[2] for r in rows], pa.int64())})] for rows in log]
     whole, got = cut_and_restore(lambda s, x: components(x), epochs, 3, before, after)
     assert whole and got == whole
+
+
+@pytest.mark.parametrize("direct_below", [64, 1 << 20])
+def test_folded_changes_equal_union_find_with_prefix_starts_and_direct_ids_at_small_sizes(monkeypatch,
+                                                                                          direct_below):
+    """The index levels keep their prefixes' starts from 8 keys on, and the dense positions
+    give up the direct array when an id passes 64 (or keep it): the changelog of the first
+    test (paths cut and mended, a star losing its hub, duplicates) still folds to union-find."""
+    monkeypatch.setattr("timely_spark.graph.key_index.STARTS_AT", 8)
+    monkeypatch.setattr("timely_spark.graph.ids.positions.DIRECT_BELOW", direct_below)
+    monkeypatch.setattr("timely_spark.graph.ids.positions.DIRECT_PER_ID", 1)
+    folded_matches_union_find(changelog(seed=4), threads=2)

@@ -1,5 +1,5 @@
 """A long-running timely job on Spark (barrier workers following a live log; the whole
-pipeline, for as long as its input is open, is tests/spark/test_streaming_pipeline.py):
+pipeline in one call, ts.spark.stream, is tests/spark/test_stream_pipeline.py):
 cancelling the caller's job group stops it; while it holds its slots a second job (or
 a job leaving a streaming query no slot) fails at once with SparkSetupError instead of
 waiting.

@@ -12,6 +12,7 @@ the call, before anything starts."""
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -161,7 +162,8 @@ def test_an_output_that_does_not_fit_the_schema_is_named_and_the_pipeline_stops(
 def test_one_call_equals_the_pipeline_by_hand_and_the_batch_computation_across_a_stop(spark, tmp_path):
     folder, root = tmp_path / "src", tmp_path / "ckpt"
     write_files(folder, 0, 4)
-    with ts.spark.stream(source(spark, folder), counts, OUTPUT, checkpoint=str(root), snapshot_every=1.0) as pipe:
+    with ts.spark.stream(source(spark, folder), counts, OUTPUT, checkpoint=str(root), snapshot_every=1.0,
+                         compact_every=2) as pipe:
         assert pipe.workers == 1
         lines = []
         pipe.await_epoch(3, timeout=300, report=lines.append)
@@ -177,9 +179,12 @@ def test_one_call_equals_the_pipeline_by_hand_and_the_batch_computation_across_a
     assert changes_by_epoch(seen) == changes_by_epoch(table(spark, root / "output"))
 
     write_files(folder, 4, 3)                                       # more input while it is stopped
-    with ts.spark.stream(source(spark, folder), counts, OUTPUT, checkpoint=str(root), snapshot_every=1.0) as pipe:
+    with ts.spark.stream(source(spark, folder), counts, OUTPUT, checkpoint=str(root), snapshot_every=1.0,
+                         compact_every=2) as pipe:
         pipe.await_epoch(6, timeout=300)
     check_every_epoch(spark, root, 7)
+    for log in ("input", "output"):                                 # both logs compacted as they grew
+        assert any(re.fullmatch(r"part-\d+-\d+\.parquet", p.name) for p in (root / log / "worker=0").iterdir()), log
 
     hand = by_hand(spark, folder, tmp_path / "hand", 7)
     assert changes_by_epoch(hand) == changes_by_epoch(table(spark, root / "output"))

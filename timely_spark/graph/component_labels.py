@@ -67,7 +67,7 @@ epoch of a few changes costs some milliseconds however small it is.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -90,11 +90,12 @@ from .unique import sorted_unique
 if TYPE_CHECKING:
     from ..dataflow import Stream
 
-__all__ = ["ComponentLabels", "label_changes"]
+__all__ = ["ComponentLabels", "LoopRoute", "label_changes"]
 
 SHIFT = np.int64(32)
 LOW = np.int64((1 << 32) - 1)
-ONE = np.int64(1) << SHIFT
+#: The column of a broadcast naming each row's worker.
+TO = "to"
 #: The label of a vertex not in the graph (or not owned by this worker).
 ABSENT = np.iinfo(np.int64).min
 #: Kinds of the loop's messages: a wake-up; a merged label (old -> new); a search's seed, an
@@ -118,12 +119,32 @@ COMPACT_AT = 1 << 16
 
 
 def _columns(batches: list, names: tuple) -> list:
-    """The columns ``names`` of ``batches`` (non-empty, one schema), each as one numpy array:
-    one concatenation in Arrow, not a conversion per batch (a round brings many small ones)."""
+    """The columns ``names`` of ``batches`` (non-empty), each as one numpy array: one
+    concatenation in Arrow, not a conversion per batch (a round brings many small ones)."""
     if not batches:
         return [np.zeros(0, np.int64) for _ in names]
-    table = pa.Table.from_batches(batches).combine_chunks()
+    table = pa.Table.from_batches([rb.select(list(names)) for rb in batches]).combine_chunks()
     return [table.column(name).to_numpy() for name in names]
+
+
+class LoopRoute(ExchangeBy):
+    """The loop's rows to the owner of their ``vertex`` (as ``ExchangeBy(["vertex"])``),
+    but a broadcast (a batch with a ``to`` column: each worker's copy, in worker order)
+    is cut into its workers' slices: no hash, sort or copy.
+
+    >>> parts = LoopRoute("Labels").split(pa.record_batch({"vertex": [-1, -2], "a": [7, 7], TO: [0, 1]}), 2)
+    >>> [(w, rb.column("a").to_pylist()) for w, rb in parts]
+    [(0, [7]), (1, [7])]
+    """
+
+    def __init__(self, operator: str) -> None:
+        super().__init__(["vertex"], operator)
+
+    def split(self, batch: pa.RecordBatch, peers: int) -> Iterable[tuple[int, pa.RecordBatch]]:
+        if TO not in batch.schema.names:
+            return super().split(batch, peers)
+        n = batch.num_rows // peers
+        return [(w, batch.slice(w * n, n)) for w in range(peers)]
 
 
 class ComponentLabels:
@@ -207,9 +228,12 @@ class ComponentLabels:
             DIFF: np.concatenate([np.full(int(was.sum()), -1, np.int64), np.ones(int(now.sum()), np.int64)])}))
 
     def _broadcast(self, kind: int, a: np.ndarray, b: np.ndarray) -> pa.RecordBatch:
+        """Rows ``(a, b)`` of ``kind`` for every worker: a copy per worker, in worker order
+        (``to``), which :class:`LoopRoute` slices without hashing."""
         peers = len(self.keys)
         return pa.record_batch({"vertex": np.repeat(self.keys, len(a)), "kind": np.full(peers * len(a), kind, np.int8),
-                                "a": np.tile(a, peers), "b": np.tile(b, peers)})
+                                "a": np.tile(a, peers), "b": np.tile(b, peers),
+                                TO: np.repeat(np.arange(peers, dtype=np.int64), len(a))})
 
     # -- the rounds -----------------------------------------------------------------
 
@@ -262,7 +286,7 @@ class ComponentLabels:
         self.inserted = (dv[appeared], dw[appeared])
         ends = sorted_unique(dv[gone])
         labels = self.label[ends]
-        near = self.adjacent.scan(ends << SHIFT, (ends << SHIFT) + ONE)
+        near = self.adjacent.with_prefix(ends)
         has = np.isin(ends, near >> SHIFT)
         seeds, left = ends[has], ends[~has]
         self._relabel(left, np.full(len(left), ABSENT, np.int64), out)
@@ -387,7 +411,7 @@ class ComponentLabels:
             self.waiting = np.concatenate([self.waiting, fresh_v[~go]])
             self.waiting_group = np.concatenate([self.waiting_group, group_at[~go]])
         if len(expand):
-            near = self.adjacent.scan(expand << SHIFT, (expand << SHIFT) + ONE)
+            near = self.adjacent.with_prefix(expand)
             if len(near):
                 out.append(self._visits(self.vid[near & LOW], self.mark[near >> SHIFT]))
         if len(meet_a):
@@ -405,10 +429,10 @@ class ComponentLabels:
             dl, found = self.ids.get(recomputed, -1)
             dl = dl[found]
             if len(dl):
-                members = self.by_label.scan(dl << SHIFT, (dl << SHIFT) + ONE) & LOW
+                members = self.by_label.with_prefix(dl) & LOW
         a, b = [], []
         if len(members):
-            keys = self.adjacent.scan(members << SHIFT, (members << SHIFT) + ONE)
+            keys = self.adjacent.with_prefix(members)
             ka, kb = keys >> SHIFT, keys & LOW
             isolated = members[~np.isin(members, ka)]
             self._relabel(isolated, np.full(len(isolated), ABSENT, np.int64), out)
@@ -459,7 +483,7 @@ class ComponentLabels:
         dl, new = dl[found], new[found]
         if not len(dl):
             return
-        keys = self.by_label.scan(dl << SHIFT, (dl << SHIFT) + ONE)
+        keys = self.by_label.with_prefix(dl)
         order = np.argsort(dl)
         at = np.searchsorted(dl[order], keys >> SHIFT)
         self._relabel(keys & LOW, new[order][at], out)
@@ -521,7 +545,7 @@ def label_changes(incidences: "Stream", name: str) -> "Stream":
         labels = ComponentLabels(inner, name)
         kept = StateHooks(lambda t: labels.snapshot(), labels.restore, keyed=True)
         out = entered.per_time(labels.step, others=(cycle, gate),
-                               exchange=[ExchangeBy(["vertex"], name), ExchangeBy(["vertex"], name), None],
+                               exchange=[ExchangeBy(["vertex"], name), LoopRoute(name), None],
                                name=name, state=kept)
         pairs = out.flat_map(lambda rb: [rb] if "root" in rb.schema.names else [], name=f"{name}Pairs")
         found = resolve(pointer_table(contract(pairs, f"{name}Contract"), f"{name}Pointers"), f"{name}Resolve")
@@ -539,7 +563,8 @@ def _net(time: Any, batches: list) -> list:
     batches = [rb for rb in batches if rb.num_rows]
     if len(batches) <= 1:
         return batches
-    table = pa.Table.from_batches(batches).group_by(["vertex", "component"]).aggregate([(DIFF, "sum")])
+    table = pa.Table.from_batches(batches).group_by(["vertex", "component"], use_threads=False).aggregate(
+        [(DIFF, "sum")])                                # (a few rows: Arrow's thread pool costs more than it saves)
     diff = table.column(f"{DIFF}_sum").to_numpy()
     keep = np.flatnonzero(diff != 0)
     if not len(keep):

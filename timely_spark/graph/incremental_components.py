@@ -141,13 +141,12 @@ class EdgeCounts:
         keys, at = np.unique(_pack(dense[:m], dense[m:]), return_inverse=True)
         delta = _sums(at.reshape(-1), diff, len(keys))
         keys, delta = keys[delta != 0], delta[delta != 0]
-        old, _ = self.counts.get(keys)
+        old = self.counts.add(keys, delta)                # (the run fails on a bad row: no state is kept)
         new = old + delta
         if (new < 0).any():
             bad = int(np.flatnonzero(new < 0)[0])
             u, v = self.ids.vid[keys[bad] >> SHIFT], self.ids.vid[keys[bad] & LOW]
             raise withdrawn_error(self.operator, time, f"(src={u}, dst={v})", int(old[bad]), int(delta[bad]))
-        self.counts.set(keys, new)
         da, db = keys >> SHIFT, keys & LOW
         a, b = self.ids.vid[da], self.ids.vid[db]
         swap = a > b
@@ -155,9 +154,8 @@ class EdgeCounts:
         pairs, at = np.unique(_pack(dlo, dhi), return_inverse=True)
         at = at.reshape(-1)
         udelta = _sums(at, delta, len(pairs))
-        uold, _ = self.undirected.get(pairs)
+        uold = self.undirected.add(pairs, udelta)
         unew = uold + udelta
-        self.undirected.set(pairs, unew)
         changed = (uold > 0) != (unew > 0)
         lo, hi = self.ids.vid[pairs >> SHIFT], self.ids.vid[pairs & LOW]
         return lo[changed], hi[changed], (unew > 0)[changed]

@@ -8,6 +8,13 @@ O(log n) times, amortized).  A key lives in exactly one level; updating a key fo
 in a level writes its value in place.  Lookups and range scans are ``searchsorted``
 over the levels: a batch of k keys costs O(k log n), never a scan of the index.
 A value equal to ``empty`` (if given) marks a key as absent, and merges drop it.
+
+Keys that pack two non-negative 31-bit ids, ``(a << 32) | b``, are scanned by their
+*prefix* ``a`` (:meth:`KeyIndex.with_prefix`: the edges of a vertex, the members of a
+label).  A level of :data:`STARTS_AT` keys or more keeps where each prefix's keys begin
+(an array over the prefixes, built at its first scan, dropped when it merges), so a scan
+reads two positions per prefix there instead of two binary searches in a large array,
+whose dependent reads miss the cache one after the other.
 """
 
 from __future__ import annotations
@@ -18,7 +25,12 @@ import numpy as np
 
 from ..dataflow.operators.arrangement import ranges
 
-__all__ = ["KeyIndex", "expand_ranges"]
+__all__ = ["KeyIndex", "expand_ranges", "STARTS_AT"]
+
+SHIFT = np.int64(32)
+#: A level with at least this many keys keeps its prefixes' starts (see the module docstring), if
+#: its largest prefix is under four times its keys (memory in proportion to the level).
+STARTS_AT = 1 << 15
 
 
 def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -40,14 +52,16 @@ class KeyIndex:
     >>> values, found = index.get(np.array([1, 5, 7, 9]))
     >>> values.tolist(), found.tolist()
     ([0, 50, 0, 90], [False, True, False, True])
-    >>> index.scan(np.array([0]), np.array([9])).tolist()
-    [5]
+    >>> index.set(np.array([(2 << 32) | 7, (2 << 32) | 3, (3 << 32) | 1]), np.array([1, 1, 1]))
+    >>> (index.with_prefix(np.array([2, 4])) & 0xFFFFFFFF).tolist()
+    [3, 7]
     """
 
     def __init__(self, empty: Optional[int] = None) -> None:
         self.empty = empty
         self.keys: list[np.ndarray] = []
         self.values: list[np.ndarray] = []
+        self.starts: list[Optional[np.ndarray]] = []      # per level: its prefixes' starts, once built
 
     def __len__(self) -> int:
         return sum(len(k) for k in self.keys)
@@ -64,16 +78,42 @@ class KeyIndex:
         for i, held in enumerate(self.keys):
             if not len(held):
                 continue
+            starts = self._starts(i) if len(keys) and keys[0] >= 0 else None
+            if starts is not None and self._locate_by_prefix(keys, held, starts, i, level, pos):
+                continue
             at = np.minimum(np.searchsorted(held, keys), len(held) - 1)
             hit = (held[at] == keys) & (level < 0)
             level[hit] = i
             pos[hit] = at[hit]
         return level, pos
 
+    @staticmethod
+    def _locate_by_prefix(keys: np.ndarray, held: np.ndarray, starts: np.ndarray, i: int, level: np.ndarray,
+                          pos: np.ndarray) -> bool:
+        """Find the non-negative ``keys`` in level ``i`` among the keys of their prefixes (read
+        from its starts), if those are few (at most 8 per key: not a hub's); False if not."""
+        prefix = keys >> SHIFT
+        p = np.minimum(prefix, len(starts) - 2)
+        first, end = starts[p], starts[p + 1]
+        end[prefix > p] = first[prefix > p]                 # past the largest prefix: none
+        span = end - first
+        if int(span.sum()) > 8 * len(keys):
+            return False
+        at = expand_ranges(first, end)
+        owner = np.repeat(np.arange(len(keys)), span)
+        hit = held[at] == keys[owner]
+        owner, at = owner[hit], at[hit]
+        new = level[owner] < 0
+        level[owner[new]] = i
+        pos[owner[new]] = at[new]
+        return True
+
     def get(self, keys: np.ndarray, default: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """``(values, found)`` for ``keys`` (``default`` where not found or empty)."""
-        level, pos = self._locate(keys)
-        values = np.full(len(keys), default, np.int64)
+        return self._values(*self._locate(keys), default)
+
+    def _values(self, level: np.ndarray, pos: np.ndarray, default: int) -> tuple[np.ndarray, np.ndarray]:
+        values = np.full(len(level), default, np.int64)
         for i, held in enumerate(self.values):
             hit = level == i
             if hit.any():
@@ -84,11 +124,28 @@ class KeyIndex:
             values[~found] = default
         return values, found
 
+    def add(self, keys: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+        """Add ``deltas`` to the values of ``keys`` (distinct; absent ones count 0) and
+        return the old values: :meth:`get` and :meth:`set` with one search of the levels.
+
+        >>> index = KeyIndex(empty=0)
+        >>> index.add(np.array([4, 2]), np.array([1, 1])).tolist(), index.add(np.array([4]), np.array([-1])).tolist()
+        ([0, 0], [1])
+        >>> index.get(np.array([2, 4]))[1].tolist()
+        [True, False]
+        """
+        keys = np.asarray(keys, np.int64)
+        level, pos = self._locate(keys)
+        old = self._values(level, pos, 0)[0]
+        self._write(keys, old + np.asarray(deltas, np.int64), level, pos)
+        return old
+
     def set(self, keys: np.ndarray, values: np.ndarray) -> None:
         """Set ``keys`` (distinct) to ``values``: in place where held, a new level for the rest."""
         keys = np.asarray(keys, np.int64)
-        values = np.asarray(values, np.int64)
-        level, pos = self._locate(keys)
+        self._write(keys, np.asarray(values, np.int64), *self._locate(keys))
+
+    def _write(self, keys: np.ndarray, values: np.ndarray, level: np.ndarray, pos: np.ndarray) -> None:
         for i, held in enumerate(self.values):
             hit = level == i
             if hit.any():
@@ -104,9 +161,11 @@ class KeyIndex:
             keys, values = keys[order], values[order]
         self.keys.append(keys)
         self.values.append(values)
+        self.starts.append(None)
         while len(self.keys) > 1 and 2 * len(self.keys[-1]) >= len(self.keys[-2]):
             k = np.concatenate([self.keys.pop(-2), self.keys.pop()])
             v = np.concatenate([self.values.pop(-2), self.values.pop()])
+            del self.starts[-2:]
             order = np.argsort(k, kind="stable")             # two sorted runs: a merge
             k, v = k[order], v[order]
             if self.empty is not None:
@@ -114,16 +173,37 @@ class KeyIndex:
                 k, v = k[keep], v[keep]
             self.keys.append(k)
             self.values.append(v)
+            self.starts.append(None)
 
-    def scan(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """The present keys in any of the ranges ``[lo[i], hi[i])`` (unsorted).  Cost:
-        O(len(lo) log n + the keys returned)."""
-        if len(lo) > 1 and not (lo[1:] >= lo[:-1]).all():
-            order = np.argsort(lo)                           # sorted needles search much faster
-            lo, hi = lo[order], hi[order]
+    def _starts(self, i: int) -> Optional[np.ndarray]:
+        """Level ``i``'s position of the first key of each prefix ``0..top`` (``top`` its
+        largest prefix + 1, ``starts[top]`` its length), if it keeps them."""
+        starts = self.starts[i]
+        held = self.keys[i]
+        if starts is None and len(held) >= STARTS_AT and held[0] >= 0 and (held[-1] >> SHIFT) < 4 * len(held):
+            counts = np.bincount(held >> SHIFT)
+            starts = self.starts[i] = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts)])
+        return starts
+
+    def with_prefix(self, prefixes: np.ndarray) -> np.ndarray:
+        """The present keys ``(p << 32) | b`` of the distinct non-negative ``prefixes`` (unsorted).
+        Cost: O(len(prefixes)) reads in the large levels (their prefixes' starts), a binary
+        search per prefix in the small ones, plus the keys returned."""
+        prefixes = np.asarray(prefixes, np.int64)
+        if len(prefixes) > 1 and not (prefixes[1:] >= prefixes[:-1]).all():
+            prefixes = np.sort(prefixes)                     # sorted needles search (and read) faster
         parts = []
-        for held, values in zip(self.keys, self.values):
-            at = expand_ranges(np.searchsorted(held, lo), np.searchsorted(held, hi))
+        for i, (held, values) in enumerate(zip(self.keys, self.values)):
+            starts = self._starts(i)
+            if starts is not None:
+                p = np.minimum(prefixes, len(starts) - 2)
+                beyond = prefixes > p                        # past the largest prefix: none
+                first, end = starts[p], starts[p + 1]
+                end[beyond] = first[beyond]
+            else:
+                lo = prefixes << SHIFT
+                first, end = np.searchsorted(held, lo), np.searchsorted(held, lo + (np.int64(1) << SHIFT))
+            at = expand_ranges(first, end)
             if self.empty is not None:
                 at = at[values[at] != self.empty]
             parts.append(held[at])

@@ -102,11 +102,13 @@ class SplitSearch:
 
     def choose(self) -> np.ndarray:
         """The classes that expand their frontier this round: per component still
-        searching, those with a frontier whose size is at most twice the smallest
-        such class's (the small sides grow first: a small piece closes, or runs into
-        a big class, long before the big ones grow much)."""
+        searching, those still growing (a frontier, or vertices expanded last round, whose
+        neighbours arrive now) whose size is at most twice the smallest such class's (the
+        small sides grow first: a small piece closes, or runs into a big class, long
+        before the big ones grow much).  A class that expanded last round may expand what
+        it finds now: it does not wait a round for that to be counted as its frontier."""
         root = self.parent
-        live = np.isin(self.glabel, self.open) & (self.frontier > 0)
+        live = np.isin(self.glabel, self.open) & (self.frontier + self.inflight > 0)
         self.expanding = np.zeros(len(self.gid), bool)
         if not live.any():
             return np.zeros(0, np.int64)

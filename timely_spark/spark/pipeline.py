@@ -33,8 +33,9 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..capture.compact import compact_due
 from ..capture.epoch_log import EpochLog
-from ..capture.follow import FOLLOW_POLL_INTERVAL, follow
+from ..capture.follow import follow
 from ..capture.log_files import not_started
 from ..capture.log_index import LogIndex, local_path
 from ..capture.owner_lock import OwnerLock
@@ -49,12 +50,27 @@ from .preflight import check_session, held_slots, task_slots
 from .runner import run
 from .sink import record_columns
 
-__all__ = ["stream", "StreamingPipeline", "PIPELINE_SNAPSHOT_EVERY", "PIPELINE_STOP_WAIT"]
+__all__ = ["stream", "StreamingPipeline", "PIPELINE_SNAPSHOT_EVERY", "PIPELINE_STOP_WAIT", "PIPELINE_COMPACT_EVERY",
+           "PIPELINE_POLL"]
 
 #: Default seconds between the pipeline's snapshots: after a failure or a stop, the
 #: workers resume from the last one and replay the input epochs since (the output log
 #: keeps each epoch once).
 PIPELINE_SNAPSHOT_EVERY = 5.0
+
+#: Default part files a writer's share of the input or output log gathers before the log is
+#: compacted (:func:`timely_spark.capture.compact`: a few files per tier instead of two an
+#: epoch, so a pipeline that runs for days keeps its logs' file counts, and its readers'
+#: listings and indexes, small).
+PIPELINE_COMPACT_EVERY = 64
+
+#: Default seconds between the workers' looks at the input log: an epoch waits half of it
+#: on average between its commit and the workers (a look lists a compacted log's few
+#: files: about 1% of a core at this rate).
+PIPELINE_POLL = 0.02
+
+#: Seconds between worker 0's looks at whether the output log is due for compaction.
+OUTPUT_COMPACT_PERIOD = 1.0
 
 #: Seconds :meth:`StreamingPipeline.stop` waits for each part to end (the barrier job
 #: after its cancel, its tasks' hold on the output log).
@@ -103,10 +119,11 @@ def _output_struct(struct: Any) -> Any:
 
 
 def _worker_function(input_log: str, output_log: str, build_bytes: bytes, out_schema: Any, carried: bool,
-                     poll: float) -> Callable[[Any], None]:
+                     poll: float, compact_every: int) -> Callable[[Any], None]:
     """What each barrier task runs: follow the input log, ``build`` on it, capture the
-    output (conformed to ``out_schema``) into the output log, until the job is stopped
-    (or the input log closed)."""
+    output (conformed to ``out_schema``) into the output log (worker 0 compacting it when
+    a writer has ``compact_every`` new files), until the job is stopped (or the input log
+    closed)."""
     def work(worker: Any) -> None:
         import pyarrow as pa
 
@@ -134,7 +151,15 @@ def _worker_function(input_log: str, output_log: str, build_bytes: bytes, out_sc
             return out.probe()
 
         probe = worker.dataflow(dataflow)
-        worker.step_while(lambda: not probe.done())
+        due = [time.monotonic() + OUTPUT_COMPACT_PERIOD]
+
+        def running() -> bool:
+            if worker.index == 0 and time.monotonic() >= due[0]:
+                compact_due(output_log, compact_every)
+                due[0] = time.monotonic() + OUTPUT_COMPACT_PERIOD
+            return not probe.done()
+
+        worker.step_while(running)
         writer.close()
 
     return work
@@ -377,7 +402,7 @@ def _workers(spark: Any, workers: Optional[int]) -> int:
 def stream(df: Any, build: Callable[[Any, Any], Any], schema: Any, checkpoint: Any,
            workers: Optional[int] = None, snapshot_every: float = PIPELINE_SNAPSHOT_EVERY, max_attempts: int = 3,
            trigger: Optional[dict] = None, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
-           poll: float = FOLLOW_POLL_INTERVAL) -> StreamingPipeline:
+           poll: float = PIPELINE_POLL, compact_every: int = PIPELINE_COMPACT_EVERY) -> StreamingPipeline:
     """Run ``build(scope, stream) -> stream`` over the streaming DataFrame ``df``; the
     running pipeline (a :class:`StreamingPipeline`), whose :attr:`~StreamingPipeline.df`
     is the output as a streaming DataFrame.
@@ -398,7 +423,9 @@ def stream(df: Any, build: Callable[[Any, Any], Any], schema: Any, checkpoint: A
     ``max_attempts`` times from its last snapshot.  Called again with the same
     ``checkpoint`` (after :meth:`~StreamingPipeline.stop`, or a driver that died), it
     resumes: every epoch exactly once in the output.  ``trigger``: the input query's
-    ``writeStream.trigger(**trigger)`` (e.g. ``{"processingTime": "1 second"}``).
+    ``writeStream.trigger(**trigger)`` (e.g. ``{"processingTime": "1 second"}``).  ``poll``:
+    seconds between the workers' looks at the input log.  Both logs are compacted as they
+    grow (``compact_every`` part files of a writer: see :func:`timely_spark.capture.compact`).
 
     Before anything starts: ``ParameterError`` if ``df`` is a batch DataFrame (use
     :func:`ts.spark.transform <timely_spark.spark.transform>`) or a column of ``df`` or
@@ -422,6 +449,7 @@ def stream(df: Any, build: Callable[[Any, Any], Any], schema: Any, checkpoint: A
     check_count("max_attempts", max_attempts)
     check_timeout("snapshot_every", snapshot_every, allow_none=False)
     check_timeout("poll", poll, allow_none=False)
+    check_count("compact_every", compact_every)
     columns = list(df.columns)
     _check_names(columns, "input DataFrame")
     struct, out_schema = arrow_schema(df, schema)
@@ -434,10 +462,12 @@ def stream(df: Any, build: Callable[[Any, Any], Any], schema: Any, checkpoint: A
     carried = "diff" in columns
     source = df.withColumnRenamed("diff", DIFF_CARRIER) if carried else df
     EpochLog.create(root / "input", record_columns(source.schema, root / "input"))   # a changed input: refused now
-    writer = source.writeStream.format("timely").option("checkpointLocation", str(root / "input-query"))
+    writer = (source.writeStream.format("timely").option("checkpointLocation", str(root / "input-query"))
+              .option("compact_every", str(compact_every)))
     if trigger:
         writer = writer.trigger(**trigger)
-    fn = _worker_function(str(root / "input"), str(root / "output"), dumps_function(build), out_schema, carried, poll)
+    fn = _worker_function(str(root / "input"), str(root / "output"), dumps_function(build), out_schema, carried, poll,
+                          compact_every)
     query = writer.start(str(root / "input"))
     try:
         return StreamingPipeline(spark, root, _output_struct(struct), query, workers, job={

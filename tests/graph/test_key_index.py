@@ -1,0 +1,46 @@
+"""KeyIndex.with_prefix against a plain filter of the keys held, on levels large enough
+to keep their prefixes' starts and on small ones, after updates that empty keys."""
+
+import numpy as np
+
+from timely_spark.graph.ids.positions import DenseIds
+from timely_spark.graph.key_index import STARTS_AT, KeyIndex
+
+
+def test_prefix_scans_equal_a_filter_of_the_keys_held_in_large_and_small_levels():
+    rng = np.random.default_rng(3)
+    index, held = KeyIndex(empty=0), {}
+    for size in (3 * STARTS_AT, STARTS_AT // 4, 500, 7):
+        a, b = rng.integers(0, 2 * STARTS_AT, size), rng.integers(0, 1 << 31, size)
+        keys = np.unique((a << 32) | b)
+        values = rng.integers(0, 3, len(keys))                  # 0: absent (dropped or never there)
+        index.set(keys, values)
+        held.update(zip(keys.tolist(), values.tolist()))
+        present = np.array(sorted(k for k, v in held.items() if v != 0), np.int64)
+        prefixes = np.unique(np.concatenate([rng.integers(0, 2 * STARTS_AT, 300), present[:50] >> 32,
+                                             [0, 4 * STARTS_AT, 1 << 30]]))         # beyond every level's largest
+        got = np.sort(index.with_prefix(prefixes))
+        assert got.tolist() == present[np.isin(present >> 32, prefixes)].tolist()
+        asked = np.concatenate([keys[:200], rng.integers(0, 1 << 40, 200), present[-100:]])
+        values, found = index.get(asked)
+        assert values.tolist() == [held.get(k, 0) for k in asked.tolist()]
+        assert found.tolist() == [held.get(k, 0) != 0 for k in asked.tolist()]
+    assert len(index.keys) > 1 and index.starts[0] is not None and index.starts[-1] is None   # both paths ran
+
+
+def test_dense_positions_stay_the_same_across_the_switch_from_the_direct_array_to_the_index():
+    rng = np.random.default_rng(5)
+    ids, seen = DenseIds("Components"), {}
+    batches = [rng.integers(0, 5000, 300) for _ in range(5)] + [np.array([1 << 40, 7])] + \
+              [rng.integers(-100, 10_000, 300) for _ in range(3)]
+    for step, batch in enumerate(batches):
+        for v in sorted(set(batch.tolist()) - set(seen)):            # a batch's new ids in ascending order
+            seen[v] = len(seen)
+        expected = [seen[v] for v in batch.tolist()]
+        assert ids.dense(batch).tolist() == expected
+        assert (ids.direct is None) == (step >= 5)              # the large id gave up the direct array
+        probe = np.array([*batch[:20].tolist(), 123_456_789, -7_000])
+        at, found = ids.get(probe, -1)
+        assert at.tolist() == [seen.get(v, -1) for v in probe.tolist()]
+        assert found.tolist() == [v in seen for v in probe.tolist()]
+    assert ids.vid[:ids.n].tolist() == sorted(seen, key=seen.get) and len(ids) == len(seen)
