@@ -10,7 +10,8 @@ a user waits for. Each row is printed with its raw baseline, measured in the sam
    ``epoch_threads``: the same across 2 threads of one process (``--switch-interval`` sets
    the GIL's switch interval for the run, to see whether it matters).
 3. ``arrow``: Arrow record batches exchanged between 2 processes, GB/s per direction;
-   baseline: the same bytes through a raw socket.
+   baseline: the same bytes through a raw socket; and what each AEAD the mesh may use
+   seals and opens a second on one core of this CPU.
 4. ``components``: ``ts.graph.components`` on ``--edges`` random edges (``--threads``, 2), the median
    small epoch of ``--changes`` inserted edges, and of 90 % inserts and 10 % withdrawals, with
    its parts (operator logic, from the engine's ``schedule`` events; the rest: the engine and
@@ -69,10 +70,12 @@ def sync(worker) -> None:
     ts.sync.Barrier(worker).wait()
 
 
-def epoch_latency(epochs: int, processes: int = 2, threads: int = 1) -> tuple[float, float]:
+def epoch_latency(epochs: int, processes: int = 2, threads: int = 1) -> tuple[float, float, dict]:
     """The median seconds of an epoch in which one record goes to the other worker and back
-    (2 processes, or 2 threads of one), and the CPU seconds an epoch of both workers' threads
-    together (what a loaded machine disturbs less than the wall clock)."""
+    (2 processes, or 2 threads of one), the CPU seconds an epoch of both workers' threads
+    together (what a loaded machine disturbs less than the wall clock), and its parts per
+    worker and epoch (the larger of the two workers'): ``steps`` (worker steps) and ``frames``
+    (sealed frames sent to the other process; each holds that step's data and progress)."""
     def work(worker):
         def build(scope):
             inp, stream = scope.new_input()
@@ -80,23 +83,32 @@ def epoch_latency(epochs: int, processes: int = 2, threads: int = 1) -> tuple[fl
 
         inp, probe = worker.dataflow(build)
         sync(worker)
-        times = []
+        mesh = getattr(worker.allocator, "mesh", None)
+        conns = list(mesh.connections.values()) if mesh is not None else []
+        frames = sum(c.frames_sealed for c in conns)
+        times, steps = [], 0
         cpu = time.thread_time()
         for epoch in range(epochs):
             start = time.perf_counter()
             if worker.index == 0:
                 inp.send(epoch)
             inp.advance_to(epoch + 1)
-            worker.step_while(lambda: probe.less_than(epoch + 1), timeout=60)
+            while probe.less_than(epoch + 1):
+                worker.step()
+                steps += 1
             times.append(time.perf_counter() - start)
-        return statistics.median(times[epochs // 10:]), (time.thread_time() - cpu) / epochs
+        cpu = (time.thread_time() - cpu) / epochs
+        parts = {"steps": steps / epochs, "frames": (sum(c.frames_sealed for c in conns) - frames) / epochs}
+        return statistics.median(times[epochs // 10:]), cpu, parts
 
     results = ts.execute(work, processes=processes, threads=threads, timeout=600)
-    return max(r[0] for r in results), sum(r[1] for r in results)
+    parts = {k: max(r[2][k] for r in results) for k in results[0][2]}
+    return max(r[0] for r in results), sum(r[1] for r in results), parts
 
 
-def arrow_exchange(total_mb: int, batch_mb: int = 4) -> float:
-    """Bytes a second per direction: each of 2 processes sends ``total_mb / 2`` MB of Arrow batches to the other."""
+def arrow_exchange(total_mb: int, batch_mb: int = 4) -> tuple[float, float]:
+    """Bytes a second per direction: each of 2 processes sends ``total_mb / 2`` MB of Arrow batches to the other;
+    and the CPU seconds both processes spent (all their threads) per GB sent each way."""
     def work(worker):
         rows = batch_mb * (1 << 20) // 16
         rb = pa.record_batch({"a": pa.array(np.arange(rows)), "b": pa.array(np.arange(rows, dtype=np.float64))})
@@ -110,16 +122,38 @@ def arrow_exchange(total_mb: int, batch_mb: int = 4) -> float:
 
         inp, probe = worker.dataflow(build)
         sync(worker)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for _ in range(total_mb // batch_mb // worker.peers):
             inp.send_batch([rb])
             worker.step()
         inp.close()
         worker.step_while(lambda: not probe.done(), timeout=600)
-        return got[0], time.perf_counter() - start
+        return got[0], time.perf_counter() - start, time.process_time() - cpu
 
     results = ts.execute(work, processes=2, timeout=600)
-    return min(r[0] / r[1] for r in results)
+    return min(r[0] / r[1] for r in results), sum(r[2] for r in results) / (results[0][0] / 1e9)
+
+
+def aead_rates(mb: int = 4, frames: int = 64) -> dict:
+    """GB/s sealing and opening ``mb`` MB frames on this CPU, per cipher the mesh may use."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+
+    data = np.random.default_rng(0).bytes(mb << 20)
+    sealed = bytearray(len(data) + 16)
+    plain = bytearray(len(data))
+    rates = {}
+    for name, cipher in (("AES-256-GCM", AESGCM), ("ChaCha20-Poly1305", ChaCha20Poly1305)):
+        aead = cipher(bytes(32))
+        nonce = bytes(12)
+        start = time.perf_counter()
+        for _ in range(frames):
+            aead.encrypt_into(nonce, data, b"", sealed)
+        seal = time.perf_counter() - start
+        start = time.perf_counter()
+        for _ in range(frames):
+            aead.decrypt_into(nonce, sealed, b"", plain)
+        rates[name] = (len(data) * frames / seal / 1e9, len(data) * frames / (time.perf_counter() - start) / 1e9)
+    return rates
 
 
 RAW_PEER = r"""
@@ -291,19 +325,21 @@ def main() -> None:
               f"moves in plain Python {plain * 1e6:.2f} us (ratio {engine / plain:.0f}); timely-dataflow in Rust: "
               "about 1.6 us")
     if "epoch" in args.only:
-        (epoch, cpu), raw = epoch_latency(args.trips), raw_round_trip(args.trips)
+        (epoch, cpu, parts), raw = epoch_latency(args.trips), raw_round_trip(args.trips)
         print(f"epoch across 2 processes (one record there and back, advance_to, probe): median {epoch * 1e6:.0f} us "
-              f"({cpu * 1e6:.0f} us of CPU, both workers); raw socket round trip {raw * 1e6:.0f} us "
-              f"(ratio {epoch / raw:.1f})")
+              f"({cpu * 1e6:.0f} us of CPU, both workers; a worker's epoch: {parts['steps']:.2f} steps, "
+              f"{parts['frames']:.2f} frames sent); raw socket round trip {raw * 1e6:.0f} us (ratio {epoch / raw:.1f})")
     if "epoch_threads" in args.only:
-        epoch, cpu = epoch_latency(args.trips, processes=1, threads=2)
+        epoch, cpu, parts = epoch_latency(args.trips, processes=1, threads=2)
         print(f"epoch across 2 threads of one process (the same dataflow), switch interval "
               f"{sys.getswitchinterval() * 1e3:g} ms: median {epoch * 1e6:.0f} us ({cpu * 1e6:.0f} us of CPU, "
-              "both workers)")
+              f"both workers; a worker's epoch: {parts['steps']:.2f} steps; the engine without the mesh)")
     if "arrow" in args.only:
-        rate, raw = arrow_exchange(args.arrow_mb), raw_copy(args.arrow_mb << 20)
-        print(f"Arrow exchange between 2 processes: {rate / 1e9:.2f} GB/s per direction; raw socket "
-              f"{raw / 1e9:.2f} GB/s (ratio {rate / raw:.2f})")
+        (rate, cpu), raw = arrow_exchange(args.arrow_mb), raw_copy(args.arrow_mb << 20)
+        print(f"Arrow exchange between 2 processes: {rate / 1e9:.2f} GB/s per direction ({cpu:.2f} s of CPU per GB "
+              f"each way, both processes); raw socket {raw / 1e9:.2f} GB/s (ratio {rate / raw:.2f})")
+        print("AEAD on this CPU, 4 MB frames, one core: " + "; ".join(
+            f"{name} seals {seal:.1f} GB/s, opens {open_:.1f} GB/s" for name, (seal, open_) in aead_rates().items()))
     if args.only & {"components", "pagerank"}:
         graph_rows(args, np.random.default_rng(7))
 

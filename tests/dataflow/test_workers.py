@@ -131,3 +131,30 @@ def test_a_time_completes_only_once_every_workers_records_of_it_arrived(threads)
                                                                         1000 * sender + 10 * e + threads * 2)
                          if x % threads == w) for e in range(epochs)]
         assert per_epoch == expect, f"worker {w}: what had arrived when each epoch completed"
+
+
+def test_a_probe_sees_the_progress_of_its_own_step():
+    """A worker's own progress moves its probe in the step that made it (the probe it
+    activated runs in the same run of the scope), not one step later: on one worker,
+    one step per epoch of a pipeline suffices, and the counts stay exact."""
+    def work(worker):
+        seen = []
+
+        def build(scope):
+            inp, stream = scope.new_input()
+            return inp, stream.map(lambda x: x + 1).inspect(seen.append).probe()
+
+        inp, probe = worker.dataflow(build)
+        worker.step()
+        steps = []
+        for epoch in range(5):
+            inp.send(epoch)
+            inp.advance_to(epoch + 1)
+            n = 0
+            while probe.less_than(epoch + 1):
+                worker.step()
+                n += 1
+            steps.append(n)
+        return steps, seen
+
+    assert ts.execute(work, timeout=30) == [([1] * 5, [1, 2, 3, 4, 5])]

@@ -29,22 +29,33 @@ with :class:`~timely_spark.errors.FrameLimitReached`).  With
 ``TIMELY_SPARK_ENCRYPTION=off`` the payload travels in clear, still authenticated the
 same way; the mode is in the greeting, and a peer in the other mode is refused.
 
-Each message is one frame -- the clear length, the sealed inner header ``(channel,
-source worker, target worker, sequence number, kind)`` and payload (see :mod:`.codec`),
-and the tag.  Frames are numbered and written under the connection's lock, so frames of
-one sender stay in order (FIFO per channel and peer).  The frames a worker sends in one
-step are gathered and written with one ``sendmsg`` when it finishes the step or waits
-(up to :data:`~timely_spark.communication.tcp.SEND_BATCH_BYTES`; larger messages go at once), so
-the peer wakes once per step, not once per message.  A message larger than
-:data:`~timely_spark.communication.tcp.MAX_FRAME` goes as several frames; a header announcing
-more than that fails the connection before anything is allocated.
+A message travels in a frame -- the clear length, the sealed inner header ``(channel, source
+worker, target worker, sequence number, kind)`` and payload (see :mod:`.codec`), and the tag
+-- alone or, if small, in a bundle (below).  Frames are numbered and written under the
+connection's lock, so frames of one sender stay in order (FIFO per channel and peer).  The
+small messages a worker sends in one step (its data and its progress) are gathered and
+sealed as one frame -- a bundle, each message after its length -- written with one
+``sendmsg`` when it finishes the step or waits (up to
+:data:`~timely_spark.communication.tcp.SEND_BATCH_BYTES`), so the peer wakes once per step
+and opens one frame, not one per message.  A large message (bulk data: an Arrow batch of
+megabytes) is sealed by the worker into a buffer of the connection's pool and handed to the
+connection's writer thread (see :mod:`.write_behind`), behind what was gathered before it:
+the queue is bounded (a worker that would pass the bound waits, reading the peer meanwhile),
+every later frame queues behind it until it is written, so the order stays the sealing
+order, and the worker goes on with its own work and its reading while the bytes leave.  A
+message larger than :data:`~timely_spark.communication.tcp.MAX_FRAME` goes as several
+frames; a header announcing more than that fails the connection before anything is
+allocated.
 
 Reading: the workers read the sockets themselves, so no thread stands between a
 message and its worker.  A worker with nothing to do waits on its mailbox *and* the
 sockets at once and wakes as the bytes arrive; a stepping worker reads what has
 arrived (one ``poll``) at each step; a worker whose write cannot go on (the peer's
-buffer is full) reads meanwhile, so two processes sending each other large messages
-never wait on each other.  A watchdog thread per connection reads what waits while
+buffer, or its connection's write-behind queue, is full) reads meanwhile, so two
+processes sending each other large messages never wait on each other.  A large frame is
+read into a buffer of the connection's pool (:mod:`.buffer_pool`) and opened where it
+lies; its Arrow batches use that memory as it is, and the buffer is read into again only
+once nothing refers to it.  A watchdog thread per connection reads what waits while
 no worker does (a quarter of ``peer_timeout`` at most apart: a peer's error, goodbye
 or closing is seen while the workers compute) and watches for silence.
 
@@ -84,16 +95,17 @@ from .aead import (
     TAG,
     Opener,
     Sealer,
-    buffer,
     derive_keys,
     encryption_enabled,
     greeting,
     mode,
 )
 from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
-from .codec import decode, encode
+from .buffer_pool import BufferPool
+from .codec import ARROW, decode, encode
 from .pending import PendingHandshakes
 from .thread import ThreadFabric
+from .write_behind import IOV_MAX, WriteBehind, advance, write_all
 
 __all__ = ["Mesh", "TcpAllocator", "bind_listener", "frame_keys", "handshake_mac", "recv_exact", "mesh_magic"]
 
@@ -133,24 +145,32 @@ PEER_ERROR_GRACE = 1.0
 """Seconds a worker that cannot send to a peer waits for that peer's own error (sent
 before it closed) to arrive, so that the run reports the cause, not the broken pipe."""
 
+#: Messages smaller than this many bytes that a worker sends in one step are sealed together
+#: as one frame (a bundle, at most 4 times this), so the data and the progress of a step cost
+#: one seal and one open; larger ones are sealed alone (joining them would only copy them).
+BUNDLE_BELOW = 16 * 1024
+
 #: Frames a worker writes in one step are gathered (one system call, one wake-up of the
 #: peer) until they hold this many bytes; larger messages go out at once.
 SEND_BATCH_BYTES = 256 * 1024
 
 log = logging.getLogger(__name__)
 
-PREFIX = b"TSMESH3"                   # the greeting: PREFIX and one byte naming the mode (see aead.greeting)
+PREFIX = b"TSMESH4"                   # the greeting: PREFIX and one byte naming the mode (see aead.greeting)
 NONCE = 32
 MAC = 32
 HEADER = struct.Struct("<Q")          # in clear (the associated data): the sealed length, tag excluded
 INNER = struct.Struct("<IIIQB3x")     # sealed: channel, source, target, seq, kind (24 bytes: payload 8-aligned)
 CONTROL = 0xFFFFFFFF                  # channel of control frames
 HEARTBEAT, GOODBYE, ERROR = 10, 11, 12
+BUNDLE = 13                           # a control frame holding several small messages, each after its length
+BUNDLED = struct.Struct("<I")         # the length of one message (inner header and payload) in a bundle
 MORE = 0x80                           # kind flag: the message continues in the next frame
-IOV_MAX = 1024                        # buffers one sendmsg may take (Linux's UIO_MAXIOV; more: EMSGSIZE)
 REJECTIONS_KEPT = 256                 # refused connections a mesh remembers (Mesh.rejected): the latest
 STAGE = 256 * 1024                    # bytes read at once; a larger frame is read into a buffer of its own
-SEALING_KEPT = 64 * 1024 * 1024       # bytes of the buffer large messages are sealed into that a connection keeps
+SEALING_KEPT = 64 * 1024 * 1024       # bytes of buffers large messages are sealed into that a connection keeps
+RECEIVING_KEPT = 64 * 1024 * 1024     # bytes of buffers large frames are read into that a connection keeps
+PUMP_BULK = 16 * 1024 * 1024          # bytes of large frames one read delivers before its worker may use them
 
 
 def mesh_magic(encrypt: Optional[bool] = None) -> bytes:
@@ -223,7 +243,11 @@ class _Connection:
         self._opener = Opener(recv_key, cipher, encrypt, mesh.frame_limit)
         self._out: list = []                     # sealed frames not yet written
         self._out_bytes = 0
-        self._sealing: Optional[memoryview] = None   # where large frames are sealed (reused: see send)
+        self._gathered: list[bytes] = []         # small messages (inner header and payload) not yet sealed
+        self._gathered_bytes = 0
+        self._sealing = BufferPool(SEALING_KEPT)      # where large messages are sealed (reused once written)
+        self._behind = WriteBehind(sock, f"timely-write-{mesh.process}-{peer}", mesh.peer_timeout,
+                                   self._write_failed)
         # reading state (under read_lock)
         self._buf = bytearray(STAGE)
         self._view = memoryview(self._buf)
@@ -231,10 +255,16 @@ class _Connection:
         self._big: Optional[tuple[bytes, Any, int]] = None   # (header, buffer, bytes in it)
         self._pending: list[memoryview] = []     # the first frames of a message sent in several
         self._expected: dict[tuple[int, int, int], int] = {}
+        self._receiving = BufferPool(RECEIVING_KEPT)  # where large frames are read (reused once their payload is gone)
         self.last_heard = time.monotonic()
         self._drained = False
         sock.settimeout(None)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    @property
+    def frames_sealed(self) -> int:
+        """Frames sealed so far in this connection's sending direction."""
+        return self._sealer.frames
 
     def describe(self) -> str:
         host, port = self.mesh.addresses[self.peer]
@@ -253,18 +283,28 @@ class _Connection:
             self.seq[key] = seq + 1
             try:
                 out = self._out
-                if size < STAGE:                # the common case: one small frame, sealed in one call
-                    header = HEADER.pack(INNER.size + size)
-                    out.append(header)
-                    out.append(self._sealer.seal_bytes(
-                        header, b"".join((INNER.pack(channel, source, target, seq, kind), *parts))))
-                    self._out_bytes += HEADER.size + INNER.size + size + TAG
-                    if not gather or self._out_bytes >= SEND_BATCH_BYTES:
+                if size < STAGE:                # the common case: one frame, sealed in one call
+                    message = b"".join((INNER.pack(channel, source, target, seq, kind), *parts))
+                    if size < BUNDLE_BELOW:     # tiny: sealed with the others gathered
+                        if self._gathered_bytes + BUNDLED.size + len(message) > BUNDLE_BELOW * 4:
+                            self._seal_gathered()
+                        self._gathered.append(message)
+                        self._gathered_bytes += BUNDLED.size + len(message)
+                    else:
+                        self._seal_gathered()   # (what was gathered goes first)
+                        header = HEADER.pack(len(message))
+                        out.append(header)
+                        out.append(self._sealer.seal_bytes(header, message))
+                        self._out_bytes += HEADER.size + len(message) + TAG
+                    if not gather or self._out_bytes + self._gathered_bytes >= SEND_BATCH_BYTES:
                         self._write()
                     return
+                self._seal_gathered()           # (what was gathered goes first)
                 views = [memoryview(p).cast("B") for p in parts]
+                if not self._sealer.encrypt and kind != ARROW:   # sent in clear from the payload's own memory,
+                    views = [memoryview(b"".join(views))]         # which may change once this returns: a copy
                 chunks = _chunks(views, self.mesh.max_frame)
-                into = self._seal_buffer(size + len(chunks) * (INNER.size + TAG))
+                into = self._sealing.take(size + len(chunks) * (INNER.size + TAG))
                 at = 0
                 for chunk, more in chunks:
                     inner = INNER.pack(channel, source, target, seq, kind | (MORE if more else 0))
@@ -274,13 +314,14 @@ class _Connection:
                     out.extend(self._sealer.seal(header, [inner, *chunk], into[at:at + length + TAG]))
                     at += length + TAG
                     self._out_bytes += HEADER.size + length + TAG
-                self._write()                   # now: the sealing buffer is reused by the next large message
+                self._out, total, self._out_bytes = [], self._out_bytes, 0
+                self._queue(out, total)         # written by the connection's writer thread
             except FrameLimitReached as exc:
-                self._out, self._out_bytes = [], 0
+                self._drop_unwritten()
                 self.mesh.fail(exc)
                 raise
             except OSError as exc:
-                self._out, self._out_bytes = [], 0
+                self._drop_unwritten()
                 if channel == CONTROL and kind in (HEARTBEAT, GOODBYE) and self.goodbye.is_set():
                     return          # the peer said goodbye and closed (its run is over): nothing to tell it
                 # A peer that failed sent its error before closing: let the reading deliver
@@ -292,27 +333,77 @@ class _Connection:
                 self.mesh.fail(failure)
                 raise failure from exc
 
-    def _seal_buffer(self, n: int) -> memoryview:
-        """A buffer of ``n`` bytes to seal a large message into, kept for the next one
-        (a fresh buffer of megabytes costs more to fault in than sealing it takes) up to
-        SEALING_KEPT bytes; the message must be written before the next is sealed."""
-        if self._sealing is not None and self._sealing.nbytes >= n:
-            return self._sealing
-        fresh = memoryview(buffer(n)).cast("B")
-        if n <= SEALING_KEPT:
-            self._sealing = fresh
-        return fresh
+    def _queue(self, frames: list, nbytes: int) -> None:
+        """Hand sealed frames to the writer thread (under ``lock``), waiting for room in
+        its bounded queue while reading what the peer sends."""
+        self._behind.wait_room(nbytes, self._read_meanwhile, self._check_sending)
+        self._behind.put(frames, nbytes)
+
+    def _read_meanwhile(self) -> None:
+        if not self.reader_done.is_set() and self.read_lock.acquire(blocking=False):
+            try:
+                self.pump()
+            finally:
+                self.read_lock.release()
+
+    def _check_sending(self) -> None:
+        if self.mesh.fabric.failure is not None or self.reader_done.is_set():
+            raise OSError("the connection failed while sending")
+
+    def _write_failed(self, exc: BaseException) -> None:
+        """The writer thread could not write (called from it): fail the run naming the
+        peer -- unless the peer's own error or goodbye explains it."""
+        if self.mesh.closing:
+            return
+        self.reader_done.wait(PEER_ERROR_GRACE)
+        if self.goodbye.is_set() or self.mesh.closing:
+            return
+        self.mesh.fail(WorkerFailure(f"cannot send to {self.describe()}: {exc}"))
+
+    def end_writing(self, drain: float) -> None:
+        """Let the writer thread write what is queued (up to ``drain`` seconds), then end it."""
+        self._behind.close(drain)
+
+    def _seal_gathered(self) -> None:
+        """Seal the gathered small messages (under ``lock``) as one frame: alone, a frame
+        of its own; several, a BUNDLE frame holding each after its length.  Data and the
+        progress of a step then cost the peer one frame to open, and this side one to seal."""
+        gathered = self._gathered
+        if not gathered:
+            return
+        self._gathered, self._gathered_bytes = [], 0
+        if len(gathered) == 1:
+            body = gathered[0]
+        else:
+            pieces = [_BUNDLE_INNER]
+            for m in gathered:
+                pieces.append(BUNDLED.pack(len(m)))
+                pieces.append(m)
+            body = b"".join(pieces)
+        header = HEADER.pack(len(body))
+        self._out.append(header)
+        self._out.append(self._sealer.seal_bytes(header, body))
+        self._out_bytes += HEADER.size + len(body) + TAG
+
+    def _drop_unwritten(self) -> None:
+        self._out, self._out_bytes = [], 0
+        self._gathered, self._gathered_bytes = [], 0
 
     def _write(self) -> None:
-        """Write the gathered frames (under ``lock``).  While the socket cannot take more,
-        read what the peer sends meanwhile (so two processes sending each other large
-        messages never wait on each other); a peer that takes nothing for ``peer_timeout``
-        seconds fails the send."""
+        """Seal what was gathered and write the frames (under ``lock``): behind what the
+        writer thread has queued, or, when it is idle, directly.  While the socket cannot
+        take more, read what the peer sends meanwhile (so two processes sending each other
+        large messages never wait on each other); a peer that takes nothing for
+        ``peer_timeout`` seconds fails the send."""
+        self._seal_gathered()
         out = self._out
         if not out:
             return
         total = self._out_bytes
         self._out, self._out_bytes = [], 0
+        if not self._behind.idle():
+            self._queue(out, total)
+            return
         sock = self.sock
         sent = 0
         if len(out) <= IOV_MAX:
@@ -323,41 +414,36 @@ class _Connection:
             if sent == total:
                 return
         views = [v for v in (memoryview(p).cast("B") for p in out) if v.nbytes]
-        at = _advance(views, 0, sent)           # what the first call wrote
-        waiter = None
-        while at < len(views):
-            try:
-                sent = sock.sendmsg(views[at:at + IOV_MAX], (), socket.MSG_DONTWAIT)
-            except (BlockingIOError, InterruptedError):
-                if waiter is None:
-                    waiter = select.poll()
-                    waiter.register(sock.fileno(), select.POLLOUT | select.POLLIN)
-                stuck = time.monotonic()
-                while True:
-                    ready = 0
-                    for _, ev in waiter.poll(POLL_INTERVAL * 1000.0):
-                        ready |= ev
-                    if ready & (select.POLLIN | select.POLLHUP | select.POLLERR) and not self.reader_done.is_set():
-                        if self.read_lock.acquire(blocking=False):
-                            try:
-                                self.pump()
-                            finally:
-                                self.read_lock.release()
-                    if ready & (select.POLLOUT | select.POLLERR | select.POLLHUP):
-                        break
-                    if self.mesh.fabric.failure is not None or self.reader_done.is_set():
-                        raise OSError("the connection failed while sending")
-                    if time.monotonic() - stuck > self.mesh.peer_timeout:
-                        raise OSError(f"the peer took nothing for {self.mesh.peer_timeout} s")
-                continue
-            at = _advance(views, at, sent)
+        waiter = select.poll()
+        waiter.register(sock.fileno(), select.POLLOUT | select.POLLIN)
+
+        def blocked() -> None:                  # the socket is full: read the peer until it takes more
+            stuck = time.monotonic()
+            while True:
+                ready = 0
+                for _, ev in waiter.poll(POLL_INTERVAL * 1000.0):
+                    ready |= ev
+                if ready & (select.POLLIN | select.POLLHUP | select.POLLERR) and not self.reader_done.is_set():
+                    self._read_meanwhile()
+                if ready & (select.POLLOUT | select.POLLERR | select.POLLHUP):
+                    return
+                if self.mesh.fabric.failure is not None or self.reader_done.is_set():
+                    raise OSError("the connection failed while sending")
+                if time.monotonic() - stuck > self.mesh.peer_timeout:
+                    raise OSError(f"the peer took nothing for {self.mesh.peer_timeout} s")
+
+        write_all(sock, views, advance(views, 0, sent), blocked)
 
     def flush(self) -> None:
         """Write the gathered frames now."""
-        if self._out:
+        if self._out or self._gathered:
             with self.lock:
                 try:
                     self._write()
+                except FrameLimitReached as exc:
+                    self._drop_unwritten()
+                    self.mesh.fail(exc)
+                    raise
                 except OSError as exc:
                     self.reader_done.wait(PEER_ERROR_GRACE)
                     failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
@@ -410,6 +496,7 @@ class _Connection:
         got = False
         limit = self.mesh.max_frame + INNER.size
         buf, view = self._buf, self._view
+        bulk = 0                                # bytes of large frames read by this call
         while True:
             if self._big is not None:
                 header, big, have = self._big
@@ -423,6 +510,9 @@ class _Connection:
                     continue
                 self._big = None
                 self._frame(header, big, owned=True)
+                bulk += have
+                if bulk >= PUMP_BULK:           # let the worker use what came before reading more
+                    break
                 continue
             start, end = self._start, self._end
             while end - start >= HEADER.size:
@@ -437,7 +527,7 @@ class _Connection:
                     start += total
                     continue
                 if total > STAGE:              # a large frame: into a buffer of its own, opened where it lies
-                    big = memoryview(buffer(length + TAG)).cast("B")
+                    big = self._receiving.take(length + TAG)
                     have = end - start - HEADER.size
                     big[:have] = view[start + HEADER.size:end]
                     self._big = (bytes(view[start:start + HEADER.size]), big, have)
@@ -470,6 +560,28 @@ class _Connection:
             raise _BadFrame(f"a frame from {self.describe()} failed its integrity check (injected, altered, "
                             "reordered, replayed or dropped on the way)")
         channel, source, target, seq, kind = INNER.unpack_from(plain, 0)
+        if channel == CONTROL and kind == BUNDLE:
+            if self._pending:
+                raise _BadFrame(f"{self.describe()} sent a bundle inside a message of several frames")
+            at, end = INNER.size, plain.nbytes
+            while at < end:
+                if end - at < BUNDLED.size + INNER.size:
+                    raise _BadFrame(f"{self.describe()} sent a bundle cut short")
+                (n,) = BUNDLED.unpack_from(plain, at)
+                at += BUNDLED.size
+                if n < INNER.size or n > end - at:
+                    raise _BadFrame(f"{self.describe()} sent a bundle with a message of {n} bytes where "
+                                    f"{end - at} are left")
+                message = plain[at:at + n]
+                channel, source, target, seq, kind = INNER.unpack_from(message, 0)
+                if kind & MORE or (channel == CONTROL and kind == BUNDLE):
+                    raise _BadFrame(f"{self.describe()} sent a partial message or a bundle in a bundle")
+                if channel == CONTROL:
+                    self._control(kind, message[INNER.size:])
+                else:
+                    self._message(channel, source, target, seq, kind, message[INNER.size:])
+                at += n
+            return
         body = plain[INNER.size:]
         if kind & MORE:
             self._pending.append(body)
@@ -478,13 +590,20 @@ class _Connection:
             self._pending.append(body)
             body = memoryview(b"".join(self._pending))
             self._pending = []
-        mesh = self.mesh
         if channel == CONTROL:
-            if kind == GOODBYE:
-                self.goodbye.set()
-            elif kind == ERROR:
-                mesh.fail(self._relayed_error(body), remote=True)
-            return
+            self._control(kind, body)
+        else:
+            self._message(channel, source, target, seq, kind, body)
+
+    def _control(self, kind: int, body: memoryview) -> None:
+        if kind == GOODBYE:
+            self.goodbye.set()
+        elif kind == ERROR:
+            self.mesh.fail(self._relayed_error(body), remote=True)
+
+    def _message(self, channel: int, source: int, target: int, seq: int, kind: int, body: memoryview) -> None:
+        """Check a message's number on its channel, decode it and hand it to its worker."""
+        mesh = self.mesh
         key = (channel, source, target)
         if seq != self._expected.get(key, 0):
             raise ValueError(f"frame {seq} on channel {channel} from worker {source}, "
@@ -527,18 +646,7 @@ class _Connection:
                     self.reader_done.set()
 
 
-def _advance(views: list, at: int, sent: int) -> int:
-    """Past ``sent`` bytes written from ``views[at:]``: the index of the first view not
-    wholly written (a view partly written is cut to what is left)."""
-    while sent:
-        n = views[at].nbytes
-        if sent >= n:
-            sent -= n
-            at += 1
-        else:
-            views[at] = views[at][sent:]
-            sent = 0
-    return at
+_BUNDLE_INNER = INNER.pack(CONTROL, 0, 0, 0, BUNDLE)
 
 
 class _BadFrame(Exception):
@@ -878,6 +986,8 @@ class Mesh:
                 conn.control(GOODBYE)
             deadline = time.monotonic() + self.peer_timeout
             self.wait_readable([c for c in self.connections.values()], lambda c: c.goodbye.is_set(), deadline)
+        for conn in list(self.connections.values()):   # what is queued goes first (a failure's report included)
+            conn.end_writing(self.peer_timeout if clean else PEER_ERROR_GRACE)
         self.closing = True
         with self._ready:                              # no handshake adds a connection after this
             self._stop.set()

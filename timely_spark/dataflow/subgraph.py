@@ -20,8 +20,11 @@ Each run (``schedule``):
    output capability would let a loop around the scope justify itself forever;
 4. activated children run in index order; what each consumed, produced and did with
    capabilities is collected -- into one batch for local operators, which is then
-   broadcast to all workers (atomic), or applied directly for nested subgraphs,
-   whose reports are already global.
+   broadcast to all workers (atomic) and applied here, or applied directly for nested
+   subgraphs, whose reports are already global;
+5. children that this worker's own batch activated (a probe whose frontier it moved)
+   run once more in the same run (:data:`RERUNS`), so a time completes in the step
+   that completed it, not one worker step later.
 
 Time crosses the boundary through ``to_inner`` / ``to_outer`` (``Product(t, 0)``
 and ``.outer`` for loops, the identity for regions).
@@ -39,6 +42,7 @@ from ..progress import Antichain, Builder, ChangeBatch, Operate, SharedProgress,
 __all__ = ["Subgraph"]
 
 PASSES = 8  # passes over activated children per run (see _run_children)
+RERUNS = 1  # more runs of the children that this run's own progress activated (see _apply_local)
 
 
 class Subgraph(Operate):
@@ -85,7 +89,7 @@ class Subgraph(Operate):
         self._progress_inbox = Inbox(self.activate)
         _, self._progress_pushers = worker.allocate_channel(self._progress_inbox)
         self._remote = [p.push for j, p in enumerate(self._progress_pushers) if j != worker.index]
-        self._batch: dict[tuple[int, Any], int] = {}   # this run's changes, consolidated
+        self._batch: dict[tuple[int, Any], int] = {}   # the children's changes, consolidated
         self._incomplete: set[int] = set()
 
     # ---- construction ----------------------------------------------------------------
@@ -200,8 +204,11 @@ class Subgraph(Operate):
                     tracker.update_id(sid, to_inner(t), d)
         self._receive_progress()
         self._propagate()
-        if self._pending:
+        for _ in range(RERUNS + 1):
+            if not self._pending:
+                break
             self._run_children()
+            self._apply_local()      # children our own progress activated (a probe) run in this run too
         self._send_progress()
         # children activated by the last propagation (a final frontier change) must
         # still run: the scope is complete only when nothing is pending either
@@ -350,8 +357,10 @@ class Subgraph(Operate):
             if updates:
                 self._apply(updates)   # (what reaches this scope's outputs is reported upward)
 
-    def _send_progress(self) -> None:
-        """Broadcast this run's consolidated batch (one message per worker), and apply it here."""
+    def _apply_local(self) -> None:
+        """Broadcast the batch the children just made (one message per worker, atomic) and
+        apply it here at once, propagating it: children that it activates -- a probe whose
+        frontier it moved -- then run in the same run of the scope, not one worker step later."""
         batch = self._batch
         for sid, tids, entered in zip(self._input_ids, self._input_targets, self.ingress):
             if entered.unstable_has_updates():
@@ -360,16 +369,23 @@ class Subgraph(Operate):
                     batch[(sid, t)] = get((sid, t), 0) - n
                     for tid in tids:
                         batch[(tid, t)] = get((tid, t), 0) + n
-        if batch:
-            self._batch = {}
-            message = [(loc, t, d) for (loc, t), d in batch.items() if d]
-            if message and self.worker.logger is not None:
-                self.worker.logger.log("progress", address=".".join(map(str, self.path)), count=len(message))
-            if message:
-                for push in self._remote:
-                    push(message)
-                self._apply(message)
-        self._propagate()   # our own batch, and what nested subgraphs applied directly
+        if not batch:
+            return
+        self._batch = {}
+        message = [(loc, t, d) for (loc, t), d in batch.items() if d]
+        if not message:
+            return
+        if self.worker.logger is not None:
+            self.worker.logger.log("progress", address=".".join(map(str, self.path)), count=len(message))
+        for push in self._remote:
+            push(message)
+        self._apply(message)
+        self._propagate()
+
+    def _send_progress(self) -> None:
+        """Broadcast and apply what is left of this run's progress (what entered from the parent)."""
+        self._apply_local()
+        self._propagate()   # what nested subgraphs applied directly
 
     # ---- introspection -------------------------------------------------------------------
     def frontier(self, target: Target) -> Antichain:

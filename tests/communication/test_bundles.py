@@ -1,0 +1,67 @@
+"""Small messages gathered in one step travel as one sealed frame (a bundle), in order."""
+
+import pytest
+
+from timely_spark.communication.codec import encode
+from timely_spark.communication.tcp import BUNDLE, BUNDLED, CONTROL
+from timely_spark.errors import FrameLimitReached
+
+from .test_encryption import connected_pair
+
+
+@pytest.mark.parametrize("encrypt", [True, False])
+def test_gathered_messages_go_as_one_frame_and_arrive_in_order_around_a_large_one(encrypt):
+    meshes, fabrics = connected_pair(max_frame=1 << 20, encrypt=encrypt)
+    conn = meshes[1].connections[0]
+    try:
+        before = conn.frames_sealed
+        for i in range(3):
+            conn.send(7, 1, 0, *encode((i, [f"small {i}"])), gather=True)
+        assert conn.frames_sealed == before                     # gathered, not sealed yet
+        big = bytes(range(256)) * (12 << 10)                    # 3 MiB: 4 frames of 1 MiB at most
+        conn.send(8, 1, 0, *encode((3, [big])))                 # what was gathered goes first, as one frame
+        assert conn.frames_sealed == before + 1 + 4
+        for i in range(4, 6):
+            conn.send(7, 1, 0, *encode((i, [f"small {i}"])), gather=True)
+        conn.flush()
+        assert conn.frames_sealed == before + 1 + 4 + 1
+        got = [fabrics[0].mailboxes[0].get(timeout=20) for _ in range(6)]
+        assert [(c, t) for c, (t, _) in got] == [(7, 0), (7, 1), (7, 2), (8, 3), (7, 4), (7, 5)]
+        assert got[3][1][1] == [big] and got[5][1][1] == ["small 5"]
+        assert fabrics[0].failure is None
+    finally:
+        for m in meshes:
+            m.shutdown(clean=False)
+
+
+@pytest.mark.parametrize("body", [BUNDLED.pack(1000) + b"x" * 40, b"\x01"], ids=["too long", "cut short"])
+def test_a_malformed_bundle_from_an_authenticated_peer_fails_the_connection_naming_it(body):
+    meshes, fabrics = connected_pair()
+    try:
+        meshes[1].connections[0].send(CONTROL, 0, 0, BUNDLE, [body])
+        wake = fabrics[0].mailboxes[0].get(timeout=20)          # the failure wakes the worker
+        assert wake is not None
+        failure = fabrics[0].failure[1]
+        assert "process 1" in str(failure) and "bundle" in str(failure)
+    finally:
+        for m in meshes:
+            m.shutdown(clean=False)
+
+
+def test_a_bundle_sealed_past_the_frame_limit_fails_the_run_at_the_flush():
+    meshes, fabrics = connected_pair(frame_limit=2)
+    conn = meshes[1].connections[0]
+    try:
+        for _ in range(2):                                   # frames 0 and 1: a bundle of 2 each
+            conn.send(7, 1, 0, *encode((0, ["a"])), gather=True)
+            conn.send(7, 1, 0, *encode((0, ["b"])), gather=True)
+            conn.flush()
+        conn.send(7, 1, 0, *encode((0, ["c"])), gather=True)   # gathered: nothing sealed yet
+        with pytest.raises(FrameLimitReached, match="process 0 .*sealed 2 frames"):
+            conn.flush()
+        assert isinstance(fabrics[1].failure[1], FrameLimitReached)
+        got = [fabrics[0].mailboxes[0].get(timeout=10) for _ in range(4)]
+        assert [m[1][1] for m in got] == [["a"], ["b"], ["a"], ["b"]]
+    finally:
+        for m in meshes:
+            m.shutdown(clean=False)
