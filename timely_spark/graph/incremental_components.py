@@ -98,10 +98,7 @@ class EdgeCounts:
         >>> EdgeCounts.restored("Components", counts.saved()).saved().drop_columns([KEY_HASH]).to_pydict()
         {'src': [1, 2, 5], 'dst': [2, 1, 4], 'count': [2, 1, 1]}
         """
-        keys = np.concatenate([np.zeros(0, np.int64), *self.counts.keys])      # a key lives in one level
-        count = np.concatenate([np.zeros(0, np.int64), *self.counts.values])
-        held = count > 0
-        keys, count = keys[held], count[held]
+        keys, count = self.counts.present()
         src, dst = self.ids.vid[keys >> SHIFT], self.ids.vid[keys & LOW]
         route = pa.table({"_lo": pa.array(np.minimum(src, dst)), "_hi": pa.array(np.maximum(src, dst))})
         return pa.table({KEY_HASH: pa.array(hash_columns(route, ["_lo", "_hi"]), pa.uint64()),
@@ -119,13 +116,15 @@ class EdgeCounts:
 
     def _compact(self) -> None:
         """Rebuild from the rows held (:meth:`saved`), dropping the ids of vertices with no
-        edge left and the zero counts -- if at least half the ids are dead (two ends per
-        row held at most).  Checked once the ids doubled since the last check."""
-        if 2 * 2 * len(self.counts) > self.ids.n:
-            return
-        fresh = EdgeCounts.restored(self.operator, self.saved())
-        self.ids = fresh.ids
-        self.counts, self.undirected = fresh.counts, fresh.undirected
+        edge left and the zero counts -- if at least half the ids are dead (counted: both
+        ends of the rows held).  Checked again once as many new ids came as are in use."""
+        keys = self.counts.present()[0]
+        used = self.ids.in_use(keys >> SHIFT, keys & LOW)
+        if 2 * used <= self.ids.n:
+            fresh = EdgeCounts.restored(self.operator, self.saved())
+            self.ids = fresh.ids
+            self.counts, self.undirected = fresh.counts, fresh.undirected
+        self.compact_at = self.ids.n + used
 
     def update(self, time: Any, src: np.ndarray, dst: np.ndarray, diff: np.ndarray,
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -135,7 +134,6 @@ class EdgeCounts:
             return empty, empty, np.zeros(0, bool)
         if self.ids.n >= max(self.compact_at, component_labels.COMPACT_AT):
             self._compact()
-            self.compact_at = 2 * self.ids.n
         m = len(src)
         dense = self.ids.dense(np.concatenate([src, dst]))
         keys, at = np.unique(_pack(dense[:m], dense[m:]), return_inverse=True)

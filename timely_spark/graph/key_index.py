@@ -66,6 +66,22 @@ class KeyIndex:
     def __len__(self) -> int:
         return sum(len(k) for k in self.keys)
 
+    def present(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(keys, values)`` of every present key (levels in turn, each sorted).
+
+        >>> index = KeyIndex(empty=0)
+        >>> index.set(np.array([3, 1]), np.array([30, 10]))
+        >>> index.set(np.array([3]), np.array([0]))             # absent, though still in its level
+        >>> len(index), [a.tolist() for a in index.present()]
+        (2, [[1], [10]])
+        """
+        keys = np.concatenate([np.zeros(0, np.int64), *self.keys])
+        values = np.concatenate([np.zeros(0, np.int64), *self.values])
+        if self.empty is None:
+            return keys, values
+        held = values != self.empty
+        return keys[held], values[held]
+
     def _locate(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per key: the level holding it (-1: none) and its position there."""
         level = np.full(len(keys), -1, np.int64)

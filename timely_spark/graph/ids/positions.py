@@ -76,6 +76,20 @@ class DenseIds:
         self.direct = grown
         return grown
 
+    def in_use(self, *positions: np.ndarray) -> int:
+        """How many distinct positions ``positions`` hold (the ids an operator's state still
+        refers to): what tells it whether a rebuild on a new map would pay.
+
+        >>> ids = DenseIds("Components")
+        >>> _ = ids.dense(np.array([4, 5, 6, 7]))
+        >>> ids.in_use(np.array([0, 2]), np.array([2]))
+        2
+        """
+        used = np.zeros(self.n, bool)
+        for at in positions:
+            used[at] = True
+        return int(np.count_nonzero(used))
+
     def get(self, ids: np.ndarray, default: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """``(positions, found)`` of ``ids`` (``default`` where not found)."""
         direct = self.direct
