@@ -23,8 +23,19 @@ def test_file_round_trip_through_capture_and_replay(tmp_path):
     ts.example(lambda s: s.to_stream([3, 1, 2]).map(lambda x: x * 10).capture_into(writer))
     writer.close()
     got = []
-    ts.example(lambda s: replay_into([EventReader(path)], s).inspect(got.append))
+    ts.example(lambda s: replay_into([EventReader(path, allow_pickle=True)], s).inspect(got.append))
     assert sorted(got) == [10, 20, 30]
+
+
+def test_an_unsealed_file_is_not_unpickled_unless_trusted(tmp_path, monkeypatch):
+    monkeypatch.delenv("TIMELY_SPARK_SECRET", raising=False)
+    path = tmp_path / "events.bin"
+    writer = EventWriter(path)
+    writer.push(Messages(0, ["x"]))
+    writer.close()
+    with pytest.raises(EventStreamError, match="events.bin.*allow_pickle=True"):
+        EventReader(path)
+    assert EventReader(path, allow_pickle=True).next() == Messages(0, ["x"])
 
 
 def test_a_tampered_or_unauthenticated_frame_is_refused_before_unpickling(tmp_path):

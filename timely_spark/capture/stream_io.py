@@ -166,13 +166,22 @@ class EventWriter:
 class EventReader:
     """Events from a socket, a binary file object or a file path, without blocking:
     ``next()`` returns an event, None when no whole frame has arrived yet, and raises
-    StopIteration after the writer's end frame (or when a socket closes)."""
+    StopIteration after the writer's end frame (or when a socket closes).
 
-    def __init__(self, source: Any, secret: Optional[Any] = None) -> None:
+    Events are pickles, and unpickling runs code: a file is read sealed (with the secret
+    it was written with: every frame's tag checked before it is unpickled), or, without a
+    secret, only when ``allow_pickle=True`` says the file is trusted (else
+    :class:`~timely_spark.errors.EventStreamError` naming it, before anything is read)."""
+
+    def __init__(self, source: Any, secret: Optional[Any] = None, *, allow_pickle: bool = False) -> None:
         self._sock = source if isinstance(source, socket.socket) else None
-        self._file: Any = open(source, "rb") if isinstance(source, (str, Path)) else (None if self._sock else source)
         self._name = str(source) if isinstance(source, (str, Path)) else repr(source)
         self._secret = _secret(secret, self._sock is not None, "EventReader")
+        if not self._secret and not allow_pickle:
+            raise EventStreamError(f"{self._name}: an event file read without a secret is unpickled unchecked "
+                                   "(unpickling runs code): pass the secret it was written with (secret=..., or "
+                                   f"${SECRET_ENV}), or allow_pickle=True if you trust the file")
+        self._file: Any = open(source, "rb") if isinstance(source, (str, Path)) else (None if self._sock else source)
         self._opener: Optional[Opener] = None
         self._nonce = b""
         self._buf = bytearray()
