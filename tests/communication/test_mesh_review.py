@@ -252,3 +252,19 @@ def test_a_process_finishing_long_after_its_peer_said_goodbye_and_closed_still_s
     results, errors = two_processes_in_threads(work, peer_timeout=2.0)
     assert not errors, errors
     assert results == [[0], [1]]
+
+
+def test_a_heartbeat_sent_after_this_side_closed_its_sockets_fails_nothing():
+    """The heartbeat thread may wake once more while its mesh closes (the peer still in
+    its own code, no goodbye from it): the send meets a closed socket, and that is no
+    failure of the run."""
+    from timely_spark.communication.tcp import CONTROL, HEARTBEAT
+
+    from .test_encryption import connected_pair
+
+    meshes, fabrics = connected_pair(peer_timeout=10)
+    conn = meshes[0].connections[1]
+    meshes[0].shutdown(clean=False)                 # this side closes; the peer said no goodbye
+    conn.send(CONTROL, 0, 0, HEARTBEAT, [b""])      # what the heartbeat thread would do
+    assert fabrics[0].failure is None
+    meshes[1].shutdown(clean=False)

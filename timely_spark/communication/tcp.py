@@ -322,8 +322,8 @@ class _Connection:
                 raise
             except OSError as exc:
                 self._drop_unwritten()
-                if channel == CONTROL and kind in (HEARTBEAT, GOODBYE) and self.goodbye.is_set():
-                    return          # the peer said goodbye and closed (its run is over): nothing to tell it
+                if channel == CONTROL and kind in (HEARTBEAT, GOODBYE) and (self.goodbye.is_set() or self.mesh.closing):
+                    return          # the peer said goodbye, or this side closed the socket: nothing to tell
                 # A peer that failed sent its error before closing: let the reading deliver
                 # it first, so that the run reports the peer's error, not this pipe.
                 self.reader_done.wait(PEER_ERROR_GRACE)
@@ -451,6 +451,8 @@ class _Connection:
                     raise failure from exc
 
     def control(self, kind: int, body: bytes = b"") -> None:
+        if kind == HEARTBEAT and self.mesh.closing:
+            return                  # (the heartbeat thread may wake once more while the mesh closes)
         try:
             self.send(CONTROL, 0, 0, kind, [body])
         except WorkerFailure:
