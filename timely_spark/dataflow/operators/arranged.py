@@ -34,7 +34,7 @@ from .arrangement import load_arrangements, save_arrangements
 from .batches import tables_of
 from .changelog import DIFF, consolidate_table, require_total_order, with_int64_diffs
 from .exchange_by import ExchangeBy, check_columns, key_list
-from .join import _RunningJoin, join
+from .join import RunningJoin, join
 from .op_state import KEY_HASH, StateHooks
 from .per_time import per_time
 from .reduce import reduce
@@ -211,9 +211,9 @@ def concat_changes(parts: list) -> Optional[pa.Table]:
     return pa.concat_tables(parts, promote_options="default") if len(parts) > 1 else parts[0]
 
 
-class SharedJoin(_RunningJoin):
+class SharedJoin(RunningJoin):
     """A running join whose two sides are arrangements: the same logic as
-    :class:`~.join._RunningJoin` (outer, semi and anti parts included) over the shared
+    :class:`~.join.RunningJoin` (outer, semi and anti parts included) over the shared
     traces, which the arrange operators fill; it keeps only what it emitted for the
     unmatched rows."""
 

@@ -4,7 +4,7 @@ Both inputs are exchanged by the key columns, so matching rows meet on one worke
 A time's batches are kept on both sides until the time is complete at both inputs,
 then joined with Arrow's hash join (``pyarrow.Table.join``).  A time with rows on one
 side only still produces what the join type says (for example the unmatched rows of
-a left join).  ``running=True`` joins two changelogs instead (:class:`_RunningJoin`).
+a left join).  ``running=True`` joins two changelogs instead (:class:`RunningJoin`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..stream import Stream
     from .arranged import Arranged
 
-__all__ = ["join", "JOIN_TYPES", "SCHEMA_COPIES"]
+__all__ = ["join", "RunningJoin", "JOIN_TYPES", "SCHEMA_COPIES"]
 
 #: How many copies of a per-time join's remembered schemas a snapshot keeps (keyed 0..N-1,
 #: so a restore into up to that many workers gives each one).
@@ -104,11 +104,11 @@ def join(stream: Union["Stream", "Arranged"], other: Union["Stream", "Arranged"]
     if arranged is not None:                 # join against shared indexes (see .arranged)
         if not running:
             raise BuildError(f"operator {name!r}: an arrangement is joined with running=True (a changelog join)")
-        running_join: _RunningJoin
+        running_join: RunningJoin
         running_join, stream, other = arranged.shared_join(stream, other, keys, how, name)
         exchange = None                      # (arranged: each row is on the worker its keys hash to)
     elif running:
-        running_join = _RunningJoin(keys, how, name, stream.scope.minimum)
+        running_join = RunningJoin(keys, how, name, stream.scope.minimum)
     if running:
         logic: Any = running_join
         kept = StateHooks(lambda t: save_arrangements(running_join.stores, KEY_HASH),
@@ -173,7 +173,7 @@ class _PerTimeJoin:
         return joined.combine_chunks().to_batches()
 
 
-class _RunningJoin:
+class RunningJoin:
     """The changelog of a join of two changelogs' collections (see :func:`join`): each
     side's changes in a :class:`~..trace.Trace` by key.  The matched rows are bilinear: a
     change at ``t`` meets every change the other side's trace holds, at the lattice join
