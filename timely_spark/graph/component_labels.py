@@ -68,7 +68,7 @@ epoch of a few changes costs some milliseconds however small it is.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -258,7 +258,18 @@ class ComponentLabels:
             merged, stars = slice(at[MERGED], at[MERGED + 1]), slice(at[STARS], at[STARS + 1])
             if at[MERGED + 1] > at[MERGED]:
                 self.merge(a[merged], b[merged], out)
-            if at[STARS + 1] > at[STARS]:
+            if at[STARS + 1] > at[STARS] and time.inner == 1:     # round 0's guess (see edges_in)
+                wake = slice(at[WAKE], at[WAKE + 1])
+                if at[GONE + 1] > at[SEED] or int(b[wake].sum()) > REPLICATE_BELOW:
+                    stars = slice(0, 0)                           # something was withdrawn, or too much came
+                else:
+                    self._end_search()                            # (none began)
+                    self.redone, self.insertions = np.zeros(0, np.int64), -1
+                    self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+                    self.replicated(a[stars], b[stars], out)
+                    log_state(self.scope, self.name, time, len(self))
+                    return out
+            if stars.stop > stars.start:
                 self.replicated(a[stars], b[stars], out)
             if len(kind) > (at[MERGED + 1] - at[MERGED]) + (at[STARS + 1] - at[STARS]):
                 rows = {k: (vertex[at[k]:at[k + 1]], a[at[k]:at[k + 1]], b[at[k]:at[k + 1]]) for k in range(PEND + 1)}
@@ -298,6 +309,10 @@ class ComponentLabels:
         out.append(self._broadcast(SEED, self.vid[seeds], labels[has]))
         out.append(self._broadcast(GONE, self.vid[left], labels[~has]))
         out.append(self._broadcast(WAKE, np.full(1, self.held, np.int64), np.full(1, len(self.inserted[0]), np.int64)))
+        if not len(ends) and len(self.inserted[0]) <= REPLICATE_BELOW:
+            stars = self._stars(self.inserted)          # a guess: nothing withdrawn anywhere (see step)
+            if stars is not None:
+                out.append(self._broadcast(STARS, *stars))
 
     def _compact(self) -> None:
         """Between epochs: rebuild the state from the vertices in the graph, their labels and
@@ -347,6 +362,11 @@ class ComponentLabels:
             if len(search.open) or self.pieces:
                 out.append(self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64)))
                 return
+        self._end_search()
+        self.contraction_edges(out)
+
+    def _end_search(self) -> None:
+        """The search is over: unmark its vertices; the inserted edges join ``adjacent``."""
         self.search = None
         seen = np.concatenate(self.seen) if self.seen else np.zeros(0, np.int64)
         self.mark[seen] = ABSENT
@@ -354,7 +374,6 @@ class ComponentLabels:
         dv, dw = self.inserted
         if len(dv):
             self.adjacent.set((dv << SHIFT) | dw, np.ones(len(dv), np.int64))
-        self.contraction_edges(out)
 
     def _seen_classes(self) -> tuple[np.ndarray, np.ndarray]:
         """This worker's visited vertices of this epoch and their classes."""
@@ -442,11 +461,25 @@ class ComponentLabels:
             self._relabel(isolated, np.full(len(isolated), ABSENT, np.int64), out)
             a.append(self.vid[ka])
             b.append(self.vid[kb])
-        dv, dw = self.inserted
-        self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        inserted, self.inserted = self.inserted, (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        small = self.insertions <= REPLICATE_BELOW and not len(recomputed)      # the same on every worker
+        self.insertions = -1
+        stars = self._stars(inserted, recomputed, a, b)
+        if stars is not None:
+            out.append(self._broadcast(STARS, *stars) if small else
+                       pa.record_batch({"vertex": stars[0], "root": stars[1]}))
+
+    def _stars(self, inserted: tuple, recomputed: np.ndarray = np.zeros(0, np.int64), a: tuple = (),
+               b: tuple = ()) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        """The spanning forest, as stars ``(vertices, roots)`` (None if empty), of the edges
+        ``a[i]--b[i]`` (lists of arrays), the ``inserted`` edges (dense; each once, at the owner
+        of its smaller end) and ``(v, label(v))`` for each of their ends already in the graph
+        (the label stands for its component) -- but those in a ``recomputed`` component."""
+        a, b = list(a), list(b)
+        dv, dw = inserted
         if len(dv):
             own = self.label[dv]
-            keep = (own == ABSENT) | ~np.isin(own, recomputed)
+            keep = (own == ABSENT) | ~np.isin(own, recomputed) if len(recomputed) else np.ones(len(dv), bool)
             once = keep & (self.vid[dv] <= self.vid[dw])           # the other end's owner has it too
             a.append(self.vid[dv[once]])
             b.append(self.vid[dw[once]])
@@ -454,13 +487,10 @@ class ComponentLabels:
             held = sorted_unique(touched[self.label[touched] != ABSENT])
             a.append(self.vid[held])
             b.append(self.label[held])
-        small = self.insertions <= REPLICATE_BELOW and not len(recomputed)      # the same on every worker
-        self.insertions = -1
-        if a:
-            vertices, roots = forest(np.concatenate(a), np.concatenate(b))
-            if len(vertices):
-                out.append(self._broadcast(STARS, vertices, roots) if small else
-                           pa.record_batch({"vertex": vertices, "root": roots}))
+        if not a:
+            return None
+        vertices, roots = forest(np.concatenate(a), np.concatenate(b))
+        return (vertices, roots) if len(vertices) else None
 
     def replicated(self, vertices: np.ndarray, roots: np.ndarray, out: list) -> None:
         """A small epoch's contraction: every worker's stars on every worker, contracted
