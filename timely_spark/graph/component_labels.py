@@ -30,10 +30,11 @@ one at each endpoint's owner:
 1. .. the split search, a level per round for the smallest classes of groups (the
    others wait): owners mark the vertices their neighbours' groups reach and expand
    them; every worker broadcasts its round's meetings and growth and applies
-   everyone's to the same union-find over the groups.  A
-   component whose search is over relabels the pieces that split off (each its
-   smallest vertex, from a broadcast of each worker's minima) -- or, past the budget,
-   is *recomputed* below;
+   everyone's to the same union-find over the groups, with each group's smallest
+   vertex so far.  A component whose search is over relabels the pieces that split off
+   in the round that finds them closed (each its smallest vertex, which every worker
+   knows) -- or, past the budget, is *recomputed* below; the contraction's edges follow
+   in that same round;
 2. then every worker builds the edges of a contraction: the remaining edges of its
    members of the recomputed components (range scans of ``by_label`` and
    ``adjacent``; members left without edges leave), the inserted edges at its other
@@ -101,9 +102,9 @@ TO = "to"
 ABSENT = np.iinfo(np.int64).min
 #: Kinds of the loop's messages: a wake-up; a merged label (old -> new); a search's seed, an
 #: end left without edges, a visit, a meeting of two groups, new vertices of a group, a group
-#: that reached its label's vertex, the smallest vertex of a piece that split off, new vertices
-#: of a group kept for a later round, a worker's stars of a small contraction.
-WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, PIECE_MIN, PEND, STARS = range(11)
+#: that reached its label's vertex, the smallest of a group's new vertices, new vertices of a
+#: group kept for a later round, a worker's stars of a small contraction.
+WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, LOWEST, PEND, STARS = range(11)
 #: A split search stops and its component is recomputed past this many visited vertices, or
 #: a quarter of the graph's vertices if that is more ...
 SEARCH_BUDGET = 1 << 16
@@ -180,7 +181,6 @@ class ComponentLabels:
         self.seen: list = []                                               # this epoch's visited vertices
         self.waiting = np.zeros(0, np.int64)                               # ... not yet expanded
         self.waiting_group = np.zeros(0, np.int64)                         # ... their groups' positions
-        self.pieces = False                                                # piece minima due next round
         self.insertions = -1                                               # this epoch's, all workers
         self.held = 0                                                      # owned vertices in the graph
         self.compact_at = COMPACT_AT                                       # dense ids that trigger a rebuild
@@ -347,19 +347,17 @@ class ComponentLabels:
                                       max(SEARCH_BUDGET, vertices // 4), SEARCH_ROUNDS)
         elif self.search is not None:
             self.search.update((rows[MEET][1], rows[MEET][2]), (rows[GREW][1], rows[GREW][2]),
-                               (rows[PEND][1], rows[PEND][2]), (rows[HOLDS][1], rows[HOLDS][2]))
-        if self.pieces:
-            self._split_off(rows[PIECE_MIN][1], rows[PIECE_MIN][2], out)
+                               (rows[PEND][1], rows[PEND][2]), (rows[HOLDS][1], rows[HOLDS][2]),
+                               (rows[LOWEST][1], rows[LOWEST][2]))
         search = self.search
         if search is not None:
             _, fallback, closed = search.decide()
             self.recomputed = np.union1d(self.recomputed, fallback)
-            self.pieces = len(closed) > 0
-            if self.pieces:
-                self._piece_minima(closed, out)
+            if len(closed):
+                self._split_off(closed, search.lowest(closed), out)
             search.choose()
             self._visit(rows[VISIT][0], rows[VISIT][1], out)
-            if len(search.open) or self.pieces:
+            if len(search.open):
                 out.append(self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64)))
                 return
         self._end_search()
@@ -380,23 +378,13 @@ class ComponentLabels:
         seen = np.concatenate(self.seen) if self.seen else np.zeros(0, np.int64)
         return seen, self.search.classes(self.mark[seen])
 
-    def _piece_minima(self, closed: np.ndarray, out: list) -> None:
-        """Broadcast the smallest vertex this worker visited in each closed class."""
+    def _split_off(self, classes: np.ndarray, smallest: np.ndarray, out: list) -> None:
+        """Relabel this worker's vertices of the pieces that split off, the closed ``classes``
+        (sorted): each piece's ``smallest`` vertex (every worker knows it: :meth:`_visit`
+        broadcasts the smallest new vertex of each group)."""
         seen, cls = self._seen_classes()
-        inside = np.isin(cls, closed)
-        if inside.any():
-            keys, smallest = group_min(cls[inside], self.vid[seen[inside]])[:2]
-            out.append(self._broadcast(PIECE_MIN, keys, smallest))
-
-    def _split_off(self, classes: np.ndarray, minima: np.ndarray, out: list) -> None:
-        """Relabel this worker's vertices of the pieces that split off: each piece's smallest vertex."""
-        self.pieces = False
-        if not len(classes):
-            return
-        keys, smallest = group_min(classes, minima)[:2]
-        seen, cls = self._seen_classes()
-        at = np.minimum(np.searchsorted(keys, cls), len(keys) - 1)
-        hit = keys[at] == cls
+        at = np.minimum(np.searchsorted(classes, cls), len(classes) - 1)
+        hit = classes[at] == cls
         self._relabel(seen[hit], smallest[at[hit]], out)
 
     def _visit(self, target: np.ndarray, group: np.ndarray, out: list) -> None:
@@ -416,6 +404,8 @@ class ComponentLabels:
                 self.mark[fresh_v] = first
                 self.seen.append(fresh_v)
                 holds = first[self.label[fresh_v] == self.vid[fresh_v]]
+                groups, lowest = group_min(first, self.vid[fresh_v])[:2]
+                out.append(self._broadcast(LOWEST, groups, lowest))
             now = self.mark[dv]
             differ = now != group
             meet_a, meet_b = group[differ], now[differ]
@@ -437,9 +427,13 @@ class ComponentLabels:
             near = self.adjacent.with_prefix(expand)
             if len(near):
                 out.append(self._visits(self.vid[near & LOW], self.mark[near >> SHIFT]))
-        if len(meet_a):
-            pairs = np.unique(np.stack([np.minimum(meet_a, meet_b), np.maximum(meet_a, meet_b)], 1), axis=0)
-            out.append(self._broadcast(MEET, pairs[:, 0].copy(), pairs[:, 1].copy()))
+        if len(meet_a):                 # as pairs of classes not yet joined (the union-find's roots), each once
+            root = search.parent
+            ra, rb = root[search.index(meet_a)], root[search.index(meet_b)]
+            k = np.int64(len(root))
+            pairs = sorted_unique((np.minimum(ra, rb) * k + np.maximum(ra, rb))[ra != rb])
+            if len(pairs):
+                out.append(self._broadcast(MEET, search.gid[pairs // k], search.gid[pairs % k]))
         if len(holds):
             out.append(self._broadcast(HOLDS, holds, holds))
 
