@@ -43,13 +43,14 @@ one at each endpoint's owner:
    :func:`~.contraction.contract` and :func:`~.contraction.resolve` (nested loops:
    min-label hooking by vertex owner, then pointer jumping), whose ``(vertex,
    component)`` rows come back on each vertex's owner -- or, in an epoch of at most
-   :data:`REPLICATE_BELOW` inserted incidences and nothing to recompute, to every
-   worker, which contracts them all and keeps its own vertices' rows (one round);
+   :data:`REPLICATE_BELOW` inserted incidences and nothing to recompute, the edges go
+   to every worker, which contracts them all and keeps its own vertices' rows (one
+   round; when round 0 withdrew nothing on any worker, the edges leave in round 0);
 3. each owner relabels the vertices it got a result for; a label vertex ``L`` (not
    recomputed) whose component changed broadcasts ``L -> L'``;
 4. every worker relabels its members of each broadcast ``L`` (a ``by_label`` scan).
    (A small epoch's contraction, on every worker, gives every worker every ``L -> L'``:
-   3 and 4 are one round.)
+   3 and 4 are one round: an epoch of a few insertions takes rounds 0 and 1.)
 
 Every vertex whose label changes emits ``-1 (v, old)`` and ``+1 (v, new)``; an epoch's
 rows are netted per ``(vertex, component)`` (a piece split off and merged again in one
@@ -103,7 +104,7 @@ ABSENT = np.iinfo(np.int64).min
 #: Kinds of the loop's messages: a wake-up; a merged label (old -> new); a search's seed, an
 #: end left without edges, a visit, a meeting of two groups, new vertices of a group, a group
 #: that reached its label's vertex, the smallest of a group's new vertices, new vertices of a
-#: group kept for a later round, a worker's stars of a small contraction.
+#: group kept for a later round, a worker's edges of a small contraction.
 WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, LOWEST, PEND, STARS = range(11)
 #: A split search stops and its component is recomputed past this many visited vertices, or
 #: a quarter of the graph's vertices if that is more ...
@@ -310,9 +311,9 @@ class ComponentLabels:
         out.append(self._broadcast(GONE, self.vid[left], labels[~has]))
         out.append(self._broadcast(WAKE, np.full(1, self.held, np.int64), np.full(1, len(self.inserted[0]), np.int64)))
         if not len(ends) and len(self.inserted[0]) <= REPLICATE_BELOW:
-            stars = self._stars(self.inserted)          # a guess: nothing withdrawn anywhere (see step)
-            if stars is not None:
-                out.append(self._broadcast(STARS, *stars))
+            edges = self._edges(self.inserted)          # a guess: nothing withdrawn anywhere (see step)
+            if edges is not None:
+                out.append(self._broadcast(STARS, *edges))
 
     def _compact(self) -> None:
         """Between epochs: rebuild the state from the vertices in the graph, their labels and
@@ -458,17 +459,22 @@ class ComponentLabels:
         inserted, self.inserted = self.inserted, (np.zeros(0, np.int64), np.zeros(0, np.int64))
         small = self.insertions <= REPLICATE_BELOW and not len(recomputed)      # the same on every worker
         self.insertions = -1
-        stars = self._stars(inserted, recomputed, a, b)
-        if stars is not None:
-            out.append(self._broadcast(STARS, *stars) if small else
-                       pa.record_batch({"vertex": stars[0], "root": stars[1]}))
+        edges = self._edges(inserted, recomputed, a, b)
+        if edges is None:
+            return
+        if small:                              # a few thousand rows: every worker contracts them all
+            out.append(self._broadcast(STARS, *edges))
+            return
+        vertices, roots = forest(*edges)
+        if len(vertices):
+            out.append(pa.record_batch({"vertex": vertices, "root": roots}))
 
-    def _stars(self, inserted: tuple, recomputed: np.ndarray = np.zeros(0, np.int64), a: tuple = (),
+    def _edges(self, inserted: tuple, recomputed: np.ndarray = np.zeros(0, np.int64), a: tuple = (),
                b: tuple = ()) -> Optional[tuple[np.ndarray, np.ndarray]]:
-        """The spanning forest, as stars ``(vertices, roots)`` (None if empty), of the edges
-        ``a[i]--b[i]`` (lists of arrays), the ``inserted`` edges (dense; each once, at the owner
-        of its smaller end) and ``(v, label(v))`` for each of their ends already in the graph
-        (the label stands for its component) -- but those in a ``recomputed`` component."""
+        """This worker's edges of the contraction (None if none): ``a[i]--b[i]`` (lists of
+        arrays), the ``inserted`` edges (dense; each once, at the owner of its smaller end) and
+        ``(v, label(v))`` for each of their ends already in the graph (the label stands for its
+        component) -- but those in a ``recomputed`` component."""
         a, b = list(a), list(b)
         dv, dw = inserted
         if len(dv):
@@ -483,26 +489,34 @@ class ComponentLabels:
             b.append(self.label[held])
         if not a:
             return None
-        vertices, roots = forest(np.concatenate(a), np.concatenate(b))
-        return (vertices, roots) if len(vertices) else None
+        edges = np.concatenate(a), np.concatenate(b)
+        return edges if len(edges[0]) else None
 
-    def replicated(self, vertices: np.ndarray, roots: np.ndarray, out: list) -> None:
-        """A small epoch's contraction: every worker's stars on every worker, contracted
-        here; the results of the vertices this worker owns."""
-        vertices, component = forest(vertices, roots)
+    def replicated(self, a: np.ndarray, b: np.ndarray, out: list) -> None:
+        """A small epoch's contraction: every worker's edges ``a[i]--b[i]`` on every worker,
+        contracted here; the vertices this worker owns among them, and its members of each
+        label that merged (every worker knows them all: no MERGED round), relabelled at once."""
+        vertices, component = forest(a, b)
         mine = destinations(pa.record_batch({"vertex": vertices}), ["vertex"], len(self.keys)) == self.scope.index
-        self.results(vertices[mine], component[mine], out, announce=False)
-        moved = component != vertices          # every worker knows every merged label: no MERGED round
-        self.merge(vertices[moved], component[moved], out)
+        moved = component != vertices
+        dl, found = self.ids.get(vertices[moved], -1)
+        dl, new = dl[found], component[moved][found]
+        members = self.by_label.with_prefix(dl) if len(dl) else np.zeros(0, np.int64)
+        order = np.argsort(dl)
+        dv = np.concatenate([self._dense(vertices[mine]), members & LOW])
+        # (an owned vertex among the edges is a member of its label: both say the same component)
+        dv, first = np.unique(dv, return_index=True)
+        label = np.concatenate([component[mine], new[order][np.searchsorted(dl[order], members >> SHIFT)]])
+        self._relabel(dv, label[first], out)
 
-    def results(self, vertex: np.ndarray, component: np.ndarray, out: list, announce: bool = True) -> None:
-        """Round 2: the contraction's components of the vertices this worker owns; with
-        ``announce``, broadcast the labels that merged."""
+    def results(self, vertex: np.ndarray, component: np.ndarray, out: list) -> None:
+        """Round 2: the contraction's components of the vertices this worker owns; broadcast
+        the labels that merged."""
         dv = self._dense(vertex)
         old = self.label[dv]
         merged = (old == vertex) & (component != vertex) & ~np.isin(vertex, self.redone)
         self._relabel(dv, component, out)
-        if announce and merged.any():
+        if merged.any():
             out.append(self._broadcast(MERGED, vertex[merged], component[merged]))
 
     def merge(self, old: np.ndarray, new: np.ndarray, out: list) -> None:
