@@ -70,7 +70,7 @@ epoch of a few changes costs some milliseconds however small it is.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -469,27 +469,27 @@ class ComponentLabels:
         if len(vertices):
             out.append(pa.record_batch({"vertex": vertices, "root": roots}))
 
-    def _edges(self, inserted: tuple, recomputed: np.ndarray = np.zeros(0, np.int64), a: tuple = (),
-               b: tuple = ()) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    def _edges(self, inserted: tuple, recomputed: np.ndarray = np.zeros(0, np.int64), a: Sequence = (),
+               b: Sequence = ()) -> Optional[tuple[np.ndarray, np.ndarray]]:
         """This worker's edges of the contraction (None if none): ``a[i]--b[i]`` (lists of
         arrays), the ``inserted`` edges (dense; each once, at the owner of its smaller end) and
         ``(v, label(v))`` for each of their ends already in the graph (the label stands for its
         component) -- but those in a ``recomputed`` component."""
-        a, b = list(a), list(b)
+        parts_a, parts_b = list(a), list(b)
         dv, dw = inserted
         if len(dv):
             own = self.label[dv]
             keep = (own == ABSENT) | ~np.isin(own, recomputed) if len(recomputed) else np.ones(len(dv), bool)
             once = keep & (self.vid[dv] <= self.vid[dw])           # the other end's owner has it too
-            a.append(self.vid[dv[once]])
-            b.append(self.vid[dw[once]])
+            parts_a.append(self.vid[dv[once]])
+            parts_b.append(self.vid[dw[once]])
             touched = dv[keep]
             held = sorted_unique(touched[self.label[touched] != ABSENT])
-            a.append(self.vid[held])
-            b.append(self.label[held])
-        if not a:
+            parts_a.append(self.vid[held])
+            parts_b.append(self.label[held])
+        if not parts_a:
             return None
-        edges = np.concatenate(a), np.concatenate(b)
+        edges = np.concatenate(parts_a), np.concatenate(parts_b)
         return edges if len(edges[0]) else None
 
     def replicated(self, a: np.ndarray, b: np.ndarray, out: list) -> None:
