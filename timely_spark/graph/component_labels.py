@@ -179,6 +179,7 @@ class ComponentLabels:
         self.recomputed = np.zeros(0, np.int64)                            # this epoch's labels, sorted
         self.redone = self.recomputed                                      # ... once the contraction began
         self.search: Any = None                                            # this epoch's SplitSearch
+        self.sending: list = []                                            # this round's broadcast rows
         self.seen: list = []                                               # this epoch's visited vertices
         self.waiting = np.zeros(0, np.int64)                               # ... not yet expanded
         self.waiting_group = np.zeros(0, np.int64)                         # ... their groups' positions
@@ -229,13 +230,23 @@ class ComponentLabels:
             "vertex": np.concatenate([v[was], v[now]]), "component": np.concatenate([old[was], new[now]]),
             DIFF: np.concatenate([np.full(int(was.sum()), -1, np.int64), np.ones(int(now.sum()), np.int64)])}))
 
-    def _broadcast(self, kind: int, a: np.ndarray, b: np.ndarray) -> pa.RecordBatch:
-        """Rows ``(a, b)`` of ``kind`` for every worker: a copy per worker, in worker order
+    def _broadcast(self, kind: int, a: np.ndarray, b: np.ndarray) -> None:
+        """Rows ``(a, b)`` of ``kind`` for every worker, sent at the end of the round (:meth:`_send`)."""
+        if len(a):
+            self.sending.append((kind, a, b))
+
+    def _send(self, out: list) -> None:
+        """The round's broadcast rows as one batch: a copy per worker, in worker order
         (``to``), which :class:`LoopRoute` slices without hashing."""
-        peers = len(self.keys)
-        return pa.record_batch({"vertex": np.repeat(self.keys, len(a)), "kind": np.full(peers * len(a), kind, np.int8),
-                                "a": np.tile(a, peers), "b": np.tile(b, peers),
-                                TO: np.repeat(np.arange(peers, dtype=np.int64), len(a))})
+        parts, self.sending = self.sending, []
+        if not parts:
+            return
+        peers, n = len(self.keys), sum(len(a) for _, a, _ in parts)
+        kind = np.repeat(np.array([k for k, _, _ in parts], np.int8), [len(a) for _, a, _ in parts])
+        a, b = np.concatenate([a for _, a, _ in parts]), np.concatenate([b for _, _, b in parts])
+        out.append(pa.record_batch({"vertex": np.repeat(self.keys, n), "kind": np.tile(kind, peers),
+                                    "a": np.tile(a, peers), "b": np.tile(b, peers),
+                                    TO: np.repeat(np.arange(peers, dtype=np.int64), n)}))
 
     # -- the rounds -----------------------------------------------------------------
 
@@ -268,6 +279,7 @@ class ComponentLabels:
                     self.redone, self.insertions = np.zeros(0, np.int64), -1
                     self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))
                     self.replicated(a[stars], b[stars], out)
+                    self._send(out)
                     log_state(self.scope, self.name, time, len(self))
                     return out
             if stars.stop > stars.start:
@@ -275,6 +287,7 @@ class ComponentLabels:
             if len(kind) > (at[MERGED + 1] - at[MERGED]) + (at[STARS + 1] - at[STARS]):
                 rows = {k: (vertex[at[k]:at[k + 1]], a[at[k]:at[k + 1]], b[at[k]:at[k + 1]]) for k in range(PEND + 1)}
                 self.search_round(rows, out)
+        self._send(out)
         log_state(self.scope, self.name, time, len(self))
         return out
 
@@ -307,13 +320,13 @@ class ComponentLabels:
         ka, kb = near >> SHIFT, near & LOW
         if len(ka):
             out.append(self._visits(self.vid[kb], self.vid[ka]))
-        out.append(self._broadcast(SEED, self.vid[seeds], labels[has]))
-        out.append(self._broadcast(GONE, self.vid[left], labels[~has]))
-        out.append(self._broadcast(WAKE, np.full(1, self.held, np.int64), np.full(1, len(self.inserted[0]), np.int64)))
+        self._broadcast(SEED, self.vid[seeds], labels[has])
+        self._broadcast(GONE, self.vid[left], labels[~has])
+        self._broadcast(WAKE, np.full(1, self.held, np.int64), np.full(1, len(self.inserted[0]), np.int64))
         if not len(ends) and len(self.inserted[0]) <= REPLICATE_BELOW:
             edges = self._edges(self.inserted)          # a guess: nothing withdrawn anywhere (see step)
             if edges is not None:
-                out.append(self._broadcast(STARS, *edges))
+                self._broadcast(STARS, *edges)
 
     def _compact(self) -> None:
         """Between epochs: rebuild the state from the vertices in the graph, their labels and
@@ -359,7 +372,7 @@ class ComponentLabels:
             search.choose()
             self._visit(rows[VISIT][0], rows[VISIT][1], out)
             if len(search.open):
-                out.append(self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64)))
+                self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64))
                 return
         self._end_search()
         self.contraction_edges(out)
@@ -406,7 +419,7 @@ class ComponentLabels:
                 self.seen.append(fresh_v)
                 holds = first[self.label[fresh_v] == self.vid[fresh_v]]
                 groups, lowest = group_min(first, self.vid[fresh_v])[:2]
-                out.append(self._broadcast(LOWEST, groups, lowest))
+                self._broadcast(LOWEST, groups, lowest)
             now = self.mark[dv]
             differ = now != group
             meet_a, meet_b = group[differ], now[differ]
@@ -420,7 +433,7 @@ class ComponentLabels:
             for kind, part in ((GREW, fresh_v[go]), (PEND, fresh_v[~go])):
                 if len(part):
                     groups, _, counts, _ = group_min(self.mark[part], np.zeros(len(part), np.int64))
-                    out.append(self._broadcast(kind, groups, counts))
+                    self._broadcast(kind, groups, counts)
             expand = np.concatenate([expand, fresh_v[go]])
             self.waiting = np.concatenate([self.waiting, fresh_v[~go]])
             self.waiting_group = np.concatenate([self.waiting_group, group_at[~go]])
@@ -434,9 +447,9 @@ class ComponentLabels:
             k = np.int64(len(root))
             pairs = sorted_unique((np.minimum(ra, rb) * k + np.maximum(ra, rb))[ra != rb])
             if len(pairs):
-                out.append(self._broadcast(MEET, search.gid[pairs // k], search.gid[pairs % k]))
+                self._broadcast(MEET, search.gid[pairs // k], search.gid[pairs % k])
         if len(holds):
-            out.append(self._broadcast(HOLDS, holds, holds))
+            self._broadcast(HOLDS, holds, holds)
 
     def contraction_edges(self, out: list) -> None:
         """The round after the search: this worker's edges of the epoch's contraction, as stars."""
@@ -463,7 +476,7 @@ class ComponentLabels:
         if edges is None:
             return
         if small:                              # a few thousand rows: every worker contracts them all
-            out.append(self._broadcast(STARS, *edges))
+            self._broadcast(STARS, *edges)
             return
         vertices, roots = forest(*edges)
         if len(vertices):
@@ -517,7 +530,7 @@ class ComponentLabels:
         merged = (old == vertex) & (component != vertex) & ~np.isin(vertex, self.redone)
         self._relabel(dv, component, out)
         if merged.any():
-            out.append(self._broadcast(MERGED, vertex[merged], component[merged]))
+            self._broadcast(MERGED, vertex[merged], component[merged])
 
     def merge(self, old: np.ndarray, new: np.ndarray, out: list) -> None:
         """Round 3: this worker's members of each merged label ``old`` get ``new``."""
