@@ -413,13 +413,15 @@ class ComponentLabels:
         if len(target):
             dv = self._dense(target)
             fresh = self.mark[dv] == ABSENT
-            if fresh.any():
-                fresh_v, first = group_min(dv[fresh], group[fresh])[:2]
+            if fresh.any():                 # each new vertex joins the smallest group visiting it: one sort
+                runs = np.sort((dv[fresh] << SHIFT) | search.index(group[fresh]))
+                start = np.empty(len(runs), bool)
+                start[0] = True
+                np.not_equal(runs[1:] >> SHIFT, runs[:-1] >> SHIFT, out=start[1:])
+                fresh_v, first = runs[start] >> SHIFT, search.gid[runs[start] & LOW]
                 self.mark[fresh_v] = first
                 self.seen.append(fresh_v)
                 holds = first[self.label[fresh_v] == self.vid[fresh_v]]
-                groups, lowest = group_min(first, self.vid[fresh_v])[:2]
-                self._broadcast(LOWEST, groups, lowest)
             now = self.mark[dv]
             differ = now != group
             meet_a, meet_b = group[differ], now[differ]
@@ -427,13 +429,15 @@ class ComponentLabels:
         if len(self.waiting):
             go = search.expanding[self.waiting_group]
             expand, self.waiting, self.waiting_group = self.waiting[go], self.waiting[~go], self.waiting_group[~go]
-        if len(fresh_v):
+        if len(fresh_v):                    # per group (by position): its smallest new vertex, how many it has
             group_at = search.index(self.mark[fresh_v])
+            at, lowest = group_min(group_at, self.vid[fresh_v])[:2]
+            self._broadcast(LOWEST, search.gid[at], lowest)
             go = search.expanding[group_at]
-            for kind, part in ((GREW, fresh_v[go]), (PEND, fresh_v[~go])):
-                if len(part):
-                    groups, _, counts, _ = group_min(self.mark[part], np.zeros(len(part), np.int64))
-                    self._broadcast(kind, groups, counts)
+            for kind, part in ((GREW, go), (PEND, ~go)):
+                if part.any():
+                    at, _, counts, _ = group_min(group_at[part], np.zeros(int(part.sum()), np.int64))
+                    self._broadcast(kind, search.gid[at], counts)
             expand = np.concatenate([expand, fresh_v[go]])
             self.waiting = np.concatenate([self.waiting, fresh_v[~go]])
             self.waiting_group = np.concatenate([self.waiting_group, group_at[~go]])
