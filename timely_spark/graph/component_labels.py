@@ -409,7 +409,7 @@ class ComponentLabels:
         keep = search.is_open(group) if len(group) else np.zeros(0, bool)
         target, group = target[keep], group[keep]
         empty = np.zeros(0, np.int64)
-        meet_a, meet_b, holds, fresh_v = empty, empty, empty, empty
+        meet_a, meet_b, holds, fresh_v, group_at = empty, empty, empty, empty, empty
         if len(target):
             dv = self._dense(target)
             fresh = self.mark[dv] == ABSENT
@@ -418,7 +418,8 @@ class ComponentLabels:
                 start = np.empty(len(runs), bool)
                 start[0] = True
                 np.not_equal(runs[1:] >> SHIFT, runs[:-1] >> SHIFT, out=start[1:])
-                fresh_v, first = runs[start] >> SHIFT, search.gid[runs[start] & LOW]
+                fresh_v, group_at = runs[start] >> SHIFT, runs[start] & LOW
+                first = search.gid[group_at]
                 self.mark[fresh_v] = first
                 self.seen.append(fresh_v)
                 holds = first[self.label[fresh_v] == self.vid[fresh_v]]
@@ -430,7 +431,6 @@ class ComponentLabels:
             go = search.expanding[self.waiting_group]
             expand, self.waiting, self.waiting_group = self.waiting[go], self.waiting[~go], self.waiting_group[~go]
         if len(fresh_v):                    # per group (by position): its smallest new vertex, how many it has
-            group_at = search.index(self.mark[fresh_v])
             at, lowest = group_min(group_at, self.vid[fresh_v])[:2]
             self._broadcast(LOWEST, search.gid[at], lowest)
             go = search.expanding[group_at]
