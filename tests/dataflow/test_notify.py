@@ -102,3 +102,44 @@ def test_notificator_init_times():
         return seen
 
     assert ts.execute(work, timeout=30) == [[(2, "tick"), (5, "tick")]]
+
+
+def test_an_operator_awaiting_no_time_is_not_run_on_frontier_changes():
+    """``build(logic, notify=waiting)``: a frontier change runs the operator only while
+    ``waiting()`` is true; its frontier is up to date all the same when input runs it."""
+    def work(worker):
+        runs, seen, held, ports = [], [], [], []
+
+        def build(s):
+            inp, stream = s.new_input()
+            b = ts.OperatorBuilder(s, "Waits")
+            port = b.new_input(stream)
+            ports.append(port)
+            out, result = b.new_output()
+
+            def logic():
+                runs.append(inp.time)
+                for cap, data in port:
+                    seen.append((cap.time, port.frontier.elements()))
+                    held.append(cap.retain())
+                while held and not port.frontier.less_equal(held[0].time):
+                    held.pop(0).drop()
+
+            b.build(logic, notify=lambda: bool(held), initial_capabilities=False)
+            return inp, result.probe()
+
+        inp, probe = worker.dataflow(build)
+        for t in range(1, 6):                          # no input: frontier changes only
+            inp.advance_to(t)
+            worker.step_while(lambda: probe.less_than(inp.time))
+        idle, between = len(runs), ports[0].frontier.elements()
+        inp.send("x")
+        inp.advance_to(6)
+        worker.step_while(lambda: probe.less_than(inp.time))
+        return idle, between, seen, len(held)
+
+    idle, between, seen, held = ts.execute(work)[0]
+    assert idle <= 1                                   # (its first run, at build) -- not one per time
+    assert between == [5]                              # its frontier followed (the changes do not pile up)
+    assert seen == [(5, [5])]                          # the frontier it sees is the current one
+    assert held == 0                                   # and while it held a time, the change ran it

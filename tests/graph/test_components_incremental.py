@@ -384,3 +384,41 @@ def test_folded_changes_equal_union_find_with_prefix_starts_and_direct_ids_at_sm
     monkeypatch.setattr("timely_spark.graph.ids.positions.DIRECT_BELOW", direct_below)
     monkeypatch.setattr("timely_spark.graph.ids.positions.DIRECT_PER_ID", 1)
     folded_matches_union_find(changelog(seed=4), threads=2)
+
+
+def rounds_per_epoch(monkeypatch, log: list, threads: int) -> dict:
+    """``{epoch: the loop's rounds at which some worker's labels ran}`` of ``components`` on ``log``;
+    asserts its output folds to union-find at every time."""
+    from timely_spark.graph.component_labels import ComponentLabels
+
+    seen: dict = {}
+    step = ComponentLabels.step
+
+    def counted(self, time, *inputs):
+        seen.setdefault(time[0], set()).add(time[1])
+        return step(self, time, *inputs)
+
+    monkeypatch.setattr(ComponentLabels, "step", counted)
+    folded_matches_union_find(log, threads=threads)
+    return seen
+
+
+def test_an_epoch_of_insertions_takes_two_rounds(monkeypatch):
+    """Round 0 guesses that nothing is withdrawn and sends its stars at once, so an epoch of
+    insertions only ends in round 1; a withdrawal on one of the workers drops the guess."""
+    path = [(v, v + 1, 1) for v in range(0, 40, 2)]
+    log = [path, [(v, v + 2, 1) for v in range(1, 30, 4)], [(0, 1, -1), (5, 9, 1), (40, 41, 1)]]
+    rounds = rounds_per_epoch(monkeypatch, log, threads=2)
+    assert rounds[0] == {0, 1} and rounds[1] == {0, 1}
+    assert max(rounds[2]) > 1                                  # the withdrawal's search
+
+
+def test_a_piece_that_splits_off_is_relabelled_in_the_round_that_finds_it_closed(monkeypatch):
+    """The search broadcasts each group's smallest vertex as it grows, so the round that finds
+    a piece closed relabels it and builds the contraction: the path 0..9 cut between 4 and 5
+    takes 7 rounds (the seeds; 4 levels a side; a round to see the ends add nothing, one to
+    learn it); an insertion beside a withdrawal takes the search's rounds (the guess dropped)."""
+    log = [[(v, v + 1, 1) for v in range(9)] + [(20, 21, 1)], [(4, 5, -1)], [(20, 21, -1)],
+           [(0, 9, 1), (3, 4, -1)]]
+    rounds = rounds_per_epoch(monkeypatch, log, threads=2)
+    assert rounds == {0: {0, 1}, 1: set(range(7)), 2: {0, 1}, 3: {0, 1, 2}}

@@ -14,7 +14,7 @@ run and broadcasts as one atomic progress batch.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from ..communication.allocator import Inbox
 from ..errors import BuildError, OperatorError, WorkerAborted, WorkerFailure
@@ -86,6 +86,7 @@ class OperatorCore(Operate):
         self.inputs = 0
         self.outputs = 0
         self.notify = False
+        self.waiting: Optional[Callable[[], bool]] = None   # with notify: whether a frontier change runs it
         self.initial_capabilities = True
         self.logic: Optional[Callable[[], Any]] = None
         self.summary: list[list[Antichain]] = []
@@ -106,6 +107,19 @@ class OperatorCore(Operate):
     def activate(self) -> None:
         """Ask to be scheduled."""
         self._activate_child(self.index)
+
+    def frontier_changed(self) -> None:
+        """Its input frontiers changed (the changes wait in its ``shared_progress``): schedule
+        it -- unless it was built with ``notify=waiting`` and ``waiting()`` is false (it awaits
+        no time), then only apply the changes to its frontiers, so they are current when it
+        next runs (on input, or an activation)."""
+        waiting = self.waiting
+        if waiting is None or self._running or waiting():
+            self._activate_child(self.index)
+            return
+        for frontier, changes in zip(self.frontiers, self.shared_progress.frontiers):
+            if changes.counts:
+                frontier.update_iter(changes.drain())
 
     def capability_change(self, t: Any, diff: int) -> None:
         """Record that a capability at ``t`` was made (+1) or given up (-1) for every
@@ -363,10 +377,14 @@ class OperatorBuilder:
         statement, and a wrong one breaks the run's progress tracking."""
         return self.core.shared_progress.internals[output]
 
-    def build(self, logic: Callable[[], Any], notify: bool = False, initial_capabilities: bool = True) -> None:
+    def build(self, logic: Callable[[], Any], notify: Union[bool, Callable[[], bool]] = False,
+              initial_capabilities: bool = True) -> None:
         """Install ``logic`` (called with no arguments whenever the operator runs).
 
-        ``notify``: run on frontier changes and keep each ``InputPort.frontier`` up to date.
+        ``notify``: run on frontier changes and keep each ``InputPort.frontier`` up to date;
+        a callable instead of True: run on a frontier change only while it returns True (an
+        operator that awaits no time -- holds nothing to act on when one completes -- is not
+        run for nothing; its frontiers are kept up to date all the same).
         ``initial_capabilities``: whether the operator starts holding a capability at the
         minimum time (one per worker); operators that only react to input do not need one.
         """
@@ -376,7 +394,8 @@ class OperatorBuilder:
             [self._summary_overrides.get((i, o), Antichain([ident])) for o in range(core.outputs)]
             for i in range(core.inputs)
         ]
-        core.notify = notify
+        core.notify = bool(notify)
+        core.waiting = notify if callable(notify) else None
         core.initial_capabilities = initial_capabilities and core.outputs > 0
         core.logic = logic
         logger = self.graph.worker.logger

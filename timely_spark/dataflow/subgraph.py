@@ -270,8 +270,12 @@ class Subgraph(Operate):
             if node == 0:
                 internals[target.port].update(self.to_outer(t), d)
             else:
-                children[node].shared_progress.frontiers[target.port].update(t, d)
-                self.activate_child(node)
+                child = children[node]
+                child.shared_progress.frontiers[target.port].update(t, d)
+                if child.local:
+                    child.frontier_changed()
+                else:
+                    self.activate_child(node)
 
     def _run_children(self) -> None:
         """Run activated children in index order.  A child activated during the pass

@@ -30,10 +30,11 @@ one at each endpoint's owner:
 1. .. the split search, a level per round for the smallest classes of groups (the
    others wait): owners mark the vertices their neighbours' groups reach and expand
    them; every worker broadcasts its round's meetings and growth and applies
-   everyone's to the same union-find over the groups.  A
-   component whose search is over relabels the pieces that split off (each its
-   smallest vertex, from a broadcast of each worker's minima) -- or, past the budget,
-   is *recomputed* below;
+   everyone's to the same union-find over the groups, with each group's smallest
+   vertex so far.  A component whose search is over relabels the pieces that split off
+   in the round that finds them closed (each its smallest vertex, which every worker
+   knows) -- or, past the budget, is *recomputed* below; the contraction's edges follow
+   in that same round;
 2. then every worker builds the edges of a contraction: the remaining edges of its
    members of the recomputed components (range scans of ``by_label`` and
    ``adjacent``; members left without edges leave), the inserted edges at its other
@@ -42,13 +43,14 @@ one at each endpoint's owner:
    :func:`~.contraction.contract` and :func:`~.contraction.resolve` (nested loops:
    min-label hooking by vertex owner, then pointer jumping), whose ``(vertex,
    component)`` rows come back on each vertex's owner -- or, in an epoch of at most
-   :data:`REPLICATE_BELOW` inserted incidences and nothing to recompute, to every
-   worker, which contracts them all and keeps its own vertices' rows (one round);
+   :data:`REPLICATE_BELOW` inserted incidences and nothing to recompute, the edges go
+   to every worker, which contracts them all and keeps its own vertices' rows (one
+   round; when round 0 withdrew nothing on any worker, the edges leave in round 0);
 3. each owner relabels the vertices it got a result for; a label vertex ``L`` (not
    recomputed) whose component changed broadcasts ``L -> L'``;
 4. every worker relabels its members of each broadcast ``L`` (a ``by_label`` scan).
    (A small epoch's contraction, on every worker, gives every worker every ``L -> L'``:
-   3 and 4 are one round.)
+   3 and 4 are one round: an epoch of a few insertions takes rounds 0 and 1.)
 
 Every vertex whose label changes emits ``-1 (v, old)`` and ``+1 (v, new)``; an epoch's
 rows are netted per ``(vertex, component)`` (a piece split off and merged again in one
@@ -68,7 +70,7 @@ epoch of a few changes costs some milliseconds however small it is.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -101,9 +103,9 @@ TO = "to"
 ABSENT = np.iinfo(np.int64).min
 #: Kinds of the loop's messages: a wake-up; a merged label (old -> new); a search's seed, an
 #: end left without edges, a visit, a meeting of two groups, new vertices of a group, a group
-#: that reached its label's vertex, the smallest vertex of a piece that split off, new vertices
-#: of a group kept for a later round, a worker's stars of a small contraction.
-WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, PIECE_MIN, PEND, STARS = range(11)
+#: that reached its label's vertex, the smallest of a group's new vertices, new vertices of a
+#: group kept for a later round, a worker's edges of a small contraction.
+WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, LOWEST, PEND, STARS = range(11)
 #: A split search stops and its component is recomputed past this many visited vertices, or
 #: a quarter of the graph's vertices if that is more ...
 SEARCH_BUDGET = 1 << 16
@@ -177,10 +179,10 @@ class ComponentLabels:
         self.recomputed = np.zeros(0, np.int64)                            # this epoch's labels, sorted
         self.redone = self.recomputed                                      # ... once the contraction began
         self.search: Any = None                                            # this epoch's SplitSearch
+        self.sending: list = []                                            # this round's broadcast rows
         self.seen: list = []                                               # this epoch's visited vertices
         self.waiting = np.zeros(0, np.int64)                               # ... not yet expanded
         self.waiting_group = np.zeros(0, np.int64)                         # ... their groups' positions
-        self.pieces = False                                                # piece minima due next round
         self.insertions = -1                                               # this epoch's, all workers
         self.held = 0                                                      # owned vertices in the graph
         self.compact_at = COMPACT_AT                                       # dense ids that trigger a rebuild
@@ -228,13 +230,23 @@ class ComponentLabels:
             "vertex": np.concatenate([v[was], v[now]]), "component": np.concatenate([old[was], new[now]]),
             DIFF: np.concatenate([np.full(int(was.sum()), -1, np.int64), np.ones(int(now.sum()), np.int64)])}))
 
-    def _broadcast(self, kind: int, a: np.ndarray, b: np.ndarray) -> pa.RecordBatch:
-        """Rows ``(a, b)`` of ``kind`` for every worker: a copy per worker, in worker order
+    def _broadcast(self, kind: int, a: np.ndarray, b: np.ndarray) -> None:
+        """Rows ``(a, b)`` of ``kind`` for every worker, sent at the end of the round (:meth:`_send`)."""
+        if len(a):
+            self.sending.append((kind, a, b))
+
+    def _send(self, out: list) -> None:
+        """The round's broadcast rows as one batch: a copy per worker, in worker order
         (``to``), which :class:`LoopRoute` slices without hashing."""
-        peers = len(self.keys)
-        return pa.record_batch({"vertex": np.repeat(self.keys, len(a)), "kind": np.full(peers * len(a), kind, np.int8),
-                                "a": np.tile(a, peers), "b": np.tile(b, peers),
-                                TO: np.repeat(np.arange(peers, dtype=np.int64), len(a))})
+        parts, self.sending = self.sending, []
+        if not parts:
+            return
+        peers, n = len(self.keys), sum(len(a) for _, a, _ in parts)
+        kind = np.repeat(np.array([k for k, _, _ in parts], np.int8), [len(a) for _, a, _ in parts])
+        a, b = np.concatenate([a for _, a, _ in parts]), np.concatenate([b for _, _, b in parts])
+        out.append(pa.record_batch({"vertex": np.repeat(self.keys, n), "kind": np.tile(kind, peers),
+                                    "a": np.tile(a, peers), "b": np.tile(b, peers),
+                                    TO: np.repeat(np.arange(peers, dtype=np.int64), n)}))
 
     # -- the rounds -----------------------------------------------------------------
 
@@ -258,11 +270,24 @@ class ComponentLabels:
             merged, stars = slice(at[MERGED], at[MERGED + 1]), slice(at[STARS], at[STARS + 1])
             if at[MERGED + 1] > at[MERGED]:
                 self.merge(a[merged], b[merged], out)
-            if at[STARS + 1] > at[STARS]:
+            if at[STARS + 1] > at[STARS] and time.inner == 1:     # round 0's guess (see edges_in)
+                wake = slice(at[WAKE], at[WAKE + 1])
+                if at[GONE + 1] > at[SEED] or int(b[wake].sum()) > REPLICATE_BELOW:
+                    stars = slice(0, 0)                           # something was withdrawn, or too much came
+                else:
+                    self._end_search()                            # (none began)
+                    self.redone, self.insertions = np.zeros(0, np.int64), -1
+                    self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+                    self.replicated(a[stars], b[stars], out)
+                    self._send(out)
+                    log_state(self.scope, self.name, time, len(self))
+                    return out
+            if stars.stop > stars.start:
                 self.replicated(a[stars], b[stars], out)
             if len(kind) > (at[MERGED + 1] - at[MERGED]) + (at[STARS + 1] - at[STARS]):
                 rows = {k: (vertex[at[k]:at[k + 1]], a[at[k]:at[k + 1]], b[at[k]:at[k + 1]]) for k in range(PEND + 1)}
                 self.search_round(rows, out)
+        self._send(out)
         log_state(self.scope, self.name, time, len(self))
         return out
 
@@ -295,9 +320,13 @@ class ComponentLabels:
         ka, kb = near >> SHIFT, near & LOW
         if len(ka):
             out.append(self._visits(self.vid[kb], self.vid[ka]))
-        out.append(self._broadcast(SEED, self.vid[seeds], labels[has]))
-        out.append(self._broadcast(GONE, self.vid[left], labels[~has]))
-        out.append(self._broadcast(WAKE, np.full(1, self.held, np.int64), np.full(1, len(self.inserted[0]), np.int64)))
+        self._broadcast(SEED, self.vid[seeds], labels[has])
+        self._broadcast(GONE, self.vid[left], labels[~has])
+        self._broadcast(WAKE, np.full(1, self.held, np.int64), np.full(1, len(self.inserted[0]), np.int64))
+        if not len(ends) and len(self.inserted[0]) <= REPLICATE_BELOW:
+            edges = self._edges(self.inserted)          # a guess: nothing withdrawn anywhere (see step)
+            if edges is not None:
+                self._broadcast(STARS, *edges)
 
     def _compact(self) -> None:
         """Between epochs: rebuild the state from the vertices in the graph, their labels and
@@ -332,21 +361,24 @@ class ComponentLabels:
                                       max(SEARCH_BUDGET, vertices // 4), SEARCH_ROUNDS)
         elif self.search is not None:
             self.search.update((rows[MEET][1], rows[MEET][2]), (rows[GREW][1], rows[GREW][2]),
-                               (rows[PEND][1], rows[PEND][2]), (rows[HOLDS][1], rows[HOLDS][2]))
-        if self.pieces:
-            self._split_off(rows[PIECE_MIN][1], rows[PIECE_MIN][2], out)
+                               (rows[PEND][1], rows[PEND][2]), (rows[HOLDS][1], rows[HOLDS][2]),
+                               (rows[LOWEST][1], rows[LOWEST][2]))
         search = self.search
         if search is not None:
             _, fallback, closed = search.decide()
             self.recomputed = np.union1d(self.recomputed, fallback)
-            self.pieces = len(closed) > 0
-            if self.pieces:
-                self._piece_minima(closed, out)
+            if len(closed):
+                self._split_off(closed, search.lowest(closed), out)
             search.choose()
             self._visit(rows[VISIT][0], rows[VISIT][1], out)
-            if len(search.open) or self.pieces:
-                out.append(self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64)))
+            if len(search.open):
+                self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64))
                 return
+        self._end_search()
+        self.contraction_edges(out)
+
+    def _end_search(self) -> None:
+        """The search is over: unmark its vertices; the inserted edges join ``adjacent``."""
         self.search = None
         seen = np.concatenate(self.seen) if self.seen else np.zeros(0, np.int64)
         self.mark[seen] = ABSENT
@@ -354,30 +386,19 @@ class ComponentLabels:
         dv, dw = self.inserted
         if len(dv):
             self.adjacent.set((dv << SHIFT) | dw, np.ones(len(dv), np.int64))
-        self.contraction_edges(out)
 
     def _seen_classes(self) -> tuple[np.ndarray, np.ndarray]:
         """This worker's visited vertices of this epoch and their classes."""
         seen = np.concatenate(self.seen) if self.seen else np.zeros(0, np.int64)
         return seen, self.search.classes(self.mark[seen])
 
-    def _piece_minima(self, closed: np.ndarray, out: list) -> None:
-        """Broadcast the smallest vertex this worker visited in each closed class."""
+    def _split_off(self, classes: np.ndarray, smallest: np.ndarray, out: list) -> None:
+        """Relabel this worker's vertices of the pieces that split off, the closed ``classes``
+        (sorted): each piece's ``smallest`` vertex (every worker knows it: :meth:`_visit`
+        broadcasts the smallest new vertex of each group)."""
         seen, cls = self._seen_classes()
-        inside = np.isin(cls, closed)
-        if inside.any():
-            keys, smallest = group_min(cls[inside], self.vid[seen[inside]])[:2]
-            out.append(self._broadcast(PIECE_MIN, keys, smallest))
-
-    def _split_off(self, classes: np.ndarray, minima: np.ndarray, out: list) -> None:
-        """Relabel this worker's vertices of the pieces that split off: each piece's smallest vertex."""
-        self.pieces = False
-        if not len(classes):
-            return
-        keys, smallest = group_min(classes, minima)[:2]
-        seen, cls = self._seen_classes()
-        at = np.minimum(np.searchsorted(keys, cls), len(keys) - 1)
-        hit = keys[at] == cls
+        at = np.minimum(np.searchsorted(classes, cls), len(classes) - 1)
+        hit = classes[at] == cls
         self._relabel(seen[hit], smallest[at[hit]], out)
 
     def _visit(self, target: np.ndarray, group: np.ndarray, out: list) -> None:
@@ -388,12 +409,17 @@ class ComponentLabels:
         keep = search.is_open(group) if len(group) else np.zeros(0, bool)
         target, group = target[keep], group[keep]
         empty = np.zeros(0, np.int64)
-        meet_a, meet_b, holds, fresh_v = empty, empty, empty, empty
+        meet_a, meet_b, holds, fresh_v, group_at = empty, empty, empty, empty, empty
         if len(target):
             dv = self._dense(target)
             fresh = self.mark[dv] == ABSENT
-            if fresh.any():
-                fresh_v, first = group_min(dv[fresh], group[fresh])[:2]
+            if fresh.any():                 # each new vertex joins the smallest group visiting it: one sort
+                runs = np.sort((dv[fresh] << SHIFT) | search.index(group[fresh]))
+                start = np.empty(len(runs), bool)
+                start[0] = True
+                np.not_equal(runs[1:] >> SHIFT, runs[:-1] >> SHIFT, out=start[1:])
+                fresh_v, group_at = runs[start] >> SHIFT, runs[start] & LOW
+                first = search.gid[group_at]
                 self.mark[fresh_v] = first
                 self.seen.append(fresh_v)
                 holds = first[self.label[fresh_v] == self.vid[fresh_v]]
@@ -404,13 +430,14 @@ class ComponentLabels:
         if len(self.waiting):
             go = search.expanding[self.waiting_group]
             expand, self.waiting, self.waiting_group = self.waiting[go], self.waiting[~go], self.waiting_group[~go]
-        if len(fresh_v):
-            group_at = search.index(self.mark[fresh_v])
+        if len(fresh_v):                    # per group (by position): its smallest new vertex, how many it has
+            at, lowest = group_min(group_at, self.vid[fresh_v])[:2]
+            self._broadcast(LOWEST, search.gid[at], lowest)
             go = search.expanding[group_at]
-            for kind, part in ((GREW, fresh_v[go]), (PEND, fresh_v[~go])):
-                if len(part):
-                    groups, _, counts, _ = group_min(self.mark[part], np.zeros(len(part), np.int64))
-                    out.append(self._broadcast(kind, groups, counts))
+            for kind, part in ((GREW, go), (PEND, ~go)):
+                if part.any():
+                    at, _, counts, _ = group_min(group_at[part], np.zeros(int(part.sum()), np.int64))
+                    self._broadcast(kind, search.gid[at], counts)
             expand = np.concatenate([expand, fresh_v[go]])
             self.waiting = np.concatenate([self.waiting, fresh_v[~go]])
             self.waiting_group = np.concatenate([self.waiting_group, group_at[~go]])
@@ -418,11 +445,15 @@ class ComponentLabels:
             near = self.adjacent.with_prefix(expand)
             if len(near):
                 out.append(self._visits(self.vid[near & LOW], self.mark[near >> SHIFT]))
-        if len(meet_a):
-            pairs = np.unique(np.stack([np.minimum(meet_a, meet_b), np.maximum(meet_a, meet_b)], 1), axis=0)
-            out.append(self._broadcast(MEET, pairs[:, 0].copy(), pairs[:, 1].copy()))
+        if len(meet_a):                 # as pairs of classes not yet joined (the union-find's roots), each once
+            root = search.parent
+            ra, rb = root[search.index(meet_a)], root[search.index(meet_b)]
+            k = np.int64(len(root))
+            pairs = sorted_unique((np.minimum(ra, rb) * k + np.maximum(ra, rb))[ra != rb])
+            if len(pairs):
+                self._broadcast(MEET, search.gid[pairs // k], search.gid[pairs % k])
         if len(holds):
-            out.append(self._broadcast(HOLDS, holds, holds))
+            self._broadcast(HOLDS, holds, holds)
 
     def contraction_edges(self, out: list) -> None:
         """The round after the search: this worker's edges of the epoch's contraction, as stars."""
@@ -442,44 +473,68 @@ class ComponentLabels:
             self._relabel(isolated, np.full(len(isolated), ABSENT, np.int64), out)
             a.append(self.vid[ka])
             b.append(self.vid[kb])
-        dv, dw = self.inserted
-        self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-        if len(dv):
-            own = self.label[dv]
-            keep = (own == ABSENT) | ~np.isin(own, recomputed)
-            once = keep & (self.vid[dv] <= self.vid[dw])           # the other end's owner has it too
-            a.append(self.vid[dv[once]])
-            b.append(self.vid[dw[once]])
-            touched = dv[keep]
-            held = sorted_unique(touched[self.label[touched] != ABSENT])
-            a.append(self.vid[held])
-            b.append(self.label[held])
+        inserted, self.inserted = self.inserted, (np.zeros(0, np.int64), np.zeros(0, np.int64))
         small = self.insertions <= REPLICATE_BELOW and not len(recomputed)      # the same on every worker
         self.insertions = -1
-        if a:
-            vertices, roots = forest(np.concatenate(a), np.concatenate(b))
-            if len(vertices):
-                out.append(self._broadcast(STARS, vertices, roots) if small else
-                           pa.record_batch({"vertex": vertices, "root": roots}))
+        edges = self._edges(inserted, recomputed, a, b)
+        if edges is None:
+            return
+        if small:                              # a few thousand rows: every worker contracts them all
+            self._broadcast(STARS, *edges)
+            return
+        vertices, roots = forest(*edges)
+        if len(vertices):
+            out.append(pa.record_batch({"vertex": vertices, "root": roots}))
 
-    def replicated(self, vertices: np.ndarray, roots: np.ndarray, out: list) -> None:
-        """A small epoch's contraction: every worker's stars on every worker, contracted
-        here; the results of the vertices this worker owns."""
-        vertices, component = forest(vertices, roots)
+    def _edges(self, inserted: tuple, recomputed: np.ndarray = np.zeros(0, np.int64), a: Sequence = (),
+               b: Sequence = ()) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        """This worker's edges of the contraction (None if none): ``a[i]--b[i]`` (lists of
+        arrays), the ``inserted`` edges (dense; each once, at the owner of its smaller end) and
+        ``(v, label(v))`` for each of their ends already in the graph (the label stands for its
+        component) -- but those in a ``recomputed`` component."""
+        parts_a, parts_b = list(a), list(b)
+        dv, dw = inserted
+        if len(dv):
+            own = self.label[dv]
+            keep = (own == ABSENT) | ~np.isin(own, recomputed) if len(recomputed) else np.ones(len(dv), bool)
+            once = keep & (self.vid[dv] <= self.vid[dw])           # the other end's owner has it too
+            parts_a.append(self.vid[dv[once]])
+            parts_b.append(self.vid[dw[once]])
+            touched = dv[keep]
+            held = sorted_unique(touched[self.label[touched] != ABSENT])
+            parts_a.append(self.vid[held])
+            parts_b.append(self.label[held])
+        if not parts_a:
+            return None
+        edges = np.concatenate(parts_a), np.concatenate(parts_b)
+        return edges if len(edges[0]) else None
+
+    def replicated(self, a: np.ndarray, b: np.ndarray, out: list) -> None:
+        """A small epoch's contraction: every worker's edges ``a[i]--b[i]`` on every worker,
+        contracted here; the vertices this worker owns among them, and its members of each
+        label that merged (every worker knows them all: no MERGED round), relabelled at once."""
+        vertices, component = forest(a, b)
         mine = destinations(pa.record_batch({"vertex": vertices}), ["vertex"], len(self.keys)) == self.scope.index
-        self.results(vertices[mine], component[mine], out, announce=False)
-        moved = component != vertices          # every worker knows every merged label: no MERGED round
-        self.merge(vertices[moved], component[moved], out)
+        moved = component != vertices
+        dl, found = self.ids.get(vertices[moved], -1)
+        dl, new = dl[found], component[moved][found]
+        members = self.by_label.with_prefix(dl) if len(dl) else np.zeros(0, np.int64)
+        order = np.argsort(dl)
+        dv = np.concatenate([self._dense(vertices[mine]), members & LOW])
+        # (an owned vertex among the edges is a member of its label: both say the same component)
+        dv, first = np.unique(dv, return_index=True)
+        label = np.concatenate([component[mine], new[order][np.searchsorted(dl[order], members >> SHIFT)]])
+        self._relabel(dv, label[first], out)
 
-    def results(self, vertex: np.ndarray, component: np.ndarray, out: list, announce: bool = True) -> None:
-        """Round 2: the contraction's components of the vertices this worker owns; with
-        ``announce``, broadcast the labels that merged."""
+    def results(self, vertex: np.ndarray, component: np.ndarray, out: list) -> None:
+        """Round 2: the contraction's components of the vertices this worker owns; broadcast
+        the labels that merged."""
         dv = self._dense(vertex)
         old = self.label[dv]
         merged = (old == vertex) & (component != vertex) & ~np.isin(vertex, self.redone)
         self._relabel(dv, component, out)
-        if announce and merged.any():
-            out.append(self._broadcast(MERGED, vertex[merged], component[merged]))
+        if merged.any():
+            self._broadcast(MERGED, vertex[merged], component[merged])
 
     def merge(self, old: np.ndarray, new: np.ndarray, out: list) -> None:
         """Round 3: this worker's members of each merged label ``old`` get ``new``."""

@@ -61,7 +61,7 @@ def in_order(entered: "Stream", cycle: "Stream", name: str = "InOrder") -> "Stre
         for outer in [o for o in held if not any(_before(e, o) for e in busy)]:
             held.pop(outer).drop()
 
-    b.build(logic, notify=True)
+    b.build(logic, notify=lambda: bool(held))      # (input arriving runs it all the same)
     return gate
 
 

@@ -6,7 +6,8 @@ Where the state lives, in two stages, both sharded (nothing is gathered on one w
 * :class:`EdgeCounts`, by edge: each undirected edge ``(min, max)`` goes to the worker
   its pair hashes to (``ExchangeBy(["_lo", "_hi"])``), which keeps the multiplicity of
   every directed row (so a withdrawal of a row never added is caught there, naming the
-  operator, time and row) and of the undirected edge, and passes on only the edges
+  operator, time and row) -- an undirected edge's being the sum of its two directions' --
+  and passes on only the edges
   that appear (count 0 -> >0) or vanish (>0 -> 0), as one incidence per endpoint;
 * :class:`~.component_labels.ComponentLabels`, by vertex (``ExchangeBy(["vertex"])``):
   each worker holds its vertices' labels, their adjacency and an inverse index from
@@ -64,8 +65,8 @@ def _sums(at: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 
 class EdgeCounts:
-    """The multiplicity of each directed edge row (the changelog's collection) and of
-    each undirected edge, for the edges routed to one worker: :meth:`update` takes one
+    """The multiplicity of each directed edge row (the changelog's collection), and so of
+    each undirected edge (its two directions'), for the edges routed to one worker: :meth:`update` takes one
     time's rows and returns the undirected edges that appear (count 0 -> >0) or vanish
     (>0 -> 0), as the caller's vertex ids.  A withdrawal of a row never added raises
     :class:`~timely_spark.errors.ChangelogError` naming the operator, time and row.
@@ -82,11 +83,10 @@ class EdgeCounts:
         self.operator = operator
         self.ids = DenseIds(operator)
         self.counts = KeyIndex(empty=0)
-        self.undirected = KeyIndex(empty=0)
         self.compact_at = 0                               # ids that trigger a rebuild (and COMPACT_AT)
 
     def __len__(self) -> int:
-        return len(self.ids) + len(self.counts) + len(self.undirected)
+        return len(self.ids) + len(self.counts)
 
     def saved(self) -> pa.Table:
         """The counts as keyed rows ``(KEY_HASH, src, dst, count)``, one per directed edge
@@ -123,7 +123,7 @@ class EdgeCounts:
         if 2 * used <= self.ids.n:
             fresh = EdgeCounts.restored(self.operator, self.saved())
             self.ids = fresh.ids
-            self.counts, self.undirected = fresh.counts, fresh.undirected
+            self.counts = fresh.counts
         self.compact_at = self.ids.n + used
 
     def update(self, time: Any, src: np.ndarray, dst: np.ndarray, diff: np.ndarray,
@@ -139,20 +139,22 @@ class EdgeCounts:
         keys, at = np.unique(_pack(dense[:m], dense[m:]), return_inverse=True)
         delta = _sums(at.reshape(-1), diff, len(keys))
         keys, delta = keys[delta != 0], delta[delta != 0]
+        da, db = keys >> SHIFT, keys & LOW
+        other = np.where(da == db, 0, self.counts.get((db << SHIFT) | da)[0])     # the other direction's, before
         old = self.counts.add(keys, delta)                # (the run fails on a bad row: no state is kept)
         new = old + delta
         if (new < 0).any():
             bad = int(np.flatnonzero(new < 0)[0])
             u, v = self.ids.vid[keys[bad] >> SHIFT], self.ids.vid[keys[bad] & LOW]
             raise withdrawn_error(self.operator, time, f"(src={u}, dst={v})", int(old[bad]), int(delta[bad]))
-        da, db = keys >> SHIFT, keys & LOW
         a, b = self.ids.vid[da], self.ids.vid[db]
         swap = a > b
         dlo, dhi = np.where(swap, db, da), np.where(swap, da, db)
         pairs, at = np.unique(_pack(dlo, dhi), return_inverse=True)
         at = at.reshape(-1)
         udelta = _sums(at, delta, len(pairs))
-        uold = self.undirected.add(pairs, udelta)
+        uold = np.zeros(len(pairs), np.int64)
+        uold[at] = old + other                            # (both directions of a pair give the same)
         unew = uold + udelta
         changed = (uold > 0) != (unew > 0)
         lo, hi = self.ids.vid[pairs >> SHIFT], self.ids.vid[pairs & LOW]

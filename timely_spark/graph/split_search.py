@@ -13,7 +13,8 @@ coordinator: the rows are proportional to the groups, not to the component.
 The classes grow smallest first (:meth:`SplitSearch.choose`): the others keep their
 frontier for a later round.  A component's search is over when at most one class of
 groups (groups that met) is still growing: the closed classes are the pieces that split off (each a whole
-component now), the growing one keeps the rest and the label.  It *falls back* to a
+component now, labelled by the smallest vertex its groups visited: every worker knows it), the
+growing one keeps the rest and the label.  It *falls back* to a
 recompute of the component when the search visits more than ``budget`` vertices, runs
 more than ``max_rounds`` rounds, or when ``L`` itself splits off or leaves (the rest
 would need a new smallest id).
@@ -40,10 +41,13 @@ class SplitSearch:
 
     >>> s = SplitSearch(np.array([4, 7]), np.array([1, 1]), np.zeros(0, np.int64), budget=100, max_rounds=10)
     >>> none = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    >>> s.update(meet=(np.array([4]), np.array([7])), grew=(np.array([4]), np.array([1])), pend=none, holds=none)
+    >>> s.update(meet=(np.array([4]), np.array([7])), grew=(np.array([4]), np.array([1])), pend=none, holds=none,
+    ...          lowest=(np.array([4]), np.array([2])))
     >>> decided, fallback, closed = s.decide()          # one class, growing: nothing splits
     >>> decided.tolist(), fallback.tolist(), closed.tolist()
     ([1], [], [])
+    >>> s.lowest(np.array([4])).tolist()                 # the class of 4 and 7: its smallest vertex seen
+    [2]
     """
 
     def __init__(self, seeds: np.ndarray, labels: np.ndarray, gone: np.ndarray, budget: int,
@@ -57,6 +61,7 @@ class SplitSearch:
         self.expanding = np.zeros(k, bool)                # the group's class expands its frontier this round
         self.visits = np.ones(k, np.int64)
         self.holds = self.gid == self.glabel              # the group reached the label's own vertex
+        self.low = self.gid.copy()                        # the smallest vertex the group visited
         self.open = np.unique(self.glabel)                # labels still searching
         self.labels = len(self.open)
         self.gone = np.unique(gone)                       # labels whose own vertex left the graph
@@ -78,10 +83,17 @@ class SplitSearch:
         """The class (the smallest met group's id) of each group id."""
         return self.gid[self.parent[self.index(ids)]]
 
-    def update(self, meet: tuple, grew: tuple, pend: tuple, holds: tuple) -> None:
+    def lowest(self, classes: np.ndarray) -> np.ndarray:
+        """The smallest vertex visited in each class (by id)."""
+        low = np.full(len(self.gid), np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(low, self.parent, self.low)
+        return low[self.index(classes)]
+
+    def update(self, meet: tuple, grew: tuple, pend: tuple, holds: tuple, lowest: tuple) -> None:
         """Apply one round's broadcast rows: meetings ``(group, group)``, new vertices
-        expanded at once ``(group, count)`` and kept for later ``(group, count)``, and
-        groups that reached their label's vertex."""
+        expanded at once ``(group, count)`` and kept for later ``(group, count)``, groups
+        that reached their label's vertex, and the smallest new vertex ``(group, vertex)``
+        (each worker's)."""
         a, b = self.index(meet[0]), self.index(meet[1])
         if len(a):
             ra, rb = self.parent[a], self.parent[b]
@@ -98,6 +110,7 @@ class SplitSearch:
         self.frontier = np.where(self.expanding, 0, self.frontier) + kept
         self.visits += expanded + kept
         self.holds[self.index(holds[0])] = True
+        np.minimum.at(self.low, self.index(lowest[0]), lowest[1])
         self.rounds += 1
 
     def choose(self) -> np.ndarray:

@@ -151,5 +151,5 @@ def per_time(stream: "Stream", logic: Callable[..., Optional[Iterable[pa.RecordB
         times = {t for inp in inputs for t in inp.frontier.elements()}
         return [t for t in times if not any(u != t and less_equal(u, t) for u in times)]
 
-    builder.build(logic_, notify=True)
+    builder.build(logic_, notify=lambda: bool(pending))      # a frontier change completes a held time, or nothing
     return result
