@@ -580,23 +580,22 @@ class _Connection:
             if self._pending:
                 raise _BadFrame(f"{self.describe()} sent a bundle inside a message of several frames")
             at, end = INNER.size, plain.nbytes
+            message = self._message
             while at < end:
-                if end - at < BUNDLED.size + INNER.size:
+                if end - at < _ITEM.size:
                     raise _BadFrame(f"{self.describe()} sent a bundle cut short")
-                (n,) = BUNDLED.unpack_from(plain, at)
-                at += BUNDLED.size
-                if n < INNER.size or n > end - at:
+                n, channel, source, target, seq, kind = _ITEM.unpack_from(plain, at)   # its length, its header
+                if n < INNER.size or n > end - at - BUNDLED.size:
                     raise _BadFrame(f"{self.describe()} sent a bundle with a message of {n} bytes where "
-                                    f"{end - at} are left")
-                message = plain[at:at + n]
-                channel, source, target, seq, kind = INNER.unpack_from(message, 0)
+                                    f"{end - at - BUNDLED.size} are left")
                 if kind & MORE or (channel == CONTROL and kind == BUNDLE):
                     raise _BadFrame(f"{self.describe()} sent a partial message or a bundle in a bundle")
+                body = plain[at + _ITEM.size:at + BUNDLED.size + n]
                 if channel == CONTROL:
-                    self._control(kind, message[INNER.size:])
+                    self._control(kind, body)
                 else:
-                    self._message(channel, source, target, seq, kind, message[INNER.size:])
-                at += n
+                    message(channel, source, target, seq, kind, body)
+                at += BUNDLED.size + n
             return
         body = plain[INNER.size:]
         if kind & MORE:
@@ -619,17 +618,18 @@ class _Connection:
 
     def _message(self, channel: int, source: int, target: int, seq: int, kind: int, body: memoryview) -> None:
         """Check a message's number on its channel, decode it and hand it to its worker."""
-        mesh = self.mesh
         key = (channel, source, target)
-        if seq != self._expected.get(key, 0):
+        expected = self._expected
+        if seq != expected.get(key, 0):
             raise ValueError(f"frame {seq} on channel {channel} from worker {source}, "
-                             f"expected {self._expected.get(key, 0)}")
-        self._expected[key] = seq + 1
+                             f"expected {expected.get(key, 0)}")
+        expected[key] = seq + 1
+        payload = decode(kind, body)
         reader = self._reader
         if reader is not None and target == reader.index:
-            reader.deliver(channel, decode(kind, body))
+            reader.deliver(channel, payload)
         else:
-            mesh.deliver(target, channel, decode(kind, body))
+            self.mesh.deliver(target, channel, payload)
 
     def _relayed_error(self, body: memoryview) -> BaseException:
         """The error a peer reported (its frame authenticated): timely_spark's errors as
@@ -667,6 +667,7 @@ class _Connection:
 
 
 _BUNDLE_INNER = INNER.pack(CONTROL, 0, 0, 0, BUNDLE)
+_ITEM = struct.Struct("<" + BUNDLED.format[1:] + INNER.format[1:])   # a bundled message's length and header
 
 
 class _BadFrame(Exception):
