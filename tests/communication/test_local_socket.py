@@ -13,27 +13,15 @@ import pytest
 from timely_spark.communication.allocator import Inbox
 from timely_spark.communication.codec import encode
 from timely_spark.communication.local_socket import local_name
-from timely_spark.communication.tcp import MAGIC, Mesh, TcpAllocator, bind_listener
-from timely_spark.communication.thread import ThreadFabric
+from timely_spark.communication.tcp import MAGIC, TcpAllocator, bind_listener
+
+from .test_encryption import connected_pair
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="abstract Unix sockets are Linux's")
 
 
-def mesh_pair(listeners, wakeable=False):
-    addresses = [s.getsockname() for s in listeners]
-    fabrics = [ThreadFabric(1, offset=p, wakeable=wakeable) for p in range(2)]
-    meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], 1, connect_timeout=20) for p in range(2)]
-    threads = [threading.Thread(target=m.connect) for m in meshes]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    assert all(len(m.connections) == 1 for m in meshes)
-    return meshes, fabrics
-
-
 def test_processes_on_one_host_connect_through_the_local_socket_and_frames_flow_both_ways():
-    meshes, fabrics = mesh_pair([bind_listener() for _ in range(2)])
+    meshes, fabrics = connected_pair()
     try:
         assert [m.connections[1 - p].sock.family for p, m in enumerate(meshes)] == [socket.AF_UNIX] * 2
         for p in range(2):
@@ -71,7 +59,7 @@ def test_a_squatter_on_the_local_name_proves_nothing_and_the_processes_meet_over
     t = threading.Thread(target=impostor, daemon=True)
     t.start()
     try:
-        meshes, fabrics = mesh_pair(listeners)
+        meshes, fabrics = connected_pair(listeners)
         try:
             assert meshes[0].local_listener is None                        # the name was taken: TCP only
             assert meshes[1].connections[0].sock.family in (socket.AF_INET, socket.AF_INET6)
@@ -87,7 +75,7 @@ def test_a_squatter_on_the_local_name_proves_nothing_and_the_processes_meet_over
 
 
 def test_a_worker_reading_its_sockets_takes_its_messages_straight_into_its_inboxes_in_order():
-    meshes, fabrics = mesh_pair([bind_listener() for _ in range(2)], wakeable=True)
+    meshes, fabrics = connected_pair(wakeable=True)
     allocator = TcpAllocator(0, fabrics[0], meshes[0], 2)
     mailbox = fabrics[0].mailboxes[0]
     puts = []

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import socket
 import sys
-from typing import Optional
+from typing import Callable, Optional
 
 __all__ = ["local_name", "bind_local", "connect_local"]
 
@@ -40,29 +40,31 @@ def local_name(host: str, port: int) -> Optional[bytes]:
 def bind_local(host: str, port: int) -> Optional[socket.socket]:
     """A listening Unix socket beside the mesh listener at ``host:port``, or None if it
     cannot be had (not Linux, or the name is taken: then peers use TCP)."""
-    name = local_name(host, port)
-    if name is None:
-        return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
+    def listen(sock: socket.socket, name: bytes) -> None:
         sock.bind(name)
         sock.listen(LOCAL_BACKLOG)
-    except OSError:
-        sock.close()
-        return None
-    return sock
+
+    return _local(host, port, listen)
 
 
 def connect_local(host: str, port: int, timeout: float) -> Optional[socket.socket]:
     """A connection to the local socket of the mesh listener at ``host:port``, or None if
     there is none in this network namespace (the caller then uses TCP)."""
+    def connect(sock: socket.socket, name: bytes) -> None:
+        sock.settimeout(timeout)
+        sock.connect(name)
+
+    return _local(host, port, connect)
+
+
+def _local(host: str, port: int, use: Callable[[socket.socket, bytes], None]) -> Optional[socket.socket]:
+    """A Unix socket that ``use`` bound or connected to the local name of ``host:port``, or None."""
     name = local_name(host, port)
     if name is None:
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.settimeout(timeout)
-        sock.connect(name)
+        use(sock, name)
     except OSError:
         sock.close()
         return None
