@@ -3,7 +3,10 @@
 Every process has a listening socket that is already bound (port 0 on the host it
 was given, never closed and re-bound), the addresses of all processes, and a
 secret shared by the run.  Process ``i`` connects to every process ``j < i`` and
-accepts from every ``j > i``: one connection per pair.
+accepts from every ``j > i``: one connection per pair.  A peer on the same host is
+connected through the Unix socket beside its listener (see :mod:`.local_socket`: the
+kernel's work per small frame is about half of loopback TCP's), with everything below
+the same.
 
 Authentication comes before anything is decoded: the accepting side sends a
 random challenge; the connecting side answers with its process index, its own
@@ -50,7 +53,8 @@ allocated.
 Reading: the workers read the sockets themselves, so no thread stands between a
 message and its worker.  A worker with nothing to do waits on its mailbox *and* the
 sockets at once and wakes as the bytes arrive; a stepping worker reads what has
-arrived (one ``poll``) at each step; a worker whose write cannot go on (the peer's
+arrived (one ``poll``) at each step, taking its own messages straight into its inboxes
+(the others go to their workers' mailboxes); a worker whose write cannot go on (the peer's
 buffer, or its connection's write-behind queue, is full) reads meanwhile, so two
 processes sending each other large messages never wait on each other.  A large frame is
 read into a buffer of the connection's pool (:mod:`.buffer_pool`) and opened where it
