@@ -145,10 +145,10 @@ def test_processes_that_disagree_about_encryption_both_fail_at_once_saying_why(a
         m.shutdown(clean=False)
 
 
-def connected_pair(**kw):
-    listeners = [bind_listener() for _ in range(2)]
+def connected_pair(listeners=None, wakeable=False, **kw):
+    listeners = listeners or [bind_listener() for _ in range(2)]
     addresses = [s.getsockname() for s in listeners]
-    fabrics = [ThreadFabric(1, offset=p) for p in range(2)]
+    fabrics = [ThreadFabric(1, offset=p, wakeable=wakeable) for p in range(2)]
     meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], 1, connect_timeout=10, **kw) for p in range(2)]
     threads = [threading.Thread(target=m.connect) for m in meshes]
     for t in threads:

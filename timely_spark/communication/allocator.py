@@ -167,9 +167,12 @@ class Allocator:
         return self.pushers(channel, inbox)
 
     def _deliver(self, item: Any) -> None:
-        if item is WAKE:
-            return
-        channel, payload = item
+        if item is not WAKE:
+            self.deliver(*item)
+
+    def deliver(self, channel: int, payload: Any) -> None:
+        """Put a message that arrived for this worker on ``channel`` into its inbox (and wake
+        the inbox's consumer).  Only this worker's own thread may call it."""
         inbox = self._inboxes.get(channel)
         if inbox is None:
             self._early.setdefault(channel, []).append(payload)
@@ -177,20 +180,11 @@ class Allocator:
             inbox.queue.append(payload)
             inbox.activate()
 
-    def receive(self, timeout: Optional[float] = None) -> bool:
-        """Move arrived messages into their inboxes; with a ``timeout``, first wait
-        up to that long for one.  Returns whether anything arrived."""
-        self.check()
+    def drain(self) -> bool:
+        """Move what waits in the mailbox into the inboxes; whether anything did."""
         get = self.mailbox.get_nowait
-        got = False
-        if timeout:
-            try:
-                self._deliver(self.mailbox.get(timeout=timeout))
-                got = True
-            except queue.Empty:
-                return False
-            self.check()
         empty = self.mailbox.empty
+        got = False
         while not empty():              # (no exception at the end: this runs at every step)
             try:
                 self._deliver(get())
@@ -198,3 +192,17 @@ class Allocator:
                 break
             got = True
         return got
+
+    def receive(self, timeout: Optional[float] = None) -> bool:
+        """Move arrived messages into their inboxes; with a ``timeout``, first wait
+        up to that long for one.  Returns whether anything arrived."""
+        self.check()
+        if timeout:
+            try:
+                self._deliver(self.mailbox.get(timeout=timeout))
+            except queue.Empty:
+                return False
+            self.check()
+            self.drain()
+            return True
+        return self.drain()

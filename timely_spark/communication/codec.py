@@ -32,6 +32,7 @@ ARROW = 2
 
 _COUNT = struct.Struct("<I")
 _LEN = struct.Struct("<Q")
+_IN_BAND = _COUNT.pack(0)     # a pickle with no buffers out of band
 
 
 def _arrow_batches(payload: Any) -> Any:
@@ -99,7 +100,7 @@ def encode(payload: Any) -> tuple[int, list[Any]]:
     buffers: list[pickle.PickleBuffer] = []
     main = pickle.dumps(payload, protocol=5, buffer_callback=buffers.append)
     if not buffers:
-        return PICKLE, [_COUNT.pack(0), main]
+        return PICKLE, [_IN_BAND, main]
     raws = [b.raw() for b in buffers]
     head = _COUNT.pack(len(raws)) + _LEN.pack(len(main)) + b"".join(_LEN.pack(r.nbytes) for r in raws)
     return PICKLE, [head, main, *raws]

@@ -3,7 +3,10 @@
 Every process has a listening socket that is already bound (port 0 on the host it
 was given, never closed and re-bound), the addresses of all processes, and a
 secret shared by the run.  Process ``i`` connects to every process ``j < i`` and
-accepts from every ``j > i``: one connection per pair.
+accepts from every ``j > i``: one connection per pair.  A peer on the same host is
+connected through the Unix socket beside its listener (see :mod:`.local_socket`: the
+kernel's work per small frame is about half of loopback TCP's), with everything below
+the same.
 
 Authentication comes before anything is decoded: the accepting side sends a
 random challenge; the connecting side answers with its process index, its own
@@ -50,7 +53,8 @@ allocated.
 Reading: the workers read the sockets themselves, so no thread stands between a
 message and its worker.  A worker with nothing to do waits on its mailbox *and* the
 sockets at once and wakes as the bytes arrive; a stepping worker reads what has
-arrived (one ``poll``) at each step; a worker whose write cannot go on (the peer's
+arrived (one ``poll``) at each step, taking its own messages straight into its inboxes
+(the others go to their workers' mailboxes); a worker whose write cannot go on (the peer's
 buffer, or its connection's write-behind queue, is full) reads meanwhile, so two
 processes sending each other large messages never wait on each other.  A large frame is
 read into a buffer of the connection's pool (:mod:`.buffer_pool`) and opened where it
@@ -103,6 +107,7 @@ from .aead import (
 from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
 from .buffer_pool import BufferPool
 from .codec import ARROW, decode, encode
+from .local_socket import bind_local, connect_local, local_name
 from .pending import PendingHandshakes
 from .thread import ThreadFabric
 from .write_behind import IOV_MAX, WriteBehind, advance, write_all
@@ -135,6 +140,10 @@ MAX_RETRY_BACKOFF = 1.0
 
 #: Connections the kernel queues for a mesh listener before ``accept()``.
 LISTEN_BACKLOG = 64
+
+#: Seconds a process waits for the local socket of a peer on its host to appear (the peer
+#: binds it as its mesh starts) before connecting over TCP instead.
+LOCAL_WAIT = 0.5
 
 #: Seconds granted to each of the mesh's own threads (readers, acceptor, heartbeat)
 #: to end when the mesh shuts down; they are daemon threads, so none can keep a
@@ -256,10 +265,12 @@ class _Connection:
         self._pending: list[memoryview] = []     # the first frames of a message sent in several
         self._expected: dict[tuple[int, int, int], int] = {}
         self._receiving = BufferPool(RECEIVING_KEPT)  # where large frames are read (reused once their payload is gone)
+        self._reader: Optional[Allocator] = None      # the worker reading now in its own thread (see pump)
         self.last_heard = time.monotonic()
         self._drained = False
         sock.settimeout(None)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if sock.family != socket.AF_UNIX:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     @property
     def frames_sealed(self) -> int:
@@ -459,14 +470,19 @@ class _Connection:
             pass
 
     # ---- reading --------------------------------------------------------------------
-    def pump(self) -> bool:
+    def pump(self, reader: Optional[Allocator] = None) -> bool:
         """Read whatever has arrived, without blocking, and deliver every whole message;
-        whether anything was read.  Failures of the connection fail the run (naming the
-        peer) and end its reading.  Call under ``read_lock``."""
+        whether anything was read.  ``reader``: the allocator of the worker whose thread
+        reads, which takes the messages for itself straight into its inboxes (the others,
+        and all of them when another thread reads, go to their workers' mailboxes; the
+        reader empties its mailbox first, so that each channel stays in order).  Failures
+        of the connection fail the run (naming the peer) and end its reading.  Call under
+        ``read_lock``."""
         if self.reader_done.is_set():
             return False
         mesh = self.mesh
         self._drained = False
+        self._reader = reader
         try:
             return self._pump()
         except _BadFrame as exc:
@@ -476,6 +492,8 @@ class _Connection:
                 mesh.fail(WorkerFailure(f"{self.describe()} closed the connection ({exc})"))
         except Exception as exc:  # a corrupt frame from an authenticated peer
             mesh.fail(WorkerFailure(f"bad frame from {self.describe()}: {exc}"))
+        finally:
+            self._reader = None
         self.goodbye.set()
         self.reader_done.set()
         return True
@@ -566,23 +584,22 @@ class _Connection:
             if self._pending:
                 raise _BadFrame(f"{self.describe()} sent a bundle inside a message of several frames")
             at, end = INNER.size, plain.nbytes
+            message = self._message
             while at < end:
-                if end - at < BUNDLED.size + INNER.size:
+                if end - at < _ITEM.size:
                     raise _BadFrame(f"{self.describe()} sent a bundle cut short")
-                (n,) = BUNDLED.unpack_from(plain, at)
-                at += BUNDLED.size
-                if n < INNER.size or n > end - at:
+                n, channel, source, target, seq, kind = _ITEM.unpack_from(plain, at)   # its length, its header
+                if n < INNER.size or n > end - at - BUNDLED.size:
                     raise _BadFrame(f"{self.describe()} sent a bundle with a message of {n} bytes where "
-                                    f"{end - at} are left")
-                message = plain[at:at + n]
-                channel, source, target, seq, kind = INNER.unpack_from(message, 0)
+                                    f"{end - at - BUNDLED.size} are left")
                 if kind & MORE or (channel == CONTROL and kind == BUNDLE):
                     raise _BadFrame(f"{self.describe()} sent a partial message or a bundle in a bundle")
+                body = plain[at + _ITEM.size:at + BUNDLED.size + n]
                 if channel == CONTROL:
-                    self._control(kind, message[INNER.size:])
+                    self._control(kind, body)
                 else:
-                    self._message(channel, source, target, seq, kind, message[INNER.size:])
-                at += n
+                    message(channel, source, target, seq, kind, body)
+                at += BUNDLED.size + n
             return
         body = plain[INNER.size:]
         if kind & MORE:
@@ -605,13 +622,18 @@ class _Connection:
 
     def _message(self, channel: int, source: int, target: int, seq: int, kind: int, body: memoryview) -> None:
         """Check a message's number on its channel, decode it and hand it to its worker."""
-        mesh = self.mesh
         key = (channel, source, target)
-        if seq != self._expected.get(key, 0):
+        expected = self._expected
+        if seq != expected.get(key, 0):
             raise ValueError(f"frame {seq} on channel {channel} from worker {source}, "
-                             f"expected {self._expected.get(key, 0)}")
-        self._expected[key] = seq + 1
-        mesh.deliver(target, channel, decode(kind, body))
+                             f"expected {expected.get(key, 0)}")
+        expected[key] = seq + 1
+        payload = decode(kind, body)
+        reader = self._reader
+        if reader is not None and target == reader.index:
+            reader.deliver(channel, payload)
+        else:
+            self.mesh.deliver(target, channel, payload)
 
     def _relayed_error(self, body: memoryview) -> BaseException:
         """The error a peer reported (its frame authenticated): timely_spark's errors as
@@ -649,6 +671,7 @@ class _Connection:
 
 
 _BUNDLE_INNER = INNER.pack(CONTROL, 0, 0, 0, BUNDLE)
+_ITEM = struct.Struct("<" + BUNDLED.format[1:] + INNER.format[1:])   # a bundled message's length and header
 
 
 class _BadFrame(Exception):
@@ -699,6 +722,7 @@ class Mesh:
         self.process = process
         self.addresses = [(str(h), int(p)) for h, p in addresses]
         self.listener = listener
+        self.local_listener = bind_local(*self.addresses[process])   # beside it, for peers on this host
         self.secret = secret
         self.fabric = fabric
         self.threads = threads
@@ -755,10 +779,29 @@ class Mesh:
     def _connect_to(self, j: int, deadline: float) -> None:
         """Connect to process ``j`` and authenticate; a refused connection, or a handshake
         that is closed or times out (the listener's handshake slots may be held by
-        others), is tried again until ``deadline``."""
+        others), is tried again until ``deadline``.  A process on this host (the same host
+        in the addresses) is connected through its local socket (:mod:`.local_socket`; up
+        to LOCAL_WAIT seconds for it to appear), or over TCP if that fails."""
         host, port = self.addresses[j]
         delay = RETRY_BACKOFF
+        local = host == self.addresses[self.process][0] and local_name(host, port) is not None
+        local_until = min(deadline, time.monotonic() + LOCAL_WAIT)
         while True:
+            if local:
+                wait = max(POLL_INTERVAL, min(self.handshake_timeout, deadline - time.monotonic()))
+                sock = connect_local(host, port, wait)
+                if sock is not None:
+                    try:
+                        magic, challenge, mine = self._handshake_out(sock, j, deadline)
+                        break
+                    except (OSError, EOFError, WorkerFailure):
+                        local = False           # no peer of this run there, or no handshake: TCP
+                        continue
+                if time.monotonic() + delay < local_until:
+                    time.sleep(delay)           # not there yet: the peer binds it as its mesh starts
+                    delay = min(delay * 2, MAX_RETRY_BACKOFF)
+                    continue
+                local, delay = False, RETRY_BACKOFF
             try:
                 wait = max(POLL_INTERVAL, min(self.handshake_timeout, deadline - time.monotonic()))
                 sock = socket.create_connection((host, port), timeout=wait)
@@ -817,30 +860,37 @@ class Mesh:
         return magic, challenge, mine
 
     def start_accepting(self) -> None:
-        """Start the thread that accepts and authenticates peers (``connect`` does)."""
-        acceptor = threading.Thread(target=self._accept_loop, name=f"timely-accept-{self.process}", daemon=True)
-        acceptor.start()
-        self._threads.append(acceptor)
+        """Start the threads that accept and authenticate peers (``connect`` does): on the
+        TCP listener, and on the local socket beside it for peers on this host
+        (:mod:`.local_socket`)."""
+        for listener, name in ((self.listener, "accept"), (self.local_listener, "accept-local")):
+            if listener is not None:
+                acceptor = threading.Thread(target=self._accept_loop, args=(listener,),
+                                            name=f"timely-{name}-{self.process}", daemon=True)
+                acceptor.start()
+                self._threads.append(acceptor)
 
-    def _accept_loop(self) -> None:
-        """Accept connections until stopped; transient errors (EMFILE, ECONNABORTED...)
-        back off and go on.  Each connection's handshake runs in its own thread, at most
-        MAX_HANDSHAKES at once (see :meth:`_admit`)."""
-        self.listener.settimeout(POLL_INTERVAL)
+    def _accept_loop(self, listener: socket.socket) -> None:
+        """Accept connections on ``listener`` until stopped; transient errors (EMFILE,
+        ECONNABORTED...) back off and go on.  Each connection's handshake runs in its own
+        thread, at most MAX_HANDSHAKES at once (see :meth:`_admit`)."""
+        listener.settimeout(POLL_INTERVAL)
         backoff = RETRY_BACKOFF
         while not self._stop.is_set():
             try:
-                sock, addr = self.listener.accept()
+                sock, addr = listener.accept()
             except socket.timeout:
                 continue
             except OSError as exc:
-                if self._stop.is_set() or self.listener.fileno() < 0:
+                if self._stop.is_set() or listener.fileno() < 0:
                     return
                 log.warning("timely_spark mesh, process %d: accept failed (%s); retrying", self.process, exc)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, MAX_RETRY_BACKOFF)
                 continue
             backoff = RETRY_BACKOFF
+            if sock.family == socket.AF_UNIX:
+                addr = "a local socket"
             self._admit(sock, addr)
             try:
                 threading.Thread(target=self._bounded_handshake, args=(sock, addr), daemon=True).start()
@@ -1005,11 +1055,14 @@ class Mesh:
             with conn.read_lock:
                 conn.reader_done.set()
                 conn.sock.close()
-        try:
-            self.listener.shutdown(socket.SHUT_RDWR)   # wakes the accept loop at once (Linux)
-        except OSError:
-            pass
-        self.listener.close()
+        for listener in (self.listener, self.local_listener):
+            if listener is None:
+                continue
+            try:
+                listener.shutdown(socket.SHUT_RDWR)    # wakes the accept loop at once (Linux)
+            except OSError:
+                pass
+            listener.close()
         for t in self._threads:
             if t is not threading.current_thread():
                 t.join(timeout=THREAD_JOIN_WAIT)
@@ -1080,13 +1133,14 @@ class TcpAllocator(Allocator):
                 if fd >= 0:
                     poller.register(fd, select.POLLIN)
                     self._polled[fd] = conn
-        if not timeout:                       # a stepping worker: the sockets first, then one pass over the mailbox
-            self._read(poller.poll(0))
-            return super().receive()
-        got = super().receive()
+        self.check()
+        if not timeout:                       # a stepping worker: the sockets, then one pass over the mailbox
+            got = self._read(poller.poll(0))
+            return self.drain() or got
+        got = self.drain()
         if got:
-            self._read(poller.poll(0))
-            return super().receive() or got
+            got = self._read(poller.poll(0)) or got
+            return self.drain() or got
         mailbox.parked = True
         mesh.parked.add(self.index)           # the watchdog threads leave reading to us
         events: list = []
@@ -1096,10 +1150,15 @@ class TcpAllocator(Allocator):
         finally:
             mailbox.parked = False            # what we deliver ourselves needs no wake-up signal
             mesh.parked.discard(self.index)
-        self._read(events)
-        return super().receive()
+        self.check()
+        got = self._read(events)
+        return self.drain() or got
 
-    def _read(self, events: list) -> None:
+    def _read(self, events: list) -> bool:
+        """Read the connections that ``events`` name, taking this worker's messages
+        straight into its inboxes (after what waited in its mailbox: another thread may
+        have read the same connection before); whether anything was read."""
+        got = False
         for fd, _ in events:
             conn = self._polled.get(fd)
             if conn is None:
@@ -1109,7 +1168,9 @@ class TcpAllocator(Allocator):
                 del self._polled[fd]
             else:
                 with conn.read_lock:
-                    conn.pump()
+                    self.drain()
+                    got = conn.pump(self) or got
+        return got
 
     def _check_failed(self) -> bool:
         return self.fabric.failure is not None

@@ -1,0 +1,106 @@
+"""Processes on one host meet through a local (Unix) socket beside the TCP listener, with the
+same handshake; a name squatted by someone else costs them nothing but the detour over TCP.
+A worker reading its sockets takes its own messages straight into its inboxes, after what
+another thread read before and left in its mailbox."""
+
+import select
+import socket
+import sys
+import threading
+
+import pytest
+
+from timely_spark.communication.allocator import Inbox
+from timely_spark.communication.codec import encode
+from timely_spark.communication.local_socket import local_name
+from timely_spark.communication.tcp import MAGIC, TcpAllocator, bind_listener
+
+from .test_encryption import connected_pair
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="abstract Unix sockets are Linux's")
+
+
+def test_processes_on_one_host_connect_through_the_local_socket_and_frames_flow_both_ways():
+    meshes, fabrics = connected_pair()
+    try:
+        assert [m.connections[1 - p].sock.family for p, m in enumerate(meshes)] == [socket.AF_UNIX] * 2
+        for p in range(2):
+            conn = meshes[p].connections[1 - p]
+            conn.send(7, p, 1 - p, *encode((p, ["over the local socket"])))
+        for p in range(2):
+            assert fabrics[p].mailboxes[0].get(timeout=20) == (7, (1 - p, ["over the local socket"]))
+        assert fabrics[0].failure is None and fabrics[1].failure is None
+    finally:
+        for m in meshes:
+            m.shutdown(clean=False)
+
+
+def test_a_squatter_on_the_local_name_proves_nothing_and_the_processes_meet_over_tcp():
+    listeners = [bind_listener() for _ in range(2)]
+    squatter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    squatter.bind(local_name(*listeners[0].getsockname()))                  # taken before process 0's mesh starts
+    squatter.listen(4)
+    met = []
+
+    def impostor():                                                        # answers like a mesh, without the secret
+        squatter.settimeout(20)
+        try:
+            conn, _ = squatter.accept()
+        except OSError:
+            return
+        try:
+            conn.sendall(MAGIC + bytes(32))                                # a greeting and a challenge
+            met.append(conn.recv(200))                                     # the connector's proof
+            conn.sendall(bytes(32))                                        # a proof it cannot make
+            met.append(conn.recv(200))
+        finally:
+            conn.close()
+
+    t = threading.Thread(target=impostor, daemon=True)
+    t.start()
+    try:
+        meshes, fabrics = connected_pair(listeners)
+        try:
+            assert meshes[0].local_listener is None                        # the name was taken: TCP only
+            assert meshes[1].connections[0].sock.family in (socket.AF_INET, socket.AF_INET6)
+            meshes[1].connections[0].send(7, 1, 0, *encode((0, ["over tcp"])))
+            assert fabrics[0].mailboxes[0].get(timeout=20) == (7, (0, ["over tcp"]))
+            t.join(20)
+            assert b"over tcp" not in b"".join(met)                         # it saw a proof it cannot use, no frame
+        finally:
+            for m in meshes:
+                m.shutdown(clean=False)
+    finally:
+        squatter.close()
+
+
+def test_a_worker_reading_its_sockets_takes_its_messages_straight_into_its_inboxes_in_order():
+    meshes, fabrics = connected_pair(wakeable=True)
+    allocator = TcpAllocator(0, fabrics[0], meshes[0], 2)
+    mailbox = fabrics[0].mailboxes[0]
+    puts = []
+    put = mailbox.put
+    mailbox.put = lambda item, *a, **k: (puts.append(item), put(item, *a, **k))   # what goes through the mailbox
+    try:
+        inbox = Inbox(lambda: None)
+        allocator.allocate(7, inbox)
+        sender = meshes[1].connections[0]
+        sender.send(7, 1, 0, *encode((0, ["first"])))
+        while not puts:                                 # read by another thread (as the watchdog does): the mailbox
+            with meshes[0].connections[1].read_lock:
+                meshes[0].connections[1].pump()
+        for i in range(3):
+            sender.send(7, 1, 0, *encode((0, [f"then {i}"])))
+        select.select([meshes[0].connections[1].sock], [], [], 20)
+        allocator.receive()                             # a stepping worker: its sockets first, but "first" before
+        got = []
+        while len(got) < 4:
+            allocator.receive(0.1)
+            while inbox.queue:
+                got.extend(inbox.queue.popleft()[1])
+        assert got == ["first", "then 0", "then 1", "then 2"]
+        assert [item[1][1] for item in puts] == [["first"]]   # the worker's own reads never touched its mailbox
+        assert fabrics[0].failure is None
+    finally:
+        for m in meshes:
+            m.shutdown(clean=False)
