@@ -3,6 +3,7 @@ same handshake; a name squatted by someone else costs them nothing but the detou
 A worker reading its sockets takes its own messages straight into its inboxes, after what
 another thread read before and left in its mailbox."""
 
+import os
 import select
 import socket
 import sys
@@ -38,7 +39,7 @@ def test_processes_on_one_host_connect_through_the_local_socket_and_frames_flow_
 def test_a_squatter_on_the_local_name_proves_nothing_and_the_processes_meet_over_tcp():
     listeners = [bind_listener() for _ in range(2)]
     squatter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    squatter.bind(local_name(*listeners[0].getsockname()))                  # taken before process 0's mesh starts
+    squatter.bind(local_name(b"k", *listeners[0].getsockname()))            # taken before process 0's mesh starts
     squatter.listen(4)
     met = []
 
@@ -101,6 +102,40 @@ def test_a_worker_reading_its_sockets_takes_its_messages_straight_into_its_inbox
         assert got == ["first", "then 0", "then 1", "then 2"]
         assert [item[1][1] for item in puts] == [["first"]]   # the worker's own reads never touched its mailbox
         assert fabrics[0].failure is None
+    finally:
+        for m in meshes:
+            m.shutdown(clean=False)
+
+
+def test_the_local_name_is_keyed_by_the_secret_and_says_nothing_of_the_address():
+    names = {local_name(secret, "127.0.0.1", port) for secret in (b"k", b"other") for port in (5000, 5001)}
+    assert len(names) == 4                                  # unknown without the secret: nobody can take it first
+    assert not any(b"5000" in n or b"127.0.0.1" in n for n in names)
+    assert len(local_name(b"k", "h" * 200, 5000)) < 108     # fits a Unix socket name, whatever the host
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to run a process as another user")
+def test_a_process_of_another_user_at_the_local_socket_is_refused_before_any_greeting():
+    meshes, _ = connected_pair()
+    try:
+        name = local_name(b"k", *meshes[0].addresses[0])
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:                                      # a process of user "nobody", on this host
+            try:
+                os.setuid(65534)
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(20)
+                s.connect(name)
+                os.write(write, str(len(s.recv(100))).encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        got = os.read(read, 100)
+        os.close(read)
+        os.waitpid(child, 0)
+        assert got == b"0"                                  # closed at once: not even the greeting
+        assert any("another user" in r for r in meshes[0].rejected)
     finally:
         for m in meshes:
             m.shutdown(clean=False)

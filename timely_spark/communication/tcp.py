@@ -107,7 +107,7 @@ from .aead import (
 from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
 from .buffer_pool import BufferPool
 from .codec import ARROW, decode, encode
-from .local_socket import bind_local, connect_local, local_name
+from .local_socket import bind_local, connect_local, local_name, same_user
 from .pending import PendingHandshakes
 from .thread import ThreadFabric
 from .write_behind import IOV_MAX, WriteBehind, advance, write_all
@@ -722,8 +722,8 @@ class Mesh:
         self.process = process
         self.addresses = [(str(h), int(p)) for h, p in addresses]
         self.listener = listener
-        self.local_listener = bind_local(*self.addresses[process])   # beside it, for peers on this host
         self.secret = secret
+        self.local_listener = bind_local(secret, *self.addresses[process])   # beside it, for peers on this host
         self.fabric = fabric
         self.threads = threads
         self.peer_timeout = peer_timeout
@@ -784,12 +784,12 @@ class Mesh:
         to LOCAL_WAIT seconds for it to appear), or over TCP if that fails."""
         host, port = self.addresses[j]
         delay = RETRY_BACKOFF
-        local = host == self.addresses[self.process][0] and local_name(host, port) is not None
+        local = host == self.addresses[self.process][0] and local_name(self.secret, host, port) is not None
         local_until = min(deadline, time.monotonic() + LOCAL_WAIT)
         while True:
             if local:
                 wait = max(POLL_INTERVAL, min(self.handshake_timeout, deadline - time.monotonic()))
-                sock = connect_local(host, port, wait)
+                sock = connect_local(self.secret, host, port, wait)
                 if sock is not None:
                     try:
                         magic, challenge, mine = self._handshake_out(sock, j, deadline)
@@ -891,6 +891,9 @@ class Mesh:
             backoff = RETRY_BACKOFF
             if sock.family == socket.AF_UNIX:
                 addr = "a local socket"
+                if not same_user(sock):
+                    self._refuse(sock, addr, "its process runs as another user")
+                    continue
             self._admit(sock, addr)
             try:
                 threading.Thread(target=self._bounded_handshake, args=(sock, addr), daemon=True).start()
@@ -939,10 +942,10 @@ class Mesh:
             other = mode(greeted) if greeted.startswith(PREFIX) else None
             if proven and other is not None and other[1] != mode(magic)[1]:     # type: ignore[index]
                 (peer,) = struct.unpack("<I", me_bytes)
-                host, port = self.addresses[peer] if peer < len(self.addresses) else addr[:2]
+                where = '{}:{}'.format(*self.addresses[peer]) if peer < len(self.addresses) else str(addr)
                 said = "encrypts" if other[1] else "does not encrypt"
                 with self._ready:
-                    self._mismatch = (f"process {peer} at {host}:{port} {said} its frames and this process "
+                    self._mismatch = (f"process {peer} at {where} {said} its frames and this process "
                                       f"{'does not' if other[1] else 'does'}: set TIMELY_SPARK_ENCRYPTION the same "
                                       f"for every process of the run")
                     self._ready.notify_all()
