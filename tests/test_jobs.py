@@ -119,6 +119,12 @@ def test_bench_graph_runs_small_and_every_method_agrees(tmp_path):
         assert method in out
 
 
+def test_bench_graph_string_id_methods_run_and_agree(tmp_path):
+    out = run_job("benchmarks/bench_graph.py", "--sizes", "3000", "--data", str(tmp_path),
+                  "--only", "cc-local,cc-local-strings,pagerank-local,pagerank-local-strings", timeout=300)
+    assert "all methods agree" in out and out.count("[ok]") == 2
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(200)
 def test_bench_graph_spark_writes_large_results_as_parquet(tmp_path):

@@ -208,8 +208,8 @@ def run_method(method: str, path: Path, source: int, warm: bool, collect: bool =
         result, t = _timed(lambda: ts.graph.connected_components(table, workers=2))
     elif method == "cc-local-strings":
         text = pa.table({"src": as_strings(table["src"]), "dst": as_strings(table["dst"])})
-        out, t = _timed(lambda: ts.graph.connected_components(text, workers=2))
-        result = pa.table({"vertex": as_ints(out["vertex"]), "component": as_ints(out["component"])})
+        found, t = _timed(lambda: ts.graph.connected_components(text, workers=2))
+        result = pa.table({"vertex": as_ints(found["vertex"]), "component": as_ints(found["component"])})
     elif method in ("cc-spark", "cc-spark-strings", "cc-spark-cached"):
         spark = _spark()
         df = _spark_edges(spark, path, method.endswith("strings"))
@@ -243,8 +243,8 @@ def run_method(method: str, path: Path, source: int, warm: bool, collect: bool =
         result, t = _timed(lambda: ts.graph.pagerank(table, iterations=ITERATIONS, workers=2))
     elif method == "pagerank-local-strings":
         text = pa.table({"src": as_strings(table["src"]), "dst": as_strings(table["dst"])})
-        out, t = _timed(lambda: ts.graph.pagerank(text, iterations=ITERATIONS, workers=2))
-        result = pa.table({"vertex": as_ints(out["vertex"]), "rank": out["rank"]})
+        found, t = _timed(lambda: ts.graph.pagerank(text, iterations=ITERATIONS, workers=2))
+        result = pa.table({"vertex": as_ints(found["vertex"]), "rank": found["rank"]})
     elif method in ("pagerank-spark", "pagerank-spark-strings"):
         spark = _spark()
         df = _spark_edges(spark, path, method.endswith("strings"))
