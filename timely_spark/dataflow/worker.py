@@ -419,12 +419,9 @@ class Worker:
         if self._active:
             active, self._active = self._active, []
             installed = self._dataflows
-            seen = set()
+            if len(active) > 1:                               # (one dataflow, the common case: no set)
+                active = list({id(g): g for g in active}.values())
             for graph in active:
-                key = id(graph)
-                if key in seen:
-                    continue
-                seen.add(key)
                 index = graph.dataflow_index
                 if index not in installed:
                     continue                                  # dropped or complete
