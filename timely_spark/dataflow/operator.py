@@ -157,7 +157,7 @@ class OperatorCore(Operate):
         """
         if self.notify:
             for frontier, changes in zip(self.frontiers, self.shared_progress.frontiers):
-                if changes.unstable_has_updates():
+                if changes.counts:      # (ChangeBatch.unstable_has_updates, inline)
                     frontier.update_iter(changes.drain())
         self._running = True
         try:

@@ -362,13 +362,16 @@ class Subgraph(Operate):
                             batch[key] = get(key, 0) + n
         else:   # a nested subgraph: its reports are global already; apply them here
             updates: list[tuple[int, Any, int]] = []
-            for tid, b in consumeds:
-                updates.extend((tid, t, -n) for t, n in b.drain())
+            for tid, b in consumeds:     # (``b.counts``: empty batches skipped without a call)
+                if b.counts:
+                    updates.extend((tid, t, -n) for t, n in b.drain())
             for sid, b in internals:
-                updates.extend((sid, t, d) for t, d in b.drain())
+                if b.counts:
+                    updates.extend((sid, t, d) for t, d in b.drain())
             for tids, b in produceds:
-                for t, n in b.drain():
-                    updates.extend((tid, t, n) for tid in tids)
+                if b.counts:
+                    for t, n in b.drain():
+                        updates.extend((tid, t, n) for tid in tids)
             if updates:
                 self._apply(updates)   # (what reaches this scope's outputs is reported upward)
 
