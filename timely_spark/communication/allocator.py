@@ -166,10 +166,6 @@ class Allocator:
             inbox.activate()
         return self.pushers(channel, inbox)
 
-    def _deliver(self, item: Any) -> None:
-        if item is not WAKE:
-            self.deliver(*item)
-
     def deliver(self, channel: int, payload: Any) -> None:
         """Put a message that arrived for this worker on ``channel`` into its inbox (and wake
         the inbox's consumer).  Only this worker's own thread may call it."""
@@ -187,9 +183,11 @@ class Allocator:
         got = False
         while not empty():              # (no exception at the end: this runs at every step)
             try:
-                self._deliver(get())
+                item = get()
             except queue.Empty:         # another consumer took it (not in this package)
                 break
+            if item is not WAKE:        # (a wake-up signal only: nothing to deliver)
+                self.deliver(*item)
             got = True
         return got
 
@@ -199,9 +197,11 @@ class Allocator:
         self.check()
         if timeout:
             try:
-                self._deliver(self.mailbox.get(timeout=timeout))
+                item = self.mailbox.get(timeout=timeout)
             except queue.Empty:
                 return False
+            if item is not WAKE:
+                self.deliver(*item)
             self.check()
             self.drain()
             return True

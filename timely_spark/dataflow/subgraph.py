@@ -166,6 +166,9 @@ class Subgraph(Operate):
         for o in range(self.outputs):
             self._divert[lid(Target(0, o))] = (1, o)
         self._no_boundary = not self.inputs and not self.outputs
+        # a progress batch into the tracker: straight in for a dataflow's top scope (nothing to report upward)
+        self._apply_batch = tracker.update_ids if self._no_boundary else self._apply
+        self._nested = any(not c.local for c in self.children[1:])   # children that apply to the tracker directly
         for i, init in initial.items():
             for o, updates in enumerate(init):
                 sid = self._child_ports[i][1][o][0]  # type: ignore[index]
@@ -204,12 +207,18 @@ class Subgraph(Operate):
                     tracker.update_id(sid, to_inner(t), d)
         self._receive_progress()
         self._propagate()
-        for _ in range(RERUNS + 1):
-            if not self._pending:
-                break
+        if self._pending:
             self._run_children()
-            self._apply_local()      # children our own progress activated (a probe) run in this run too
-        self._send_progress()
+            self._apply_local()
+            for _ in range(RERUNS):  # children our own progress activated (a probe) run in this run too
+                if not self._pending:
+                    break
+                self._run_children()
+                self._apply_local()
+        else:
+            self._apply_local()      # what entered from the parent (only the parent's children count it)
+        if self._nested:
+            self._propagate()        # what nested subgraphs applied directly
         # children activated by the last propagation (a final frontier change) must
         # still run: the scope is complete only when nothing is pending either
         return bool(self._incomplete) or bool(self._pending) or tracker.tracking_anything()
@@ -237,8 +246,10 @@ class Subgraph(Operate):
     # ---- progress ---------------------------------------------------------------------
     def _receive_progress(self) -> None:
         q = self._progress_inbox.queue
-        while q:
-            self._apply(q.popleft())
+        if q:
+            apply = self._apply_batch
+            while q:
+                apply(q.popleft())
 
     def _apply(self, batch: list) -> None:
         if self._no_boundary:         # a dataflow's top scope: nothing to report upward
@@ -351,13 +362,16 @@ class Subgraph(Operate):
                             batch[key] = get(key, 0) + n
         else:   # a nested subgraph: its reports are global already; apply them here
             updates: list[tuple[int, Any, int]] = []
-            for tid, b in consumeds:
-                updates.extend((tid, t, -n) for t, n in b.drain())
+            for tid, b in consumeds:     # (``b.counts``: empty batches skipped without a call)
+                if b.counts:
+                    updates.extend((tid, t, -n) for t, n in b.drain())
             for sid, b in internals:
-                updates.extend((sid, t, d) for t, d in b.drain())
+                if b.counts:
+                    updates.extend((sid, t, d) for t, d in b.drain())
             for tids, b in produceds:
-                for t, n in b.drain():
-                    updates.extend((tid, t, n) for tid in tids)
+                if b.counts:
+                    for t, n in b.drain():
+                        updates.extend((tid, t, n) for tid in tids)
             if updates:
                 self._apply(updates)   # (what reaches this scope's outputs is reported upward)
 
@@ -366,13 +380,14 @@ class Subgraph(Operate):
         apply it here at once, propagating it: children that it activates -- a probe whose
         frontier it moved -- then run in the same run of the scope, not one worker step later."""
         batch = self._batch
-        for sid, tids, entered in zip(self._input_ids, self._input_targets, self.ingress):
-            if entered.unstable_has_updates():
-                get = batch.get
-                for t, n in entered.drain():
-                    batch[(sid, t)] = get((sid, t), 0) - n
-                    for tid in tids:
-                        batch[(tid, t)] = get((tid, t), 0) + n
+        if self.inputs:                  # (a dataflow's top scope has none)
+            for sid, tids, entered in zip(self._input_ids, self._input_targets, self.ingress):
+                if entered.unstable_has_updates():
+                    get = batch.get
+                    for t, n in entered.drain():
+                        batch[(sid, t)] = get((sid, t), 0) - n
+                        for tid in tids:
+                            batch[(tid, t)] = get((tid, t), 0) + n
         if not batch:
             return
         self._batch = {}
@@ -383,13 +398,8 @@ class Subgraph(Operate):
             self.worker.logger.log("progress", address=".".join(map(str, self.path)), count=len(message))
         for push in self._remote:
             push(message)
-        self._apply(message)
+        self._apply_batch(message)
         self._propagate()
-
-    def _send_progress(self) -> None:
-        """Broadcast and apply what is left of this run's progress (what entered from the parent)."""
-        self._apply_local()
-        self._propagate()   # what nested subgraphs applied directly
 
     # ---- introspection -------------------------------------------------------------------
     def frontier(self, target: Target) -> Antichain:

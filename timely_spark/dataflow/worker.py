@@ -404,27 +404,26 @@ class Worker:
         for _, handle in self._inputs:
             handle.flush()
         allocator = self.allocator
-        allocator.receive()
         timers = self._timers
         if timers:
             now = time.monotonic()
             while timers and timers[0][0] <= now:
                 heapq.heappop(timers)[2]()
-        if not self._active:
-            if not self._dataflows and (self._snapshots is None or not self._snapshots.busy()):
-                return False
+        park = 0.0
+        if not self._active and (self._dataflows or (self._snapshots is not None and self._snapshots.busy())):
             park = PARK if not timers else max(0.0, min(PARK, timers[0][0] - time.monotonic()))
-            if park:
-                allocator.receive(park)
+        if park:
+            allocator.receive(park)    # nothing to run: wait for a message (at once if one is there)
+        else:
+            allocator.receive()
+            if not self._active and not self._dataflows and (self._snapshots is None or not self._snapshots.busy()):
+                return False
         if self._active:
             active, self._active = self._active, []
             installed = self._dataflows
-            seen = set()
+            if len(active) > 1:                               # (one dataflow, the common case: no set)
+                active = list({id(g): g for g in active}.values())
             for graph in active:
-                key = id(graph)
-                if key in seen:
-                    continue
-                seen.add(key)
                 index = graph.dataflow_index
                 if index not in installed:
                     continue                                  # dropped or complete

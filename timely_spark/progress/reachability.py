@@ -288,7 +288,12 @@ class Tracker:
 
     def tracking_anything(self) -> bool:
         """Whether any location holds a non-zero count (pending updates included)."""
-        return bool(self._pending) or any(p.has_counts() for p in self._pointstamps)
+        if self._pending:
+            return True
+        for p in self._pointstamps:      # (a loop, not any(generator): no frame per location)
+            if p.has_counts():
+                return True
+        return False
 
     def has_pending(self) -> bool:
         """Whether updates wait for :meth:`propagate_all`."""
