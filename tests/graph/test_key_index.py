@@ -1,5 +1,6 @@
-"""KeyIndex.with_prefix against a plain filter of the keys held, on levels large enough
-to keep their prefixes' starts and on small ones, after updates that empty keys."""
+"""KeyIndex against a dict and a plain filter of the keys held: prefix scans on levels large
+enough to keep their prefixes' starts and on small ones, after updates that empty keys;
+unsorted sets, adds with peeks and empty calls."""
 
 import numpy as np
 
@@ -44,3 +45,26 @@ def test_dense_positions_stay_the_same_across_the_switch_from_the_direct_array_t
         assert at.tolist() == [seen.get(v, -1) for v in probe.tolist()]
         assert found.tolist() == [v in seen for v in probe.tolist()]
     assert ids.vid[:ids.n].tolist() == sorted(seen, key=seen.get) and len(ids) == len(seen)
+
+
+def test_unsorted_sets_adds_with_peeks_and_empty_calls_agree_with_a_dict():
+    rng = np.random.default_rng(5)
+    index, held = KeyIndex(empty=0), {}
+    for size in (3000, 1000, 400, 400, 0, 90, 1):
+        keys = rng.permutation(np.unique(rng.integers(0, 5000, size)))        # unsorted, distinct
+        if rng.random() < 0.5:
+            values = rng.integers(0, 3, len(keys))
+            index.set(keys, values)
+            held.update(zip(keys.tolist(), values.tolist()))
+        else:
+            peek = rng.integers(0, 5000, 300)
+            deltas = rng.integers(-1, 3, len(keys))
+            before = dict(held)
+            old, peeked = index.add_peek(keys, deltas, peek)
+            assert old.tolist() == [before.get(k, 0) for k in keys.tolist()]
+            assert peeked.tolist() == [before.get(k, 0) for k in peek.tolist()]
+            held.update((k, before.get(k, 0) + d) for k, d in zip(keys.tolist(), deltas.tolist()))
+        asked = np.arange(5000)
+        assert index.get(asked)[0].tolist() == [held.get(k, 0) for k in range(5000)]
+        assert index.with_prefix(np.zeros(0, np.int64)).tolist() == []
+    assert len(index.keys) > 1

@@ -140,8 +140,8 @@ class EdgeCounts:
         delta = _sums(at.reshape(-1), diff, len(keys))
         keys, delta = keys[delta != 0], delta[delta != 0]
         da, db = keys >> SHIFT, keys & LOW
-        other = np.where(da == db, 0, self.counts.get((db << SHIFT) | da)[0])     # the other direction's, before
-        old = self.counts.add(keys, delta)                # (the run fails on a bad row: no state is kept)
+        old, other = self.counts.add_peek(keys, delta, (db << SHIFT) | da)    # (the run fails on a bad row: no
+        other[da == db] = 0                               # state is kept); the other direction's, before
         new = old + delta
         if (new < 0).any():
             bad = int(np.flatnonzero(new < 0)[0])

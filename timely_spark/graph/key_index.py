@@ -86,6 +86,8 @@ class KeyIndex:
         """Per key: the level holding it (-1: none) and its position there."""
         level = np.full(len(keys), -1, np.int64)
         pos = np.zeros(len(keys), np.int64)
+        if not len(keys):                                    # (a round's empty lookups: no call per level)
+            return level, pos
         if len(keys) > 1 and not (keys[1:] >= keys[:-1]).all():
             order = np.argsort(keys)                         # sorted needles search much faster
             level_sorted, pos_sorted = self._locate(keys[order])
@@ -130,11 +132,12 @@ class KeyIndex:
 
     def _values(self, level: np.ndarray, pos: np.ndarray, default: int) -> tuple[np.ndarray, np.ndarray]:
         values = np.full(len(level), default, np.int64)
-        for i, held in enumerate(self.values):
-            hit = level == i
-            if hit.any():
-                values[hit] = held[pos[hit]]
         found = level >= 0
+        if found.any():                                      # (a loop over the levels only for keys held)
+            for i, held in enumerate(self.values):
+                hit = level == i
+                if hit.any():
+                    values[hit] = held[pos[hit]]
         if self.empty is not None:
             found &= values != self.empty
             values[~found] = default
@@ -150,23 +153,42 @@ class KeyIndex:
         >>> index.get(np.array([2, 4]))[1].tolist()
         [True, False]
         """
+        return self.add_peek(keys, deltas, np.zeros(0, np.int64))[0]
+
+    def add_peek(self, keys: np.ndarray, deltas: np.ndarray, peek: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`add`, and the values of the keys ``peek`` before it (0 where absent): one
+        search of the levels for both.
+
+        >>> index = KeyIndex(empty=0)
+        >>> _ = index.add(np.array([4]), np.array([2]))
+        >>> [a.tolist() for a in index.add_peek(np.array([4, 2]), np.array([1, 1]), np.array([2, 4, 6]))]
+        [[2, 0], [0, 2, 0]]
+        """
         keys = np.asarray(keys, np.int64)
-        level, pos = self._locate(keys)
-        old = self._values(level, pos, 0)[0]
-        self._write(keys, old + np.asarray(deltas, np.int64), level, pos)
-        return old
+        level, pos = self._locate(np.concatenate([keys, np.asarray(peek, np.int64)]))
+        values = self._values(level, pos, 0)[0]
+        n = len(keys)
+        old = values[:n]
+        self._write(keys, old + np.asarray(deltas, np.int64), level[:n], pos[:n])
+        return old, values[n:]
 
     def set(self, keys: np.ndarray, values: np.ndarray) -> None:
         """Set ``keys`` (distinct) to ``values``: in place where held, a new level for the rest."""
-        keys = np.asarray(keys, np.int64)
-        self._write(keys, np.asarray(values, np.int64), *self._locate(keys))
+        keys, values = np.asarray(keys, np.int64), np.asarray(values, np.int64)
+        if not len(keys):
+            return
+        if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():
+            order = np.argsort(keys)                         # sorted once: for the search and the new level
+            keys, values = keys[order], values[order]
+        self._write(keys, values, *self._locate(keys))
 
     def _write(self, keys: np.ndarray, values: np.ndarray, level: np.ndarray, pos: np.ndarray) -> None:
-        for i, held in enumerate(self.values):
-            hit = level == i
-            if hit.any():
-                held[pos[hit]] = values[hit]
         new = level < 0
+        if not new.all():
+            for i, held in enumerate(self.values):
+                hit = level == i
+                if hit.any():
+                    held[pos[hit]] = values[hit]
         if self.empty is not None:
             new &= values != self.empty
         if not new.any():
@@ -206,6 +228,8 @@ class KeyIndex:
         Cost: O(len(prefixes)) reads in the large levels (their prefixes' starts), a binary
         search per prefix in the small ones, plus the keys returned."""
         prefixes = np.asarray(prefixes, np.int64)
+        if not len(prefixes):
+            return np.zeros(0, np.int64)
         if len(prefixes) > 1 and not (prefixes[1:] >= prefixes[:-1]).all():
             prefixes = np.sort(prefixes)                     # sorted needles search (and read) faster
         parts = []
