@@ -604,13 +604,19 @@ def label_changes(incidences: "Stream", name: str) -> "Stream":
         out = entered.per_time(labels.step, others=(cycle, gate),
                                exchange=[ExchangeBy(["vertex"], name), LoopRoute(name), None],
                                name=name, state=kept)
-        pairs = out.flat_map(lambda rb: [rb] if "root" in rb.schema.names else [], name=f"{name}Pairs")
+        pairs, again, changes = out.partition(3, _part, name=f"{name}Parts")   # one operator a round, not three
         found = resolve(pointer_table(contract(pairs, f"{name}Contract"), f"{name}Pointers"), f"{name}Resolve")
-        again = out.flat_map(lambda rb: [rb] if "kind" in rb.schema.names else [], name=f"{name}Again")
         again.concat(found).connect_loop(handle)
-        return out.flat_map(lambda rb: [rb] if DIFF in rb.schema.names else [], name=f"{name}Out").leave()
+        return changes.leave()
 
     return incidences.scope.iterative(loop, name=name).per_time(_net, name=f"{name}Net")
+
+
+def _part(rb: pa.RecordBatch) -> int:
+    """Where a batch of :meth:`ComponentLabels.step` goes: 0 the contraction (``root``), 1
+    around the loop (``kind``), 2 out (``diff``)."""
+    names = rb.schema.names
+    return 0 if "root" in names else 1 if "kind" in names else 2
 
 
 def _net(time: Any, batches: list) -> list:
