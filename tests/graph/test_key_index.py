@@ -68,3 +68,21 @@ def test_unsorted_sets_adds_with_peeks_and_empty_calls_agree_with_a_dict():
         assert index.get(asked)[0].tolist() == [held.get(k, 0) for k in range(5000)]
         assert index.with_prefix(np.zeros(0, np.int64)).tolist() == []
     assert len(index.keys) > 1
+
+
+def test_sets_of_new_keys_search_only_the_levels_with_empty_keys_and_agree_with_a_dict():
+    rng = np.random.default_rng(9)
+    index, held = KeyIndex(empty=0), {}
+    for size in (4000, 1500, 600, 300, 300, 120, 40, 40, 7):
+        gone = [k for k, v in held.items() if v][:size // 3]            # made empty in their levels
+        index.set(np.array(gone, np.int64), np.zeros(len(gone), np.int64))
+        held.update((k, 0) for k in gone)
+        free = np.setdiff1d(np.arange(20_000), [k for k, v in held.items() if v])
+        keys = rng.permutation(np.concatenate([rng.choice(free, size, replace=False), gone[:size // 6]]))
+        keys = np.unique(keys)                                           # absent, or empty in a level
+        values = rng.integers(1, 4, len(keys))
+        index.set(keys, values, new=True)
+        held.update(zip(keys.tolist(), values.tolist()))
+        assert index.get(np.arange(20_000))[0].tolist() == [held.get(k, 0) for k in range(20_000)]
+        assert index.holes == [int(np.count_nonzero(v == 0)) for v in index.values]
+    assert len(index.keys) > 1

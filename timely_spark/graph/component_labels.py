@@ -222,7 +222,8 @@ class ComponentLabels:
         if was.any():
             self.by_label.set((self._dense(old[was]) << SHIFT) | dv[was], np.zeros(int(was.sum()), np.int64))
         if now.any():
-            self.by_label.set((self._dense(new[now]) << SHIFT) | dv[now], np.ones(int(now.sum()), np.int64))
+            self.by_label.set((self._dense(new[now]) << SHIFT) | dv[now], np.ones(int(now.sum()), np.int64),
+                              new=True)                                   # (each v was under its old label)
         self.label[dv] = new
         self.held += int(np.count_nonzero(now & ~was)) - int(np.count_nonzero(was & ~now))
         v = self.vid[dv]
@@ -385,7 +386,7 @@ class ComponentLabels:
         self.seen, self.waiting, self.waiting_group = [], np.zeros(0, np.int64), np.zeros(0, np.int64)
         dv, dw = self.inserted
         if len(dv):
-            self.adjacent.set((dv << SHIFT) | dw, np.ones(len(dv), np.int64))
+            self.adjacent.set((dv << SHIFT) | dw, np.ones(len(dv), np.int64), new=True)   # (edges that appeared)
 
     def _seen_classes(self) -> tuple[np.ndarray, np.ndarray]:
         """This worker's visited vertices of this epoch and their classes."""

@@ -7,7 +7,10 @@ half the size of the older (so there are O(log n) levels and each key is merged
 O(log n) times, amortized).  A key lives in exactly one level; updating a key found
 in a level writes its value in place.  Lookups and range scans are ``searchsorted``
 over the levels: a batch of k keys costs O(k log n), never a scan of the index.
-A value equal to ``empty`` (if given) marks a key as absent, and merges drop it.
+A value equal to ``empty`` (if given) marks a key as absent, and merges drop it; each
+level counts its empty keys, so a set of keys the caller knows hold no other value (an
+edge that appeared) searches only the levels that have some (none, in a graph that only
+grew since their last merge).
 
 Keys that pack two non-negative 31-bit ids, ``(a << 32) | b``, are scanned by their
 *prefix* ``a`` (:meth:`KeyIndex.with_prefix`: the edges of a vertex, the members of a
@@ -62,6 +65,7 @@ class KeyIndex:
         self.keys: list[np.ndarray] = []
         self.values: list[np.ndarray] = []
         self.starts: list[Optional[np.ndarray]] = []      # per level: its prefixes' starts, once built
+        self.holes: list[int] = []                        # per level: its keys holding ``empty``
 
     def __len__(self) -> int:
         return sum(len(k) for k in self.keys)
@@ -82,19 +86,20 @@ class KeyIndex:
         held = values != self.empty
         return keys[held], values[held]
 
-    def _locate(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per key: the level holding it (-1: none) and its position there."""
+    def _locate(self, keys: np.ndarray, holes: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Per key: the level holding it (-1: none) and its position there; ``holes``: only in
+        the levels that hold ``empty`` keys (the keys are known not to hold another value)."""
         level = np.full(len(keys), -1, np.int64)
         pos = np.zeros(len(keys), np.int64)
         if not len(keys):                                    # (a round's empty lookups: no call per level)
             return level, pos
         if len(keys) > 1 and not (keys[1:] >= keys[:-1]).all():
             order = np.argsort(keys)                         # sorted needles search much faster
-            level_sorted, pos_sorted = self._locate(keys[order])
+            level_sorted, pos_sorted = self._locate(keys[order], holes)
             level[order], pos[order] = level_sorted, pos_sorted
             return level, pos
         for i, held in enumerate(self.keys):
-            if not len(held):
+            if not len(held) or (holes and not self.holes[i]):
                 continue
             starts = self._starts(i) if len(keys) and keys[0] >= 0 else None
             if starts is not None and self._locate_by_prefix(keys, held, starts, i, level, pos):
@@ -172,15 +177,25 @@ class KeyIndex:
         self._write(keys, old + np.asarray(deltas, np.int64), level[:n], pos[:n])
         return old, values[n:]
 
-    def set(self, keys: np.ndarray, values: np.ndarray) -> None:
-        """Set ``keys`` (distinct) to ``values``: in place where held, a new level for the rest."""
+    def set(self, keys: np.ndarray, values: np.ndarray, new: bool = False) -> None:
+        """Set ``keys`` (distinct) to ``values``: in place where held, a new level for the rest.
+        ``new``: the caller knows no key holds a value but ``empty`` (absent, or made empty):
+        only the levels holding empty keys are searched (none, until a value is made empty).
+
+        >>> index = KeyIndex(empty=0)
+        >>> index.set(np.array([1, 3, 5, 7]), np.array([1, 1, 1, 1]))
+        >>> index.set(np.array([5]), np.array([0]))                  # 5 empty in its level
+        >>> index.set(np.array([5, 8]), np.array([2, 2]), new=True)  # found there, written in place
+        >>> [k.tolist() for k in index.keys], index.get(np.array([3, 5, 8]))[0].tolist()
+        ([[1, 3, 5, 7], [8]], [1, 2, 2])
+        """
         keys, values = np.asarray(keys, np.int64), np.asarray(values, np.int64)
         if not len(keys):
             return
         if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():
             order = np.argsort(keys)                         # sorted once: for the search and the new level
             keys, values = keys[order], values[order]
-        self._write(keys, values, *self._locate(keys))
+        self._write(keys, values, *self._locate(keys, new))
 
     def _write(self, keys: np.ndarray, values: np.ndarray, level: np.ndarray, pos: np.ndarray) -> None:
         new = level < 0
@@ -188,6 +203,9 @@ class KeyIndex:
             for i, held in enumerate(self.values):
                 hit = level == i
                 if hit.any():
+                    if self.empty is not None:               # count the level's empty keys
+                        self.holes[i] += (int(np.count_nonzero(values[hit] == self.empty))
+                                          - int(np.count_nonzero(held[pos[hit]] == self.empty)))
                     held[pos[hit]] = values[hit]
         if self.empty is not None:
             new &= values != self.empty
@@ -200,18 +218,21 @@ class KeyIndex:
         self.keys.append(keys)
         self.values.append(values)
         self.starts.append(None)
+        self.holes.append(0)
         while len(self.keys) > 1 and 2 * len(self.keys[-1]) >= len(self.keys[-2]):
             k = np.concatenate([self.keys.pop(-2), self.keys.pop()])
             v = np.concatenate([self.values.pop(-2), self.values.pop()])
             del self.starts[-2:]
+            holes = self.holes.pop(-2) + self.holes.pop()
             order = np.argsort(k, kind="stable")             # two sorted runs: a merge
             k, v = k[order], v[order]
-            if self.empty is not None:
+            if holes:
                 keep = v != self.empty
                 k, v = k[keep], v[keep]
             self.keys.append(k)
             self.values.append(v)
             self.starts.append(None)
+            self.holes.append(0)
 
     def _starts(self, i: int) -> Optional[np.ndarray]:
         """Level ``i``'s position of the first key of each prefix ``0..top`` (``top`` its
