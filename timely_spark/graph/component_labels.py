@@ -513,12 +513,17 @@ class ComponentLabels:
     def replicated(self, a: np.ndarray, b: np.ndarray, out: list) -> None:
         """A small epoch's contraction: every worker's edges ``a[i]--b[i]`` on every worker,
         contracted here; the vertices this worker owns among them, and its members of each
-        label that merged (every worker knows them all: no MERGED round), relabelled at once."""
+        label that merged (every worker knows them all: no MERGED round), relabelled at once.
+        The labels that may merge are the ``b <= a`` ends: each end in the graph sends
+        ``(v, label(v))``, the label the smallest of its component, and an inserted edge
+        ``(v, w)`` comes as ``v <= w`` (:meth:`_edges`) -- so only those are scanned for members."""
         vertices, component = forest(a, b)
         mine = destinations(pa.record_batch({"vertex": vertices}), ["vertex"], len(self.keys)) == self.scope.index
-        moved = component != vertices
-        dl, found = self.ids.get(vertices[moved], -1)
-        dl, new = dl[found], component[moved][found]
+        labels = sorted_unique(b[b <= a])
+        now = component[np.searchsorted(vertices, labels)]
+        moved = now != labels
+        dl, found = self.ids.get(labels[moved], -1)
+        dl, new = dl[found], now[moved][found]
         members = self.by_label.with_prefix(dl) if len(dl) else np.zeros(0, np.int64)
         order = np.argsort(dl)
         dv = np.concatenate([self._dense(vertices[mine]), members & LOW])
