@@ -422,3 +422,23 @@ def test_a_piece_that_splits_off_is_relabelled_in_the_round_that_finds_it_closed
            [(0, 9, 1), (3, 4, -1)]]
     rounds = rounds_per_epoch(monkeypatch, log, threads=2)
     assert rounds == {0: {0, 1}, 1: set(range(7)), 2: {0, 1}, 3: {0, 1, 2}}
+
+
+def test_a_withdrawal_whose_ends_meet_ends_its_search_without_the_others(monkeypatch):
+    """Two withdrawn edges, each on a square, the squares 40 hops apart on a path: each edge's
+    ends meet around its square (the seeds; their neighbours expanded; the meeting found; learnt
+    by every worker: 4 rounds), which settles the component -- every withdrawn edge's ends are
+    joined again -- without the two squares' searches meeting (40 levels more); two squares and
+    a triangle between them, both edges between them cut, split in three, and so do two squares
+    whose joint vertex loses both its edges."""
+    def square(a):
+        return [(a, a + 1, 1), (a + 1, a + 2, 1), (a + 2, a + 3, 1), (a + 3, a, 1)]
+
+    path = [(v, v + 1, 1) for v in range(200, 240)]
+    graph = square(0) + square(100) + path + [(3, 200, 1), (240, 100, 1)]
+    blob = [(300, 301, 1), (301, 302, 1), (302, 300, 1), (302, 400, 1), (301, 500, 1)] + square(400) + square(500)
+    joint = square(600) + square(700) + [(600, 650, 1), (650, 700, 1)]
+    log = [graph + blob + joint, [(0, 1, -1), (100, 101, -1)],
+           [(302, 400, -1), (301, 500, -1), (600, 650, -1), (650, 700, -1)]]
+    rounds = rounds_per_epoch(monkeypatch, log, threads=2)
+    assert rounds[1] == set(range(4))

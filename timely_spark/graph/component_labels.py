@@ -104,8 +104,8 @@ ABSENT = np.iinfo(np.int64).min
 #: Kinds of the loop's messages: a wake-up; a merged label (old -> new); a search's seed, an
 #: end left without edges, a visit, a meeting of two groups, new vertices of a group, a group
 #: that reached its label's vertex, the smallest of a group's new vertices, new vertices of a
-#: group kept for a later round, a worker's edges of a small contraction.
-WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, LOWEST, PEND, STARS = range(11)
+#: group kept for a later round, a worker's edges of a small contraction; a withdrawn edge.
+WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, LOWEST, PEND, STARS, CUT = range(12)
 #: A split search stops and its component is recomputed past this many visited vertices, or
 #: a quarter of the graph's vertices if that is more ...
 SEARCH_BUDGET = 1 << 16
@@ -266,7 +266,7 @@ class ComponentLabels:
             kind, vertex, a, b = _columns(control, ("kind", "vertex", "a", "b"))
             order = np.argsort(kind, kind="stable")           # the rows of each kind, a slice each
             vertex, a, b = vertex[order], a[order], b[order]
-            at = np.searchsorted(kind[order], np.arange(STARS + 2)).tolist()
+            at = np.searchsorted(kind[order], np.arange(CUT + 2)).tolist()
             merged, stars = slice(at[MERGED], at[MERGED + 1]), slice(at[STARS], at[STARS + 1])
             if at[MERGED + 1] > at[MERGED]:
                 self.merge(a[merged], b[merged], out)
@@ -285,7 +285,7 @@ class ComponentLabels:
             if stars.stop > stars.start:
                 self.replicated(a[stars], b[stars], out)
             if len(kind) > (at[MERGED + 1] - at[MERGED]) + (at[STARS + 1] - at[STARS]):
-                rows = {k: (vertex[at[k]:at[k + 1]], a[at[k]:at[k + 1]], b[at[k]:at[k + 1]]) for k in range(PEND + 1)}
+                rows = {k: (vertex[at[k]:at[k + 1]], a[at[k]:at[k + 1]], b[at[k]:at[k + 1]]) for k in range(CUT + 1)}
                 self.search_round(rows, out)
         self._send(out)
         log_state(self.scope, self.name, time, len(self))
@@ -322,6 +322,9 @@ class ComponentLabels:
             out.append(self._visits(self.vid[kb], self.vid[ka]))
         self._broadcast(SEED, self.vid[seeds], labels[has])
         self._broadcast(GONE, self.vid[left], labels[~has])
+        cut_v, cut_w = self.vid[dv[gone]], self.vid[dw[gone]]
+        once = cut_v < cut_w                            # each withdrawn edge once (its other end's owner has it too)
+        self._broadcast(CUT, cut_v[once], cut_w[once])
         self._broadcast(WAKE, np.full(1, self.held, np.int64), np.full(1, len(self.inserted[0]), np.int64))
         if not len(ends) and len(self.inserted[0]) <= REPLICATE_BELOW:
             edges = self._edges(self.inserted)          # a guess: nothing withdrawn anywhere (see step)
@@ -358,7 +361,7 @@ class ComponentLabels:
             held = rows[WAKE][1]                            # the senders' vertices: the graph's, estimated
             vertices = int(held.sum()) * len(self.keys) // max(len(held), 1)
             self.search = SplitSearch(rows[SEED][1], rows[SEED][2], rows[GONE][2][rows[GONE][1] == rows[GONE][2]],
-                                      max(SEARCH_BUDGET, vertices // 4), SEARCH_ROUNDS)
+                                      max(SEARCH_BUDGET, vertices // 4), SEARCH_ROUNDS, (rows[CUT][1], rows[CUT][2]))
         elif self.search is not None:
             self.search.update((rows[MEET][1], rows[MEET][2]), (rows[GREW][1], rows[GREW][2]),
                                (rows[PEND][1], rows[PEND][2]), (rows[HOLDS][1], rows[HOLDS][2]),
