@@ -175,6 +175,7 @@ class ComponentLabels:
         self.adjacent = KeyIndex(empty=0)
         self.by_label = KeyIndex(empty=0)
         self.mark = np.zeros(0, np.int64)                                  # the search group, ABSENT if none
+        self.came = np.zeros(0, np.int64)                                  # ... the vertex a visit came from
         self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))     # this epoch's, dense
         self.recomputed = np.zeros(0, np.int64)                            # this epoch's labels, sorted
         self.redone = self.recomputed                                      # ... once the contraction began
@@ -198,6 +199,7 @@ class ComponentLabels:
         if cap > len(self.label):                            # the per-vertex arrays grow with the ids
             self.label = np.concatenate([self.label, np.full(cap - len(self.label), ABSENT, np.int64)])
             self.mark = np.concatenate([self.mark, np.full(cap - len(self.mark), ABSENT, np.int64)])
+            self.came = np.concatenate([self.came, np.full(cap - len(self.came), ABSENT, np.int64)])
         return dense
 
     @property
@@ -316,10 +318,11 @@ class ComponentLabels:
         seeds, left = ends[has], ends[~has]
         self._relabel(left, np.full(len(left), ABSENT, np.int64), out)
         self.mark[seeds] = self.vid[seeds]
+        self.came[seeds] = ABSENT
         self.seen = [seeds]
         ka, kb = near >> SHIFT, near & LOW
         if len(ka):
-            out.append(self._visits(self.vid[kb], self.vid[ka]))
+            out.append(self._visits(self.vid[kb], self.vid[ka], self.vid[ka]))
         self._broadcast(SEED, self.vid[seeds], labels[has])
         self._broadcast(GONE, self.vid[left], labels[~has])
         cut_v, cut_w = self.vid[dv[gone]], self.vid[dw[gone]]
@@ -344,14 +347,14 @@ class ComponentLabels:
         if 2 * used <= self.n:
             table = self.snapshot()
             self.ids = DenseIds(self.name)
-            self.label, self.mark = np.zeros(0, np.int64), np.zeros(0, np.int64)
+            self.label, self.mark, self.came = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
             self.adjacent, self.by_label, self.held = KeyIndex(empty=0), KeyIndex(empty=0), 0
             self.restore(table)
         self.compact_at = self.n + used
 
-    def _visits(self, target: np.ndarray, group: np.ndarray) -> pa.RecordBatch:
+    def _visits(self, target: np.ndarray, group: np.ndarray, source: np.ndarray) -> pa.RecordBatch:
         return pa.record_batch({"vertex": target, "kind": np.full(len(target), VISIT, np.int8),
-                                "a": group, "b": np.zeros(len(target), np.int64)})
+                                "a": group, "b": source})
 
     def search_round(self, rows: dict, out: list) -> None:
         """Rounds 1..: the split search (see :mod:`.split_search`), then the contraction."""
@@ -373,7 +376,7 @@ class ComponentLabels:
             if len(closed):
                 self._split_off(closed, search.lowest(closed), out)
             search.choose()
-            self._visit(rows[VISIT][0], rows[VISIT][1], out)
+            self._visit(*rows[VISIT], out)
             if len(search.open):
                 self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64))
                 return
@@ -404,19 +407,22 @@ class ComponentLabels:
         hit = classes[at] == cls
         self._relabel(seen[hit], smallest[at[hit]], out)
 
-    def _visit(self, target: np.ndarray, group: np.ndarray, out: list) -> None:
-        """The visits arriving at this owner's vertices: mark the new ones, note meetings;
-        expand the vertices of the classes chosen to expand (new or waiting), keep the others
-        waiting; broadcast what the round saw."""
+    def _visit(self, target: np.ndarray, group: np.ndarray, source: np.ndarray, out: list) -> None:
+        """The visits arriving at this owner's vertices (from ``source``): mark the new ones,
+        note meetings; expand the vertices of the classes chosen to expand (new or waiting),
+        keep the others waiting; broadcast what the round saw.  An expanded vertex visits its
+        neighbours but the one it was first reached from (whose meeting with it, if their
+        groups differ, was noted when it arrived)."""
         search = self.search
         keep = search.is_open(group) if len(group) else np.zeros(0, bool)
-        target, group = target[keep], group[keep]
+        target, group, source = target[keep], group[keep], source[keep]
         empty = np.zeros(0, np.int64)
         meet_a, meet_b, holds, fresh_v, group_at = empty, empty, empty, empty, empty
         if len(target):
             dv = self._dense(target)
             fresh = self.mark[dv] == ABSENT
             if fresh.any():                 # each new vertex joins the smallest group visiting it: one sort
+                self.came[dv[fresh]] = source[fresh]
                 runs = np.sort((dv[fresh] << SHIFT) | search.index(group[fresh]))
                 start = np.empty(len(runs), bool)
                 start[0] = True
@@ -446,8 +452,11 @@ class ComponentLabels:
             self.waiting_group = np.concatenate([self.waiting_group, group_at[~go]])
         if len(expand):
             near = self.adjacent.with_prefix(expand)
-            if len(near):
-                out.append(self._visits(self.vid[near & LOW], self.mark[near >> SHIFT]))
+            dv, target = near >> SHIFT, self.vid[near & LOW]
+            onward = target != self.came[dv]
+            if onward.any():
+                dv = dv[onward]
+                out.append(self._visits(target[onward], self.mark[dv], self.vid[dv]))
         if len(meet_a):                 # as pairs of classes not yet joined (the union-find's roots), each once
             root = search.parent
             ra, rb = root[search.index(meet_a)], root[search.index(meet_b)]
