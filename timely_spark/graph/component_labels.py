@@ -417,7 +417,7 @@ class ComponentLabels:
         keep = search.is_open(group) if len(group) else np.zeros(0, bool)
         target, group, source = target[keep], group[keep], source[keep]
         empty = np.zeros(0, np.int64)
-        meet_a, meet_b, holds, fresh_v, group_at = empty, empty, empty, empty, empty
+        meet_a, meet_b, holds, fresh_v, fresh_id, group_at = empty, empty, empty, empty, empty, empty
         if len(target):
             dv = self._dense(target)
             fresh = self.mark[dv] == ABSENT
@@ -431,7 +431,8 @@ class ComponentLabels:
                 first = search.gid[group_at]
                 self.mark[fresh_v] = first
                 self.seen.append(fresh_v)
-                holds = first[self.label[fresh_v] == self.vid[fresh_v]]
+                fresh_id = self.vid[fresh_v]
+                holds = first[self.label[fresh_v] == fresh_id]
             now = self.mark[dv]
             differ = now != group
             meet_a, meet_b = group[differ], now[differ]
@@ -439,14 +440,13 @@ class ComponentLabels:
         if len(self.waiting):
             go = search.expanding[self.waiting_group]
             expand, self.waiting, self.waiting_group = self.waiting[go], self.waiting[~go], self.waiting_group[~go]
-        if len(fresh_v):                    # per group (by position): its smallest new vertex, how many it has
-            at, lowest = group_min(group_at, self.vid[fresh_v])[:2]
-            self._broadcast(LOWEST, search.gid[at], lowest)
+        if len(fresh_v):        # per group (by position) and part: its smallest new vertex, how many it has
             go = search.expanding[group_at]
-            for kind, part in ((GREW, go), (PEND, ~go)):
-                if part.any():
-                    at, _, counts, _ = group_min(group_at[part], np.zeros(int(part.sum()), np.int64))
-                    self._broadcast(kind, search.gid[at], counts)
+            at, lowest, counts, _ = group_min((group_at << 1) | ~go, fresh_id)
+            gid, grew = search.gid[at >> 1], (at & 1) == 0
+            self._broadcast(LOWEST, gid, lowest)
+            self._broadcast(GREW, gid[grew], counts[grew])
+            self._broadcast(PEND, gid[~grew], counts[~grew])
             expand = np.concatenate([expand, fresh_v[go]])
             self.waiting = np.concatenate([self.waiting, fresh_v[~go]])
             self.waiting_group = np.concatenate([self.waiting_group, group_at[~go]])
