@@ -417,11 +417,13 @@ def test_a_piece_that_splits_off_is_relabelled_in_the_round_that_finds_it_closed
     """The search broadcasts each group's smallest vertex as it grows, so the round that finds
     a piece closed relabels it and builds the contraction: the path 0..9 cut between 4 and 5
     takes 7 rounds (the seeds; 4 levels a side; a round to see the ends add nothing, one to
-    learn it); an insertion beside a withdrawal takes the search's rounds (the guess dropped)."""
+    learn it).  Round 0's contraction of an epoch's insertions holds when the search beside it
+    splits nothing off (a vertex leaving is no split): it takes no round after the search's;
+    when a piece splits off, the contraction is built again from the new labels, a round later."""
     log = [[(v, v + 1, 1) for v in range(9)] + [(20, 21, 1)], [(4, 5, -1)], [(20, 21, -1)],
-           [(0, 9, 1), (3, 4, -1)]]
+           [(0, 9, 1), (3, 4, -1)], [(6, 7, -1), (20, 5, 1)]]
     rounds = rounds_per_epoch(monkeypatch, log, threads=2)
-    assert rounds == {0: {0, 1}, 1: set(range(7)), 2: {0, 1}, 3: {0, 1, 2}}
+    assert rounds == {0: {0, 1}, 1: set(range(7)), 2: {0, 1}, 3: {0, 1}, 4: set(range(5))}
 
 
 def test_a_withdrawal_whose_ends_meet_ends_its_search_without_the_others(monkeypatch):

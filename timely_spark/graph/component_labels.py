@@ -180,6 +180,7 @@ class ComponentLabels:
         self.recomputed = np.zeros(0, np.int64)                            # this epoch's labels, sorted
         self.redone = self.recomputed                                      # ... once the contraction began
         self.search: Any = None                                            # this epoch's SplitSearch
+        self.guess: Optional[tuple] = None                                 # ... round 0's stars, kept meanwhile
         self.sending: list = []                                            # this round's broadcast rows
         self.seen: list = []                                               # this epoch's visited vertices
         self.waiting = np.zeros(0, np.int64)                               # ... not yet expanded
@@ -275,6 +276,8 @@ class ComponentLabels:
             if at[STARS + 1] > at[STARS] and time.inner == 1:     # round 0's guess (see edges_in)
                 wake = slice(at[WAKE], at[WAKE + 1])
                 if at[GONE + 1] > at[SEED] or int(b[wake].sum()) > REPLICATE_BELOW:
+                    if int(b[wake].sum()) <= REPLICATE_BELOW:     # withdrawn: good if the search splits nothing
+                        self.guess = (a[stars], b[stars])
                     stars = slice(0, 0)                           # something was withdrawn, or too much came
                 else:
                     self._end_search()                            # (none began)
@@ -329,8 +332,9 @@ class ComponentLabels:
         once = cut_v < cut_w                            # each withdrawn edge once (its other end's owner has it too)
         self._broadcast(CUT, cut_v[once], cut_w[once])
         self._broadcast(WAKE, np.full(1, self.held, np.int64), np.full(1, len(self.inserted[0]), np.int64))
-        if not len(ends) and len(self.inserted[0]) <= REPLICATE_BELOW:
-            edges = self._edges(self.inserted)          # a guess: nothing withdrawn anywhere (see step)
+        if len(self.inserted[0]) <= REPLICATE_BELOW:
+            edges = self._edges(self.inserted)          # a guess: nothing withdrawn anywhere, or the search
+            # relabels nothing (see step and search_round)
             if edges is not None:
                 self._broadcast(STARS, *edges)
 
@@ -380,7 +384,16 @@ class ComponentLabels:
             if len(search.open):
                 self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64))
                 return
+        split = search is not None and search.split
         self._end_search()
+        guess, self.guess = self.guess, None
+        if guess is not None and not split:
+            # nothing split off or recomputed: the labels round 0's stars hold are the labels now,
+            # so their contraction is this epoch's (a round earlier than building the stars now)
+            self.redone, self.insertions = np.zeros(0, np.int64), -1
+            self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+            self.replicated(*guess, out)
+            return
         self.contraction_edges(out)
 
     def _end_search(self) -> None:

@@ -88,6 +88,7 @@ class SplitSearch:
         self.gone = np.unique(gone)                       # labels whose own vertex left the graph
         self.budget, self.max_rounds, self.rounds = budget, max_rounds, 0
         self.cut_a, self.cut_b, self.nodes = _cut_nodes(self.gid, *cuts)
+        self.split = False                                # some piece split off (or will be recomputed)
         self.link = np.arange(k, dtype=np.int64)          # per group: its class's link (see _links)
         self.busy = np.ones(k, bool)                      # per class: another growing class shares its link
 
@@ -202,4 +203,5 @@ class SplitSearch:
         fallback = over | (decided & (growing >= 1) & held_closed)
         pieces = decided[li] & ~fallback[li] & ~grows
         self.open = labels[~decided]
+        self.split |= bool(fallback.any()) or bool(pieces.any())
         return labels[decided], labels[fallback], self.gid[classes[pieces]]
