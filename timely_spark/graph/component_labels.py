@@ -26,7 +26,8 @@ one at each endpoint's owner:
 
 0. the owner drops the vanished edges from ``adjacent`` (the appearing ones wait for
    the contraction); an end of a vanished edge left without edges leaves the result,
-   the others seed a *split search* (:mod:`.split_search`), broadcast with their label;
+   the others seed a *split search* (:mod:`.split_search`), broadcast with their label
+   (and each withdrawn edge, which links its ends' searches);
 1. .. the split search, a level per round for the smallest classes of groups (the
    others wait): owners mark the vertices their neighbours' groups reach and expand
    them; every worker broadcasts its round's meetings and growth and applies
@@ -45,7 +46,9 @@ one at each endpoint's owner:
    component)`` rows come back on each vertex's owner -- or, in an epoch of at most
    :data:`REPLICATE_BELOW` inserted incidences and nothing to recompute, the edges go
    to every worker, which contracts them all and keeps its own vertices' rows (one
-   round; when round 0 withdrew nothing on any worker, the edges leave in round 0);
+   round; the edges leave in round 0 -- used in round 1 when no worker withdrew an edge,
+   else kept by every worker and used in the round the search ends in, unless a piece
+   split off or is recomputed: then they are built again from the new labels);
 3. each owner relabels the vertices it got a result for; a label vertex ``L`` (not
    recomputed) whose component changed broadcasts ``L -> L'``;
 4. every worker relabels its members of each broadcast ``L`` (a ``by_label`` scan).
