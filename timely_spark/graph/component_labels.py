@@ -383,7 +383,7 @@ class ComponentLabels:
             if len(closed):
                 self._split_off(closed, search.lowest(closed), out)
             search.choose()
-            self._visit(*rows[VISIT], out)
+            self._visit(rows[VISIT][0], rows[VISIT][1], rows[VISIT][2], out)
             if len(search.open):
                 self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64))
                 return
@@ -395,7 +395,7 @@ class ComponentLabels:
             # so their contraction is this epoch's (a round earlier than building the stars now)
             self.redone, self.insertions = np.zeros(0, np.int64), -1
             self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-            self.replicated(*guess, out)
+            self.replicated(guess[0], guess[1], out)
             return
         self.contraction_edges(out)
 
