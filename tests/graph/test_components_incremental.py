@@ -417,8 +417,48 @@ def test_a_piece_that_splits_off_is_relabelled_in_the_round_that_finds_it_closed
     """The search broadcasts each group's smallest vertex as it grows, so the round that finds
     a piece closed relabels it and builds the contraction: the path 0..9 cut between 4 and 5
     takes 7 rounds (the seeds; 4 levels a side; a round to see the ends add nothing, one to
-    learn it); an insertion beside a withdrawal takes the search's rounds (the guess dropped)."""
+    learn it).  Round 0's contraction of an epoch's insertions holds when the search beside it
+    splits nothing off (a vertex leaving is no split): it takes no round after the search's;
+    when a piece splits off, the contraction is built again from the new labels, a round later."""
     log = [[(v, v + 1, 1) for v in range(9)] + [(20, 21, 1)], [(4, 5, -1)], [(20, 21, -1)],
-           [(0, 9, 1), (3, 4, -1)]]
+           [(0, 9, 1), (3, 4, -1)], [(6, 7, -1), (20, 5, 1)]]
     rounds = rounds_per_epoch(monkeypatch, log, threads=2)
-    assert rounds == {0: {0, 1}, 1: set(range(7)), 2: {0, 1}, 3: {0, 1, 2}}
+    assert rounds == {0: {0, 1}, 1: set(range(7)), 2: {0, 1}, 3: {0, 1}, 4: set(range(5))}
+
+
+def test_a_withdrawal_whose_ends_meet_ends_its_search_without_the_others(monkeypatch):
+    """Two withdrawn edges, each on a square, the squares 40 hops apart on a path: each edge's
+    ends meet around its square (the seeds; their neighbours expanded; the meeting found; learnt
+    by every worker: 4 rounds), which settles the component -- every withdrawn edge's ends are
+    joined again -- without the two squares' searches meeting (40 levels more); two squares and
+    a triangle between them, both edges between them cut, split in three, and so do two squares
+    whose joint vertex loses both its edges."""
+    def square(a):
+        return [(a, a + 1, 1), (a + 1, a + 2, 1), (a + 2, a + 3, 1), (a + 3, a, 1)]
+
+    path = [(v, v + 1, 1) for v in range(200, 240)]
+    graph = square(0) + square(100) + path + [(3, 200, 1), (240, 100, 1)]
+    blob = [(300, 301, 1), (301, 302, 1), (302, 300, 1), (302, 400, 1), (301, 500, 1)] + square(400) + square(500)
+    joint = square(600) + square(700) + [(600, 650, 1), (650, 700, 1)]
+    log = [graph + blob + joint, [(0, 1, -1), (100, 101, -1)],
+           [(302, 400, -1), (301, 500, -1), (600, 650, -1), (650, 700, -1)]]
+    rounds = rounds_per_epoch(monkeypatch, log, threads=2)
+    assert rounds[1] == set(range(4))
+
+
+def test_an_expanded_vertex_does_not_visit_the_vertex_it_came_from(monkeypatch):
+    """The path 0..9 cut between 4 and 5: each side's search visits its 4 other vertices once
+    each (8 visits), not also back along every edge it came by (16)."""
+    from timely_spark.graph.component_labels import VISIT, ComponentLabels
+
+    visits: Counter = Counter()
+    step = ComponentLabels.step
+
+    def counted(self, time, entered, messages, *rest):
+        kinds = [rb.column("kind").to_numpy() for rb in messages if "kind" in rb.schema.names]
+        visits[time[0]] += sum(int((k == VISIT).sum()) for k in kinds)
+        return step(self, time, entered, messages, *rest)
+
+    monkeypatch.setattr(ComponentLabels, "step", counted)
+    folded_matches_union_find([[(v, v + 1, 1) for v in range(9)], [(4, 5, -1)]], threads=2)
+    assert visits[1] == 8

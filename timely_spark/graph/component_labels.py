@@ -26,7 +26,8 @@ one at each endpoint's owner:
 
 0. the owner drops the vanished edges from ``adjacent`` (the appearing ones wait for
    the contraction); an end of a vanished edge left without edges leaves the result,
-   the others seed a *split search* (:mod:`.split_search`), broadcast with their label;
+   the others seed a *split search* (:mod:`.split_search`), broadcast with their label
+   (and each withdrawn edge, which links its ends' searches);
 1. .. the split search, a level per round for the smallest classes of groups (the
    others wait): owners mark the vertices their neighbours' groups reach and expand
    them; every worker broadcasts its round's meetings and growth and applies
@@ -45,7 +46,9 @@ one at each endpoint's owner:
    component)`` rows come back on each vertex's owner -- or, in an epoch of at most
    :data:`REPLICATE_BELOW` inserted incidences and nothing to recompute, the edges go
    to every worker, which contracts them all and keeps its own vertices' rows (one
-   round; when round 0 withdrew nothing on any worker, the edges leave in round 0);
+   round; the edges leave in round 0 -- used in round 1 when no worker withdrew an edge,
+   else kept by every worker and used in the round the search ends in, unless a piece
+   split off or is recomputed: then they are built again from the new labels);
 3. each owner relabels the vertices it got a result for; a label vertex ``L`` (not
    recomputed) whose component changed broadcasts ``L -> L'``;
 4. every worker relabels its members of each broadcast ``L`` (a ``by_label`` scan).
@@ -104,8 +107,8 @@ ABSENT = np.iinfo(np.int64).min
 #: Kinds of the loop's messages: a wake-up; a merged label (old -> new); a search's seed, an
 #: end left without edges, a visit, a meeting of two groups, new vertices of a group, a group
 #: that reached its label's vertex, the smallest of a group's new vertices, new vertices of a
-#: group kept for a later round, a worker's edges of a small contraction.
-WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, LOWEST, PEND, STARS = range(11)
+#: group kept for a later round, a worker's edges of a small contraction; a withdrawn edge.
+WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, LOWEST, PEND, STARS, CUT = range(12)
 #: A split search stops and its component is recomputed past this many visited vertices, or
 #: a quarter of the graph's vertices if that is more ...
 SEARCH_BUDGET = 1 << 16
@@ -175,10 +178,12 @@ class ComponentLabels:
         self.adjacent = KeyIndex(empty=0)
         self.by_label = KeyIndex(empty=0)
         self.mark = np.zeros(0, np.int64)                                  # the search group, ABSENT if none
+        self.came = np.zeros(0, np.int64)                                  # ... the vertex a visit came from
         self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))     # this epoch's, dense
         self.recomputed = np.zeros(0, np.int64)                            # this epoch's labels, sorted
         self.redone = self.recomputed                                      # ... once the contraction began
         self.search: Any = None                                            # this epoch's SplitSearch
+        self.guess: Optional[tuple] = None                                 # ... round 0's stars, kept meanwhile
         self.sending: list = []                                            # this round's broadcast rows
         self.seen: list = []                                               # this epoch's visited vertices
         self.waiting = np.zeros(0, np.int64)                               # ... not yet expanded
@@ -198,6 +203,7 @@ class ComponentLabels:
         if cap > len(self.label):                            # the per-vertex arrays grow with the ids
             self.label = np.concatenate([self.label, np.full(cap - len(self.label), ABSENT, np.int64)])
             self.mark = np.concatenate([self.mark, np.full(cap - len(self.mark), ABSENT, np.int64)])
+            self.came = np.concatenate([self.came, np.full(cap - len(self.came), ABSENT, np.int64)])
         return dense
 
     @property
@@ -267,13 +273,15 @@ class ComponentLabels:
             kind, vertex, a, b = _columns(control, ("kind", "vertex", "a", "b"))
             order = np.argsort(kind, kind="stable")           # the rows of each kind, a slice each
             vertex, a, b = vertex[order], a[order], b[order]
-            at = np.searchsorted(kind[order], np.arange(STARS + 2)).tolist()
+            at = np.searchsorted(kind[order], np.arange(CUT + 2)).tolist()
             merged, stars = slice(at[MERGED], at[MERGED + 1]), slice(at[STARS], at[STARS + 1])
             if at[MERGED + 1] > at[MERGED]:
                 self.merge(a[merged], b[merged], out)
             if at[STARS + 1] > at[STARS] and time.inner == 1:     # round 0's guess (see edges_in)
                 wake = slice(at[WAKE], at[WAKE + 1])
                 if at[GONE + 1] > at[SEED] or int(b[wake].sum()) > REPLICATE_BELOW:
+                    if int(b[wake].sum()) <= REPLICATE_BELOW:     # withdrawn: good if the search splits nothing
+                        self.guess = (a[stars], b[stars])
                     stars = slice(0, 0)                           # something was withdrawn, or too much came
                 else:
                     self._end_search()                            # (none began)
@@ -286,7 +294,7 @@ class ComponentLabels:
             if stars.stop > stars.start:
                 self.replicated(a[stars], b[stars], out)
             if len(kind) > (at[MERGED + 1] - at[MERGED]) + (at[STARS + 1] - at[STARS]):
-                rows = {k: (vertex[at[k]:at[k + 1]], a[at[k]:at[k + 1]], b[at[k]:at[k + 1]]) for k in range(PEND + 1)}
+                rows = {k: (vertex[at[k]:at[k + 1]], a[at[k]:at[k + 1]], b[at[k]:at[k + 1]]) for k in range(CUT + 1)}
                 self.search_round(rows, out)
         self._send(out)
         log_state(self.scope, self.name, time, len(self))
@@ -317,15 +325,20 @@ class ComponentLabels:
         seeds, left = ends[has], ends[~has]
         self._relabel(left, np.full(len(left), ABSENT, np.int64), out)
         self.mark[seeds] = self.vid[seeds]
+        self.came[seeds] = ABSENT
         self.seen = [seeds]
         ka, kb = near >> SHIFT, near & LOW
         if len(ka):
-            out.append(self._visits(self.vid[kb], self.vid[ka]))
+            out.append(self._visits(self.vid[kb], self.vid[ka], self.vid[ka]))
         self._broadcast(SEED, self.vid[seeds], labels[has])
         self._broadcast(GONE, self.vid[left], labels[~has])
+        cut_v, cut_w = self.vid[dv[gone]], self.vid[dw[gone]]
+        once = cut_v < cut_w                            # each withdrawn edge once (its other end's owner has it too)
+        self._broadcast(CUT, cut_v[once], cut_w[once])
         self._broadcast(WAKE, np.full(1, self.held, np.int64), np.full(1, len(self.inserted[0]), np.int64))
-        if not len(ends) and len(self.inserted[0]) <= REPLICATE_BELOW:
-            edges = self._edges(self.inserted)          # a guess: nothing withdrawn anywhere (see step)
+        if len(self.inserted[0]) <= REPLICATE_BELOW:
+            edges = self._edges(self.inserted)          # a guess: nothing withdrawn anywhere, or the search
+            # relabels nothing (see step and search_round)
             if edges is not None:
                 self._broadcast(STARS, *edges)
 
@@ -342,14 +355,14 @@ class ComponentLabels:
         if 2 * used <= self.n:
             table = self.snapshot()
             self.ids = DenseIds(self.name)
-            self.label, self.mark = np.zeros(0, np.int64), np.zeros(0, np.int64)
+            self.label, self.mark, self.came = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
             self.adjacent, self.by_label, self.held = KeyIndex(empty=0), KeyIndex(empty=0), 0
             self.restore(table)
         self.compact_at = self.n + used
 
-    def _visits(self, target: np.ndarray, group: np.ndarray) -> pa.RecordBatch:
+    def _visits(self, target: np.ndarray, group: np.ndarray, source: np.ndarray) -> pa.RecordBatch:
         return pa.record_batch({"vertex": target, "kind": np.full(len(target), VISIT, np.int8),
-                                "a": group, "b": np.zeros(len(target), np.int64)})
+                                "a": group, "b": source})
 
     def search_round(self, rows: dict, out: list) -> None:
         """Rounds 1..: the split search (see :mod:`.split_search`), then the contraction."""
@@ -359,7 +372,7 @@ class ComponentLabels:
             held = rows[WAKE][1]                            # the senders' vertices: the graph's, estimated
             vertices = int(held.sum()) * len(self.keys) // max(len(held), 1)
             self.search = SplitSearch(rows[SEED][1], rows[SEED][2], rows[GONE][2][rows[GONE][1] == rows[GONE][2]],
-                                      max(SEARCH_BUDGET, vertices // 4), SEARCH_ROUNDS)
+                                      max(SEARCH_BUDGET, vertices // 4), SEARCH_ROUNDS, (rows[CUT][1], rows[CUT][2]))
         elif self.search is not None:
             self.search.update((rows[MEET][1], rows[MEET][2]), (rows[GREW][1], rows[GREW][2]),
                                (rows[PEND][1], rows[PEND][2]), (rows[HOLDS][1], rows[HOLDS][2]),
@@ -371,11 +384,20 @@ class ComponentLabels:
             if len(closed):
                 self._split_off(closed, search.lowest(closed), out)
             search.choose()
-            self._visit(rows[VISIT][0], rows[VISIT][1], out)
+            self._visit(rows[VISIT][0], rows[VISIT][1], rows[VISIT][2], out)
             if len(search.open):
                 self._broadcast(WAKE, np.zeros(1, np.int64), np.zeros(1, np.int64))
                 return
+        split = search is not None and search.split
         self._end_search()
+        guess, self.guess = self.guess, None
+        if guess is not None and not split:
+            # nothing split off or recomputed: the labels round 0's stars hold are the labels now,
+            # so their contraction is this epoch's (a round earlier than building the stars now)
+            self.redone, self.insertions = np.zeros(0, np.int64), -1
+            self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+            self.replicated(guess[0], guess[1], out)
+            return
         self.contraction_edges(out)
 
     def _end_search(self) -> None:
@@ -402,19 +424,22 @@ class ComponentLabels:
         hit = classes[at] == cls
         self._relabel(seen[hit], smallest[at[hit]], out)
 
-    def _visit(self, target: np.ndarray, group: np.ndarray, out: list) -> None:
-        """The visits arriving at this owner's vertices: mark the new ones, note meetings;
-        expand the vertices of the classes chosen to expand (new or waiting), keep the others
-        waiting; broadcast what the round saw."""
+    def _visit(self, target: np.ndarray, group: np.ndarray, source: np.ndarray, out: list) -> None:
+        """The visits arriving at this owner's vertices (from ``source``): mark the new ones,
+        note meetings; expand the vertices of the classes chosen to expand (new or waiting),
+        keep the others waiting; broadcast what the round saw.  An expanded vertex visits its
+        neighbours but the one it was first reached from (whose meeting with it, if their
+        groups differ, was noted when it arrived)."""
         search = self.search
         keep = search.is_open(group) if len(group) else np.zeros(0, bool)
-        target, group = target[keep], group[keep]
+        target, group, source = target[keep], group[keep], source[keep]
         empty = np.zeros(0, np.int64)
-        meet_a, meet_b, holds, fresh_v, group_at = empty, empty, empty, empty, empty
+        meet_a, meet_b, holds, fresh_v, fresh_id, group_at = empty, empty, empty, empty, empty, empty
         if len(target):
             dv = self._dense(target)
             fresh = self.mark[dv] == ABSENT
             if fresh.any():                 # each new vertex joins the smallest group visiting it: one sort
+                self.came[dv[fresh]] = source[fresh]
                 runs = np.sort((dv[fresh] << SHIFT) | search.index(group[fresh]))
                 start = np.empty(len(runs), bool)
                 start[0] = True
@@ -423,7 +448,8 @@ class ComponentLabels:
                 first = search.gid[group_at]
                 self.mark[fresh_v] = first
                 self.seen.append(fresh_v)
-                holds = first[self.label[fresh_v] == self.vid[fresh_v]]
+                fresh_id = self.vid[fresh_v]
+                holds = first[self.label[fresh_v] == fresh_id]
             now = self.mark[dv]
             differ = now != group
             meet_a, meet_b = group[differ], now[differ]
@@ -431,21 +457,23 @@ class ComponentLabels:
         if len(self.waiting):
             go = search.expanding[self.waiting_group]
             expand, self.waiting, self.waiting_group = self.waiting[go], self.waiting[~go], self.waiting_group[~go]
-        if len(fresh_v):                    # per group (by position): its smallest new vertex, how many it has
-            at, lowest = group_min(group_at, self.vid[fresh_v])[:2]
-            self._broadcast(LOWEST, search.gid[at], lowest)
+        if len(fresh_v):        # per group (by position) and part: its smallest new vertex, how many it has
             go = search.expanding[group_at]
-            for kind, part in ((GREW, go), (PEND, ~go)):
-                if part.any():
-                    at, _, counts, _ = group_min(group_at[part], np.zeros(int(part.sum()), np.int64))
-                    self._broadcast(kind, search.gid[at], counts)
+            at, lowest, counts, _ = group_min((group_at << 1) | ~go, fresh_id)
+            gid, grew = search.gid[at >> 1], (at & 1) == 0
+            self._broadcast(LOWEST, gid, lowest)
+            self._broadcast(GREW, gid[grew], counts[grew])
+            self._broadcast(PEND, gid[~grew], counts[~grew])
             expand = np.concatenate([expand, fresh_v[go]])
             self.waiting = np.concatenate([self.waiting, fresh_v[~go]])
             self.waiting_group = np.concatenate([self.waiting_group, group_at[~go]])
         if len(expand):
             near = self.adjacent.with_prefix(expand)
-            if len(near):
-                out.append(self._visits(self.vid[near & LOW], self.mark[near >> SHIFT]))
+            dv, target = near >> SHIFT, self.vid[near & LOW]
+            onward = target != self.came[dv]
+            if onward.any():
+                dv = dv[onward]
+                out.append(self._visits(target[onward], self.mark[dv], self.vid[dv]))
         if len(meet_a):                 # as pairs of classes not yet joined (the union-find's roots), each once
             root = search.parent
             ra, rb = root[search.index(meet_a)], root[search.index(meet_b)]

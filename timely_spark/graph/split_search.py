@@ -10,14 +10,22 @@ vertices per group, which group reached ``L``'s own vertex), so every worker app
 the same rows to the same :class:`SplitSearch` and takes the same decisions without a
 coordinator: the rows are proportional to the groups, not to the component.
 
-The classes grow smallest first (:meth:`SplitSearch.choose`): the others keep their
-frontier for a later round.  A component's search is over when at most one class of
-groups (groups that met) is still growing: the closed classes are the pieces that split off (each a whole
-component now, labelled by the smallest vertex its groups visited: every worker knows it), the
-growing one keeps the rest and the label.  It *falls back* to a
-recompute of the component when the search visits more than ``budget`` vertices, runs
-more than ``max_rounds`` rounds, or when ``L`` itself splits off or leaves (the rest
-would need a new smallest id).
+A component's search is over when each of its *links* holds at most one class of groups
+(groups that met) still growing -- a link being the classes joined by withdrawn edges (an edge
+whose ends lie in two classes, or at a vertex that left the graph: a piece of its own),
+transitively.  The component was connected with the withdrawn edges, and a piece holding a
+growing class holds only growing classes (a closed class is a whole piece): withdrawn edges
+joining two such pieces, directly or through closed pieces, would put two growing classes in
+one link.  With at most one in each, the growing classes are all one piece.  So the closed
+classes are the pieces that split off (each a whole component now, labelled by the smallest
+vertex its groups visited: every worker knows it), the growing ones keep the rest and the
+label -- and a search in a component that stays whole ends once each withdrawn edge's ends
+met again, however far apart the edges are.  Only the classes of links with two or more
+growing classes grow, smallest first within their link (:meth:`SplitSearch.choose`): the
+others keep their frontier for a later round.  It *falls back* to a recompute of the
+component when the search visits more than ``budget`` vertices, runs more than
+``max_rounds`` rounds, or when ``L`` itself splits off or leaves (the rest would need a new
+smallest id).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from .spanning_forest import forest
+from .unique import sorted_unique
 
 __all__ = ["SplitSearch"]
 
@@ -34,6 +43,18 @@ def _grouped_any(keys: np.ndarray, flags: np.ndarray, uniq: np.ndarray) -> np.nd
     out = np.zeros(len(uniq), bool)
     out[at[flags]] = True
     return out
+
+
+def _cut_nodes(gid: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The withdrawn edges ``a[i]--b[i]`` as pairs of nodes: a group's position for an end
+    that seeds a group (``gid``, sorted), ``len(gid) + j`` for the ``j``-th other end (one
+    that left the graph: a piece of its own); and the number of nodes."""
+    ends = np.concatenate([a, b])
+    at = np.minimum(np.searchsorted(gid, ends), max(len(gid) - 1, 0))
+    group = (gid[at] == ends) if len(gid) else np.zeros(len(ends), bool)
+    others = sorted_unique(ends[~group])
+    node = np.where(group, at, len(gid) + np.searchsorted(others, ends))
+    return node[:len(a)], node[len(a):], len(gid) + len(others)
 
 
 class SplitSearch:
@@ -51,7 +72,7 @@ class SplitSearch:
     """
 
     def __init__(self, seeds: np.ndarray, labels: np.ndarray, gone: np.ndarray, budget: int,
-                 max_rounds: int) -> None:
+                 max_rounds: int, cuts: tuple = (np.zeros(0, np.int64), np.zeros(0, np.int64))) -> None:
         order = np.argsort(seeds, kind="stable")
         self.gid, self.glabel = seeds[order], labels[order]
         k = len(self.gid)
@@ -66,6 +87,10 @@ class SplitSearch:
         self.labels = len(self.open)
         self.gone = np.unique(gone)                       # labels whose own vertex left the graph
         self.budget, self.max_rounds, self.rounds = budget, max_rounds, 0
+        self.cut_a, self.cut_b, self.nodes = _cut_nodes(self.gid, *cuts)
+        self.split = False                                # some piece split off (or will be recomputed)
+        self.link = np.arange(k, dtype=np.int64)          # per group: its class's link (see _links)
+        self.busy = np.ones(k, bool)                      # per class: another growing class shares its link
 
     def index(self, ids: np.ndarray) -> np.ndarray:
         """Group positions of group ids (all known)."""
@@ -88,6 +113,19 @@ class SplitSearch:
         low = np.full(len(self.gid), np.iinfo(np.int64).max, np.int64)
         np.minimum.at(low, self.parent, self.low)
         return low[self.index(classes)]
+
+    def _links(self) -> np.ndarray:
+        """Per group, its *link*: the classes joined by withdrawn edges (ends in two classes,
+        or at a vertex that left), transitively -- named by a node's position."""
+        k = len(self.gid)
+        root = np.concatenate([self.parent, np.arange(k, self.nodes, dtype=np.int64)])
+        a, b = root[self.cut_a], root[self.cut_b]
+        link = np.arange(self.nodes, dtype=np.int64)
+        differ = a != b
+        if differ.any():
+            v, r = forest(a[differ], b[differ])
+            link[v] = r
+        return link[self.parent]
 
     def update(self, meet: tuple, grew: tuple, pend: tuple, holds: tuple, lowest: tuple) -> None:
         """Apply one round's broadcast rows: meetings ``(group, group)``, new vertices
@@ -114,22 +152,21 @@ class SplitSearch:
         self.rounds += 1
 
     def choose(self) -> np.ndarray:
-        """The classes that expand their frontier this round: per component still
-        searching, those still growing (a frontier, or vertices expanded last round, whose
-        neighbours arrive now) whose size is at most twice the smallest such class's (the
+        """The classes that expand their frontier this round: per link (of :meth:`decide`)
+        with two or more classes still growing (a frontier, or vertices expanded last round,
+        whose neighbours arrive now), those whose size is at most twice the smallest such class's (the
         small sides grow first: a small piece closes, or runs into a big class, long
         before the big ones grow much).  A class that expanded last round may expand what
         it finds now: it does not wait a round for that to be counted as its frontier."""
         root = self.parent
-        live = np.isin(self.glabel, self.open) & (self.frontier + self.inflight > 0)
+        live = np.isin(self.glabel, self.open) & (self.frontier + self.inflight > 0) & self.busy[root]
         self.expanding = np.zeros(len(self.gid), bool)
         if not live.any():
             return np.zeros(0, np.int64)
-        classes, at = np.unique(root[live], return_inverse=True)
+        classes = sorted_unique(root[live])
         size = np.bincount(root, weights=self.visits, minlength=len(root))[classes]
-        label = self.glabel[classes]
-        labels, li = np.unique(label, return_inverse=True)
-        smallest = np.full(len(labels), np.inf)
+        links, li = np.unique(self.link[classes], return_inverse=True)
+        smallest = np.full(len(links), np.inf)
         np.minimum.at(smallest, li, size)
         chosen = classes[size <= 2 * smallest[li]]
         self.expanding = np.isin(root, chosen)
@@ -137,7 +174,8 @@ class SplitSearch:
 
     def decide(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(decided labels, of them those to recompute, closed classes to split off)``;
-        the decided labels stop searching."""
+        the decided labels stop searching: those whose every link has at most one growing
+        class (see the module docstring)."""
         empty = np.zeros(0, np.int64)
         if not len(self.open):
             return empty, empty, empty
@@ -154,9 +192,16 @@ class SplitSearch:
         visits = np.bincount(np.searchsorted(labels, self.glabel[live]), weights=self.visits[live],
                              minlength=len(labels))
         held_closed = np.bincount(li, weights=holds & ~grows, minlength=len(labels)) > 0
+        self.link = self._links()
+        _, lat = np.unique(self.link[classes], return_inverse=True)
+        busy = np.bincount(lat, weights=grows)[lat] >= 2               # per class: its link has 2 growing
+        self.busy = np.zeros(len(self.gid), bool)
+        self.busy[classes[busy]] = True
+        unsettled = np.bincount(li, weights=busy, minlength=len(labels)) > 0
         over = (visits > self.budget) | (self.rounds > self.max_rounds) | np.isin(labels, self.gone)
-        decided = over | (growing <= 1)
-        fallback = over | (decided & (growing == 1) & held_closed)
+        decided = over | ~unsettled
+        fallback = over | (decided & (growing >= 1) & held_closed)
         pieces = decided[li] & ~fallback[li] & ~grows
         self.open = labels[~decided]
+        self.split |= bool(fallback.any()) or bool(pieces.any())
         return labels[decided], labels[fallback], self.gid[classes[pieces]]
