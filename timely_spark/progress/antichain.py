@@ -143,47 +143,18 @@ class MutableAntichain:
         self._counts: dict[Any, int] = {}
         self._frontier: list[Any] = []
         self._le: Optional[LessEqual] = None
-        self._ints = False               # the times are ints: a total order (see _update_ints)
+        self._ints = False               # the times are ints: a total order (see update_iter)
         self.update_iter(updates)
 
     def update_iter(self, updates: Iterable[tuple[Any, int]]) -> list[tuple[Any, int]]:
-        """Apply ``(time, diff)`` updates; return the changes to the frontier."""
-        if self._ints:
-            return self._update_ints(updates)
-        counts = self._counts
-        frontier = self._frontier
-        le = self._le
-        rebuild = False
-        for t, d in updates:
-            if not d:
-                continue
-            if le is None:
-                le = self._le = _order_for(t)
-                self._ints = type(t) is int
-            c = counts.get(t, 0) + d
-            if c:
-                counts[t] = c
-            else:
-                del counts[t]
-            if rebuild:
-                continue
-            if d > 0:
-                if c > 0:
-                    for f in frontier:
-                        if le(f, t):
-                            break
-                    else:
-                        rebuild = True
-            elif c <= 0 and t in frontier:
-                rebuild = True
-        if not rebuild:
-            return []
-        return self._rebuild()
+        """Apply ``(time, diff)`` updates; return the changes to the frontier.
 
-    def _update_ints(self, updates: Iterable[tuple[Any, int]]) -> list[tuple[Any, int]]:
-        """:meth:`update_iter` for int times: the frontier is the least time of positive count
-        (or nothing), so it changes only when a time below it turns positive or its own count
-        stops being positive, and is then found with ``min`` -- no sort, no pairwise order."""
+        Int times (a total order) take the path here: the frontier is the least time of
+        positive count (or nothing), so it changes only when a time below it turns
+        positive or its own count stops being positive, and is then found with ``min`` --
+        no sort, no pairwise order.  Other times take :meth:`_update_partial`."""
+        if not self._ints:
+            return self._update_partial(updates)
         counts = self._counts
         frontier = self._frontier
         low = frontier[0] if frontier else None
@@ -215,6 +186,38 @@ class MutableAntichain:
         if new is None:
             return [(low, -1)]
         return [(low, -1), (new, 1)]
+
+    def _update_partial(self, updates: Iterable[tuple[Any, int]]) -> list[tuple[Any, int]]:
+        """:meth:`update_iter` for times of any order (partial orders included)."""
+        counts = self._counts
+        frontier = self._frontier
+        le = self._le
+        rebuild = False
+        for t, d in updates:
+            if not d:
+                continue
+            if le is None:
+                le = self._le = _order_for(t)
+                self._ints = type(t) is int
+            c = counts.get(t, 0) + d
+            if c:
+                counts[t] = c
+            else:
+                del counts[t]
+            if rebuild:
+                continue
+            if d > 0:
+                if c > 0:
+                    for f in frontier:
+                        if le(f, t):
+                            break
+                    else:
+                        rebuild = True
+            elif c <= 0 and t in frontier:
+                rebuild = True
+        if not rebuild:
+            return []
+        return self._rebuild()
 
     def update(self, t: Any, diff: int) -> list[tuple[Any, int]]:
         """Apply one ``(t, diff)`` update; return the frontier's changes."""
