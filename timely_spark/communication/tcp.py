@@ -293,58 +293,47 @@ class _Connection:
             key = (channel, source, target)
             seq = self.seq.get(key, 0)
             self.seq[key] = seq + 1
-            try:
-                out = self._out
-                if size < STAGE:                # the common case: one frame, sealed in one call
-                    message = b"".join((INNER.pack(channel, source, target, seq, kind), *parts))
-                    if size < BUNDLE_BELOW:     # tiny: sealed with the others gathered
-                        if self._gathered_bytes + BUNDLED.size + len(message) > BUNDLE_BELOW * 4:
-                            self._seal_gathered()
-                        self._gathered.append(BUNDLED.pack(len(message)))
-                        self._gathered.append(message)
-                        self._gathered_bytes += BUNDLED.size + len(message)
-                    else:
-                        self._seal_gathered()   # (what was gathered goes first)
-                        header = HEADER.pack(len(message))
-                        out.append(header)
-                        out.append(self._sealer.seal_bytes(header, message))
-                        self._out_bytes += HEADER.size + len(message) + TAG
-                    if not gather or self._out_bytes + self._gathered_bytes >= SEND_BATCH_BYTES:
-                        self._write()
-                    return
-                self._seal_gathered()           # (what was gathered goes first)
-                views = [memoryview(p).cast("B") for p in parts]
-                if not self._sealer.encrypt and kind != ARROW:   # sent in clear from the payload's own memory,
-                    views = [memoryview(b"".join(views))]         # which may change once this returns: a copy
-                chunks = _chunks(views, self.mesh.max_frame)
-                into = self._sealing.take(size + len(chunks) * (INNER.size + TAG))
-                at = 0
-                for chunk, more in chunks:
-                    inner = INNER.pack(channel, source, target, seq, kind | (MORE if more else 0))
-                    length = INNER.size + sum(v.nbytes for v in chunk)
-                    header = HEADER.pack(length)
-                    out.append(header)
-                    out.extend(self._sealer.seal(header, [inner, *chunk], into[at:at + length + TAG]))
-                    at += length + TAG
-                    self._out_bytes += HEADER.size + length + TAG
-                self._out, total, self._out_bytes = [], self._out_bytes, 0
-                self._queue(out, total)         # written by the connection's writer thread
-            except FrameLimitReached as exc:
-                self._drop_unwritten()
-                self.mesh.fail(exc)
-                raise
-            except OSError as exc:
-                self._drop_unwritten()
-                if channel == CONTROL and kind in (HEARTBEAT, GOODBYE) and (self.goodbye.is_set() or self.mesh.closing):
-                    return          # the peer said goodbye, or this side closed the socket: nothing to tell
-                # A peer that failed sent its error before closing: let the reading deliver
-                # it first, so that the run reports the peer's error, not this pipe.
-                self.reader_done.wait(PEER_ERROR_GRACE)
-                if channel == CONTROL and kind in (HEARTBEAT, GOODBYE) and self.goodbye.is_set():
-                    return          # its goodbye was on the way when the pipe broke: the run is over there
-                failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
-                self.mesh.fail(failure)
-                raise failure from exc
+            quiet = channel == CONTROL and kind in (HEARTBEAT, GOODBYE)
+            self._guarded(lambda: self._seal_and_write(channel, source, target, seq, kind, parts, size, gather), quiet)
+
+    def _seal_and_write(self, channel: int, source: int, target: int, seq: int, kind: int, parts: list, size: int,
+                        gather: bool) -> None:
+        """:meth:`send`'s work once the message is numbered (under ``lock``)."""
+        out = self._out
+        if size < STAGE:                # the common case: one frame, sealed in one call
+            message = b"".join((INNER.pack(channel, source, target, seq, kind), *parts))
+            if size < BUNDLE_BELOW:     # tiny: sealed with the others gathered
+                if self._gathered_bytes + BUNDLED.size + len(message) > BUNDLE_BELOW * 4:
+                    self._seal_gathered()
+                self._gathered.append(BUNDLED.pack(len(message)))
+                self._gathered.append(message)
+                self._gathered_bytes += BUNDLED.size + len(message)
+            else:
+                self._seal_gathered()   # (what was gathered goes first)
+                header = HEADER.pack(len(message))
+                out.append(header)
+                out.append(self._sealer.seal_bytes(header, message))
+                self._out_bytes += HEADER.size + len(message) + TAG
+            if not gather or self._out_bytes + self._gathered_bytes >= SEND_BATCH_BYTES:
+                self._write()
+            return
+        self._seal_gathered()           # (what was gathered goes first)
+        views = [memoryview(p).cast("B") for p in parts]
+        if not self._sealer.encrypt and kind != ARROW:   # sent in clear from the payload's own memory,
+            views = [memoryview(b"".join(views))]         # which may change once this returns: a copy
+        chunks = _chunks(views, self.mesh.max_frame)
+        into = self._sealing.take(size + len(chunks) * (INNER.size + TAG))
+        at = 0
+        for chunk, more in chunks:
+            inner = INNER.pack(channel, source, target, seq, kind | (MORE if more else 0))
+            length = INNER.size + sum(v.nbytes for v in chunk)
+            header = HEADER.pack(length)
+            out.append(header)
+            out.extend(self._sealer.seal(header, [inner, *chunk], into[at:at + length + TAG]))
+            at += length + TAG
+            self._out_bytes += HEADER.size + length + TAG
+        self._out, total, self._out_bytes = [], self._out_bytes, 0
+        self._queue(out, total)         # written by the connection's writer thread
 
     def gather(self, key: tuple[int, int, int], pickled: bytes) -> None:
         """Gather a small message for this step's bundle: ``pickled`` is a payload pickled in band
@@ -464,9 +453,11 @@ class _Connection:
             with self.lock:
                 self._guarded(self._write)
 
-    def _guarded(self, write: Any) -> None:
+    def _guarded(self, write: Any, quiet: bool = False) -> None:
         """Call ``write`` (sealing or writing, under ``lock``); if it fails, fail the run
-        naming the peer (FrameLimitReached as it is, an OSError as a WorkerFailure) and raise."""
+        naming the peer (FrameLimitReached as it is, an OSError as a WorkerFailure) and raise
+        -- unless ``quiet`` (a heartbeat or goodbye) and the peer said goodbye or this side
+        is closing: then there is nothing to tell."""
         try:
             write()
         except FrameLimitReached as exc:
@@ -475,7 +466,13 @@ class _Connection:
             raise
         except OSError as exc:
             self._drop_unwritten()
+            if quiet and (self.goodbye.is_set() or self.mesh.closing):
+                return
+            # A peer that failed sent its error before closing: let the reading deliver
+            # it first, so that the run reports the peer's error, not this pipe.
             self.reader_done.wait(PEER_ERROR_GRACE)
+            if quiet and self.goodbye.is_set():
+                return          # its goodbye was on the way when the pipe broke: the run is over there
             failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
             self.mesh.fail(failure)
             raise failure from exc
