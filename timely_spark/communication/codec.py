@@ -87,7 +87,7 @@ def encode(payload: Any) -> tuple[int, list[Any]]:
     column buffers, pickle's out-of-band buffers): write or copy them before the payload
     could change.
     """
-    batches = _arrow_batches(payload)
+    batches = _arrow_batches(payload) if type(payload) is tuple else None   # (a progress batch is a list)
     if batches is not None:
         import pyarrow as pa
 

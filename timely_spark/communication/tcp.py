@@ -579,7 +579,7 @@ class _Connection:
                 buf[:end - start] = view[start:end]
                 start, end = 0, end - start
             self._start, self._end = start, end
-            n = self._recv(view[end:])
+            n = 0 if self._drained else self._recv(view[end:])   # (drained: the socket had no more a moment ago)
             if not n:
                 break
             got = True
