@@ -63,3 +63,19 @@ def test_a_transiently_negative_count_never_enters_the_frontier():
     assert counts.elements() == [5]                    # 3 (count -1) is not in it
     assert counts.update_iter([(3, +1)]) == []         # back to zero: still [5]
     assert counts.elements() == [5]
+
+
+def test_int_times_take_the_total_order_path_and_agree_with_the_general_one():
+    # ints take MutableAntichain's total-order path; floats (the same order) the general one
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        ints, floats = MutableAntichain(), MutableAntichain()
+        for _ in range(rng.randrange(1, 8)):
+            batch = [(rng.randrange(5), rng.choice([-2, -1, 0, 1, 1, 2])) for _ in range(rng.randrange(1, 5))]
+            got = ints.update_iter(batch)
+            want = floats.update_iter([(float(t), d) for t, d in batch])
+            assert sorted(got) == sorted((int(t), d) for t, d in want), batch
+            assert ints.elements() == [int(t) for t in floats.elements()]
+            assert [ints.less_than(t) for t in range(6)] == [floats.less_than(float(t)) for t in range(6)]

@@ -25,14 +25,14 @@ import pickle
 import struct
 from typing import Any
 
-__all__ = ["encode", "decode", "PICKLE", "ARROW"]
+__all__ = ["encode", "decode", "PICKLE", "ARROW", "IN_BAND"]
 
 PICKLE = 1
 ARROW = 2
 
 _COUNT = struct.Struct("<I")
 _LEN = struct.Struct("<Q")
-_IN_BAND = _COUNT.pack(0)     # a pickle with no buffers out of band
+IN_BAND = _COUNT.pack(0)      # the head of a pickle with no buffers out of band (``encode``'s first part then)
 
 
 def _arrow_batches(payload: Any) -> Any:
@@ -87,7 +87,7 @@ def encode(payload: Any) -> tuple[int, list[Any]]:
     column buffers, pickle's out-of-band buffers): write or copy them before the payload
     could change.
     """
-    batches = _arrow_batches(payload)
+    batches = _arrow_batches(payload) if type(payload) is tuple else None   # (a progress batch is a list)
     if batches is not None:
         import pyarrow as pa
 
@@ -100,7 +100,7 @@ def encode(payload: Any) -> tuple[int, list[Any]]:
     buffers: list[pickle.PickleBuffer] = []
     main = pickle.dumps(payload, protocol=5, buffer_callback=buffers.append)
     if not buffers:
-        return PICKLE, [_IN_BAND, main]
+        return PICKLE, [IN_BAND, main]
     raws = [b.raw() for b in buffers]
     head = _COUNT.pack(len(raws)) + _LEN.pack(len(main)) + b"".join(_LEN.pack(r.nbytes) for r in raws)
     return PICKLE, [head, main, *raws]

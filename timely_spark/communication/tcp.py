@@ -106,7 +106,7 @@ from .aead import (
 )
 from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
 from .buffer_pool import BufferPool
-from .codec import ARROW, decode, encode
+from .codec import ARROW, IN_BAND, PICKLE, decode, encode
 from .local_socket import bind_local, connect_local, local_name, same_user
 from .pending import PendingHandshakes
 from .thread import ThreadFabric
@@ -175,6 +175,7 @@ HEARTBEAT, GOODBYE, ERROR = 10, 11, 12
 BUNDLE = 13                           # a control frame holding several small messages, each after its length
 BUNDLED = struct.Struct("<I")         # the length of one message (inner header and payload) in a bundle
 MORE = 0x80                           # kind flag: the message continues in the next frame
+_BUNDLE_INNER = INNER.pack(CONTROL, 0, 0, 0, BUNDLE)
 REJECTIONS_KEPT = 256                 # refused connections a mesh remembers (Mesh.rejected): the latest
 STAGE = 256 * 1024                    # bytes read at once; a larger frame is read into a buffer of its own
 SEALING_KEPT = 64 * 1024 * 1024       # bytes of buffers large messages are sealed into that a connection keeps
@@ -252,8 +253,8 @@ class _Connection:
         self._opener = Opener(recv_key, cipher, encrypt, mesh.frame_limit)
         self._out: list = []                     # sealed frames not yet written
         self._out_bytes = 0
-        self._gathered: list[bytes] = []         # small messages (inner header and payload) not yet sealed
-        self._gathered_bytes = 0
+        self._gathered: list[bytes] = [_BUNDLE_INNER]   # the bundle of small messages not yet sealed, in pieces
+        self._gathered_bytes = 0                 # (0: nothing gathered)
         self._sealing = BufferPool(SEALING_KEPT)      # where large messages are sealed (reused once written)
         self._behind = WriteBehind(sock, f"timely-write-{mesh.process}-{peer}", mesh.peer_timeout,
                                    self._write_failed)
@@ -292,57 +293,66 @@ class _Connection:
             key = (channel, source, target)
             seq = self.seq.get(key, 0)
             self.seq[key] = seq + 1
-            try:
-                out = self._out
-                if size < STAGE:                # the common case: one frame, sealed in one call
-                    message = b"".join((INNER.pack(channel, source, target, seq, kind), *parts))
-                    if size < BUNDLE_BELOW:     # tiny: sealed with the others gathered
-                        if self._gathered_bytes + BUNDLED.size + len(message) > BUNDLE_BELOW * 4:
-                            self._seal_gathered()
-                        self._gathered.append(message)
-                        self._gathered_bytes += BUNDLED.size + len(message)
-                    else:
-                        self._seal_gathered()   # (what was gathered goes first)
-                        header = HEADER.pack(len(message))
-                        out.append(header)
-                        out.append(self._sealer.seal_bytes(header, message))
-                        self._out_bytes += HEADER.size + len(message) + TAG
-                    if not gather or self._out_bytes + self._gathered_bytes >= SEND_BATCH_BYTES:
-                        self._write()
-                    return
-                self._seal_gathered()           # (what was gathered goes first)
-                views = [memoryview(p).cast("B") for p in parts]
-                if not self._sealer.encrypt and kind != ARROW:   # sent in clear from the payload's own memory,
-                    views = [memoryview(b"".join(views))]         # which may change once this returns: a copy
-                chunks = _chunks(views, self.mesh.max_frame)
-                into = self._sealing.take(size + len(chunks) * (INNER.size + TAG))
-                at = 0
-                for chunk, more in chunks:
-                    inner = INNER.pack(channel, source, target, seq, kind | (MORE if more else 0))
-                    length = INNER.size + sum(v.nbytes for v in chunk)
-                    header = HEADER.pack(length)
-                    out.append(header)
-                    out.extend(self._sealer.seal(header, [inner, *chunk], into[at:at + length + TAG]))
-                    at += length + TAG
-                    self._out_bytes += HEADER.size + length + TAG
-                self._out, total, self._out_bytes = [], self._out_bytes, 0
-                self._queue(out, total)         # written by the connection's writer thread
-            except FrameLimitReached as exc:
-                self._drop_unwritten()
-                self.mesh.fail(exc)
-                raise
-            except OSError as exc:
-                self._drop_unwritten()
-                if channel == CONTROL and kind in (HEARTBEAT, GOODBYE) and (self.goodbye.is_set() or self.mesh.closing):
-                    return          # the peer said goodbye, or this side closed the socket: nothing to tell
-                # A peer that failed sent its error before closing: let the reading deliver
-                # it first, so that the run reports the peer's error, not this pipe.
-                self.reader_done.wait(PEER_ERROR_GRACE)
-                if channel == CONTROL and kind in (HEARTBEAT, GOODBYE) and self.goodbye.is_set():
-                    return          # its goodbye was on the way when the pipe broke: the run is over there
-                failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
-                self.mesh.fail(failure)
-                raise failure from exc
+            quiet = channel == CONTROL and kind in (HEARTBEAT, GOODBYE)
+            self._guarded(lambda: self._seal_and_write(channel, source, target, seq, kind, parts, size, gather), quiet)
+
+    def _seal_and_write(self, channel: int, source: int, target: int, seq: int, kind: int, parts: list, size: int,
+                        gather: bool) -> None:
+        """:meth:`send`'s work once the message is numbered (under ``lock``)."""
+        out = self._out
+        if size < STAGE:                # the common case: one frame, sealed in one call
+            message = b"".join((INNER.pack(channel, source, target, seq, kind), *parts))
+            if size < BUNDLE_BELOW:     # tiny: sealed with the others gathered
+                if self._gathered_bytes + BUNDLED.size + len(message) > BUNDLE_BELOW * 4:
+                    self._seal_gathered()
+                self._gathered.append(BUNDLED.pack(len(message)))
+                self._gathered.append(message)
+                self._gathered_bytes += BUNDLED.size + len(message)
+            else:
+                self._seal_gathered()   # (what was gathered goes first)
+                header = HEADER.pack(len(message))
+                out.append(header)
+                out.append(self._sealer.seal_bytes(header, message))
+                self._out_bytes += HEADER.size + len(message) + TAG
+            if not gather or self._out_bytes + self._gathered_bytes >= SEND_BATCH_BYTES:
+                self._write()
+            return
+        self._seal_gathered()           # (what was gathered goes first)
+        views = [memoryview(p).cast("B") for p in parts]
+        if not self._sealer.encrypt and kind != ARROW:   # sent in clear from the payload's own memory,
+            views = [memoryview(b"".join(views))]         # which may change once this returns: a copy
+        chunks = _chunks(views, self.mesh.max_frame)
+        into = self._sealing.take(size + len(chunks) * (INNER.size + TAG))
+        at = 0
+        for chunk, more in chunks:
+            inner = INNER.pack(channel, source, target, seq, kind | (MORE if more else 0))
+            length = INNER.size + sum(v.nbytes for v in chunk)
+            header = HEADER.pack(length)
+            out.append(header)
+            out.extend(self._sealer.seal(header, [inner, *chunk], into[at:at + length + TAG]))
+            at += length + TAG
+            self._out_bytes += HEADER.size + length + TAG
+        self._out, total, self._out_bytes = [], self._out_bytes, 0
+        self._queue(out, total)         # written by the connection's writer thread
+
+    def gather(self, key: tuple[int, int, int], pickled: bytes) -> None:
+        """Gather a small message for this step's bundle: ``pickled`` is a payload pickled in band
+        (:data:`~.codec.PICKLE` after :data:`~.codec.IN_BAND`, shorter than BUNDLE_BELOW), on the
+        channel, from the worker and to the worker of ``key`` -- what :meth:`send` does for it,
+        in fewer steps (the path of every progress batch and small data message)."""
+        size = _SMALL_ITEM.size + len(pickled)
+        channel, source, target = key
+        with self.lock:
+            seq = self.seq.get(key, 0)
+            self.seq[key] = seq + 1
+            if self._gathered_bytes + size > BUNDLE_BELOW * 4:
+                self._guarded(self._seal_gathered)
+            gathered = self._gathered
+            gathered.append(_SMALL_ITEM.pack(size - BUNDLED.size, channel, source, target, seq, PICKLE, 0))
+            gathered.append(pickled)
+            self._gathered_bytes += size
+            if self._out_bytes + self._gathered_bytes >= SEND_BATCH_BYTES:
+                self._guarded(self._write)
 
     def _queue(self, frames: list, nbytes: int) -> None:
         """Hand sealed frames to the writer thread (under ``lock``), waiting for room in
@@ -376,21 +386,13 @@ class _Connection:
         self._behind.close(drain)
 
     def _seal_gathered(self) -> None:
-        """Seal the gathered small messages (under ``lock``) as one frame: alone, a frame
-        of its own; several, a BUNDLE frame holding each after its length.  Data and the
-        progress of a step then cost the peer one frame to open, and this side one to seal."""
-        gathered = self._gathered
-        if not gathered:
+        """Seal the gathered small messages (under ``lock``) as one BUNDLE frame holding
+        each after its length.  Data and the progress of a step then cost the peer one
+        frame to open, and this side one to seal."""
+        if not self._gathered_bytes:
             return
-        self._gathered, self._gathered_bytes = [], 0
-        if len(gathered) == 1:
-            body = gathered[0]
-        else:
-            pieces = [_BUNDLE_INNER]
-            for m in gathered:
-                pieces.append(BUNDLED.pack(len(m)))
-                pieces.append(m)
-            body = b"".join(pieces)
+        body = b"".join(self._gathered)
+        self._gathered, self._gathered_bytes = [_BUNDLE_INNER], 0
         header = HEADER.pack(len(body))
         self._out.append(header)
         self._out.append(self._sealer.seal_bytes(header, body))
@@ -398,7 +400,7 @@ class _Connection:
 
     def _drop_unwritten(self) -> None:
         self._out, self._out_bytes = [], 0
-        self._gathered, self._gathered_bytes = [], 0
+        self._gathered, self._gathered_bytes = [_BUNDLE_INNER], 0
 
     def _write(self) -> None:
         """Seal what was gathered and write the frames (under ``lock``): behind what the
@@ -447,19 +449,33 @@ class _Connection:
 
     def flush(self) -> None:
         """Write the gathered frames now."""
-        if self._out or self._gathered:
+        if self._out or self._gathered_bytes:
             with self.lock:
-                try:
-                    self._write()
-                except FrameLimitReached as exc:
-                    self._drop_unwritten()
-                    self.mesh.fail(exc)
-                    raise
-                except OSError as exc:
-                    self.reader_done.wait(PEER_ERROR_GRACE)
-                    failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
-                    self.mesh.fail(failure)
-                    raise failure from exc
+                self._guarded(self._write)
+
+    def _guarded(self, write: Any, quiet: bool = False) -> None:
+        """Call ``write`` (sealing or writing, under ``lock``); if it fails, fail the run
+        naming the peer (FrameLimitReached as it is, an OSError as a WorkerFailure) and raise
+        -- unless ``quiet`` (a heartbeat or goodbye) and the peer said goodbye or this side
+        is closing: then there is nothing to tell."""
+        try:
+            write()
+        except FrameLimitReached as exc:
+            self._drop_unwritten()
+            self.mesh.fail(exc)
+            raise
+        except OSError as exc:
+            self._drop_unwritten()
+            if quiet and (self.goodbye.is_set() or self.mesh.closing):
+                return
+            # A peer that failed sent its error before closing: let the reading deliver
+            # it first, so that the run reports the peer's error, not this pipe.
+            self.reader_done.wait(PEER_ERROR_GRACE)
+            if quiet and self.goodbye.is_set():
+                return          # its goodbye was on the way when the pipe broke: the run is over there
+            failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
+            self.mesh.fail(failure)
+            raise failure from exc
 
     def control(self, kind: int, body: bytes = b"") -> None:
         if kind == HEARTBEAT and self.mesh.closing:
@@ -563,7 +579,7 @@ class _Connection:
                 buf[:end - start] = view[start:end]
                 start, end = 0, end - start
             self._start, self._end = start, end
-            n = self._recv(view[end:])
+            n = 0 if self._drained else self._recv(view[end:])   # (drained: the socket had no more a moment ago)
             if not n:
                 break
             got = True
@@ -584,8 +600,10 @@ class _Connection:
             if self._pending:
                 raise _BadFrame(f"{self.describe()} sent a bundle inside a message of several frames")
             at, end = INNER.size, plain.nbytes
-            message = self._message
-            while at < end:
+            expected = self._expected
+            reader = self._reader
+            mine = -1 if reader is None else reader.index
+            while at < end:                     # (each message as _message does, inline: the hot path)
                 if end - at < _ITEM.size:
                     raise _BadFrame(f"{self.describe()} sent a bundle cut short")
                 n, channel, source, target, seq, kind = _ITEM.unpack_from(plain, at)   # its length, its header
@@ -595,11 +613,19 @@ class _Connection:
                 if kind & MORE or (channel == CONTROL and kind == BUNDLE):
                     raise _BadFrame(f"{self.describe()} sent a partial message or a bundle in a bundle")
                 body = plain[at + _ITEM.size:at + BUNDLED.size + n]
+                at += BUNDLED.size + n
                 if channel == CONTROL:
                     self._control(kind, body)
+                    continue
+                key = (channel, source, target)
+                if seq != expected.get(key, 0):
+                    raise ValueError(f"frame {seq} on channel {channel} from worker {source}, "
+                                     f"expected {expected.get(key, 0)}")
+                expected[key] = seq + 1
+                if target == mine:
+                    reader.deliver(channel, decode(kind, body))      # type: ignore[union-attr]
                 else:
-                    message(channel, source, target, seq, kind, body)
-                at += BUNDLED.size + n
+                    self.mesh.deliver(target, channel, decode(kind, body))
             return
         body = plain[INNER.size:]
         if kind & MORE:
@@ -670,8 +696,8 @@ class _Connection:
                     self.reader_done.set()
 
 
-_BUNDLE_INNER = INNER.pack(CONTROL, 0, 0, 0, BUNDLE)
 _ITEM = struct.Struct("<" + BUNDLED.format[1:] + INNER.format[1:])   # a bundled message's length and header
+_SMALL_ITEM = struct.Struct(_ITEM.format + "I")   # ... and the count of a pickle in band (0: see codec.IN_BAND)
 
 
 class _BadFrame(Exception):
@@ -1072,18 +1098,25 @@ class Mesh:
 
 
 class _TcpPusher:
-    __slots__ = ("_conn", "_channel", "_source", "_target")
+    __slots__ = ("_conn", "_channel", "_source", "_target", "_key")
 
     def __init__(self, conn: _Connection, channel: int, source: int, target: int) -> None:
         self._conn = conn
         self._channel = channel
         self._source = source
         self._target = target
+        self._key = (channel, source, target)
 
     def push(self, payload: Any) -> None:
         """Send a message to a worker of another process (gathered until the worker's step ends or it waits)."""
         kind, parts = encode(payload)
-        self._conn.send(self._channel, self._source, self._target, kind, parts, gather=True)
+        if parts[0] is IN_BAND and len(parts[1]) < _SMALL:     # (a progress batch, a few records)
+            self._conn.gather(self._key, parts[1])
+        else:
+            self._conn.send(self._channel, self._source, self._target, kind, parts, gather=True)
+
+
+_SMALL = BUNDLE_BELOW - len(IN_BAND)    # a pickle in band shorter than this is a small message
 
 
 class TcpAllocator(Allocator):

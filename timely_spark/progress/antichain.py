@@ -137,16 +137,58 @@ class MutableAntichain:
     order); negative and zero counts never enter the frontier.
     """
 
-    __slots__ = ("_counts", "_frontier", "_le")
+    __slots__ = ("_counts", "_frontier", "_le", "_ints")
 
     def __init__(self, updates: Iterable[tuple[Any, int]] = ()) -> None:
         self._counts: dict[Any, int] = {}
         self._frontier: list[Any] = []
         self._le: Optional[LessEqual] = None
+        self._ints = False               # the times are ints: a total order (see update_iter)
         self.update_iter(updates)
 
     def update_iter(self, updates: Iterable[tuple[Any, int]]) -> list[tuple[Any, int]]:
-        """Apply ``(time, diff)`` updates; return the changes to the frontier."""
+        """Apply ``(time, diff)`` updates; return the changes to the frontier.
+
+        Int times (a total order) take the path here: the frontier is the least time of
+        positive count (or nothing), so it changes only when a time below it turns
+        positive or its own count stops being positive, and is then found with ``min`` --
+        no sort, no pairwise order.  Other times take :meth:`_update_partial`."""
+        if not self._ints:
+            return self._update_partial(updates)
+        counts = self._counts
+        frontier = self._frontier
+        low = frontier[0] if frontier else None
+        rebuild = False
+        for t, d in updates:
+            if not d:
+                continue
+            c = counts.get(t, 0) + d
+            if c:
+                counts[t] = c
+            else:
+                del counts[t]
+            if c > 0:
+                if d > 0 and (low is None or t < low):
+                    rebuild = True
+            elif t == low:
+                rebuild = True
+        if not rebuild:
+            return []
+        new = None
+        for t, c in counts.items():
+            if c > 0 and (new is None or t < new):
+                new = t
+        if new == low:
+            return []
+        self._frontier = [] if new is None else [new]
+        if low is None:
+            return [(new, 1)]
+        if new is None:
+            return [(low, -1)]
+        return [(low, -1), (new, 1)]
+
+    def _update_partial(self, updates: Iterable[tuple[Any, int]]) -> list[tuple[Any, int]]:
+        """:meth:`update_iter` for times of any order (partial orders included)."""
         counts = self._counts
         frontier = self._frontier
         le = self._le
@@ -156,6 +198,7 @@ class MutableAntichain:
                 continue
             if le is None:
                 le = self._le = _order_for(t)
+                self._ints = type(t) is int
             c = counts.get(t, 0) + d
             if c:
                 counts[t] = c
