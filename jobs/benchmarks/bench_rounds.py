@@ -15,7 +15,9 @@ a user waits for. Each row is printed with its raw baseline, measured in the sam
 4. ``components``: ``ts.graph.components`` on ``--edges`` random edges (``--threads``, 2), the median
    small epoch of ``--changes`` inserted edges, and of 90 % inserts and 10 % withdrawals, with
    its parts (operator logic, from the engine's ``schedule`` events; the rest: the engine and
-   the exchange); baseline: the batch form recomputing the whole graph.
+   the exchange); baseline: the batch form recomputing the whole graph.  Beside it, from the
+   ``"graph"`` logging stream: the median rounds of the labels loop per epoch, and of the split
+   search the visits per epoch (both workers) and the vertices they reached.
 5. ``pagerank``: ``ts.graph.pagerank_stream`` output rows per changed edge in the same epochs, at its
    default output tolerance and beside it with ``output_tolerance=0`` (every rank it changes re-emitted).
 
@@ -228,12 +230,30 @@ def edge_epochs(rng, base: pa.Table, vertices: int, epochs: int, size: int, dele
     return out
 
 
-def stream_epochs(algorithm, base: pa.Table, epochs: list, threads: int = 2) -> tuple[list, list, list, list]:
+def stream_epochs(algorithm, base: pa.Table, epochs: list, threads: int = 2,
+                  loop: str = "Components") -> tuple[list, list, list, list, list]:
     """Per small epoch: seconds, seconds in operator logic (worker 0), rows emitted, CPU seconds
-    of all the worker threads together."""
+    of all the worker threads together, and ``(rounds, visits, reached)``: the rounds at which
+    the ``loop`` operator ran on some worker, the visits its split search took on all of them
+    and the vertices they reached (``ts.graph.GRAPH_LOG`` events; zeros for an algorithm that
+    reports none)."""
     def work(worker):
         rows: list = [0] * (len(epochs) + 1)
         busy = [0.0]
+        rounds: list = [set() for _ in range(len(epochs) + 1)]
+        visits: list = [[0, 0] for _ in range(len(epochs) + 1)]
+
+        def on_graph(events):    # the loop's rounds (its state reports, one a round) and its visits
+            for e in events:
+                if e.get("name") != loop:
+                    continue
+                outer, inner = tuple(e["frontier"][0])
+                if e["event"] == "state":
+                    rounds[outer].add(inner)
+                elif e["event"] in ("visits", "reached"):
+                    visits[outer][e["event"] == "reached"] += e["count"]
+
+        worker.log_register().insert(ts.graph.GRAPH_LOG, on_graph)
         open_: list = []      # [start, nested] of the schedules under way (a scope's holds its operators')
 
         def on_events(events):   # operator logic: schedules with no schedule nested in them
@@ -268,13 +288,16 @@ def stream_epochs(algorithm, base: pa.Table, epochs: list, threads: int = 2) -> 
             times.append(time.perf_counter() - start)
             cpu.append(time.thread_time() - began)
             logic.append(busy[0])
-        return times[1:], logic[1:], rows[1:], cpu[1:]
+        worker.log_register().flush()
+        return times[1:], logic[1:], rows[1:], cpu[1:], rounds[1:], visits[1:]
 
     parts = ts.execute(work, threads=threads, timeout=7200)
     times = [max(p[0][i] for p in parts) for i in range(len(epochs))]
     rows = [sum(p[2][i] for p in parts) for i in range(len(epochs))]
     cpu = [sum(p[3][i] for p in parts) for i in range(len(epochs))]
-    return times, parts[0][1], rows, cpu
+    search = [(len(set().union(*(p[4][i] for p in parts))), sum(p[5][i][0] for p in parts),
+               sum(p[5][i][1] for p in parts)) for i in range(len(epochs))]
+    return times, parts[0][1], rows, cpu, search
 
 
 def graph_rows(args, rng) -> None:
@@ -286,17 +309,21 @@ def graph_rows(args, rng) -> None:
     for label, share in (("inserts", 0.0), ("10% withdrawals", 0.1)):
         epochs = edge_epochs(rng, base, v, args.epochs, args.changes, share)
         if "components" in args.only:
-            times, logic, rows, cpu = stream_epochs(ts.graph.components, base, epochs, args.threads)
+            times, logic, rows, cpu, search = stream_epochs(ts.graph.components, base, epochs, args.threads)
             med = statistics.median(times)
             print(f"components, epochs of {args.changes:,} changed edges ({label}), {m:,} edges, "
                   f"{args.threads} threads: median {med * 1e3:.1f} ms ({statistics.median(cpu) * 1e3:.1f} ms of CPU, "
                   "both workers; "
                   f"operator logic on worker 0 {statistics.median(logic) * 1e3:.1f} ms, "
                   f"engine and exchange the rest); batch form from scratch {scratch * 1e3:.0f} ms, "
-                  f"ratio {med / scratch:.3f}; rows emitted per epoch {statistics.median(rows):,.0f}")
+                  f"ratio {med / scratch:.3f}; rows emitted per epoch {statistics.median(rows):,.0f}; "
+                  f"rounds per epoch {statistics.median(r for r, _, _ in search):g} "
+                  f"(max {max(r for r, _, _ in search)}), split search visits per epoch "
+                  f"{statistics.median(v for _, v, _ in search):,.0f} reaching "
+                  f"{statistics.median(n for _, _, n in search):,.0f} vertices")
         if "pagerank" in args.only:
             for what, options in (("default output tolerance", {}), ("output_tolerance=0", {"output_tolerance": 0})):
-                times, _, rows, cpu = stream_epochs(lambda e: ts.graph.pagerank_stream(e, tolerance=1e-9, **options),
+                times, _, rows, cpu, _ = stream_epochs(lambda e: ts.graph.pagerank_stream(e, tolerance=1e-9, **options),
                                                     base, epochs, args.threads)
                 print(f"pagerank_stream, same epochs ({label}), {what}: median {statistics.median(times) * 1e3:.1f} "
                       f"ms ({statistics.median(cpu) * 1e3:.1f} ms of CPU, both workers), "

@@ -89,7 +89,7 @@ from .in_order import in_order
 from .key_index import KeyIndex
 from .spanning_forest import forest
 from .split_search import SplitSearch
-from .state_log import log_state
+from .state_log import log_state, log_visits
 from .stream_state import keyed_parts, part_of, scalars_of
 from .unique import sorted_unique
 
@@ -114,6 +114,9 @@ WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, LOWEST, PEND, STARS, CUT = r
 SEARCH_BUDGET = 1 << 16
 #: ... or this many rounds.
 SEARCH_ROUNDS = 48
+#: A round of the split search follows its visits to vertices the same worker owns this many
+#: times without the exchange (each a level more for the paths that stay on the worker).
+LOCAL_HOPS = 0
 #: An epoch with at most this many inserted incidences (two per edge, all workers) and no
 #: component to recompute contracts by broadcasting each worker's stars to every worker
 #: (one round, rows proportional to the change) instead of the nested contraction loops.
@@ -178,6 +181,7 @@ class ComponentLabels:
         self.adjacent = KeyIndex(empty=0)
         self.by_label = KeyIndex(empty=0)
         self.mark = np.zeros(0, np.int64)                                  # the search group, ABSENT if none
+        # (its id in round 0, which sends the seeds; its position in the SplitSearch's groups after)
         self.came = np.zeros(0, np.int64)                                  # ... the vertex a visit came from
         self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))     # this epoch's, dense
         self.recomputed = np.zeros(0, np.int64)                            # this epoch's labels, sorted
@@ -189,6 +193,7 @@ class ComponentLabels:
         self.waiting = np.zeros(0, np.int64)                               # ... not yet expanded
         self.waiting_group = np.zeros(0, np.int64)                         # ... their groups' positions
         self.insertions = -1                                               # this epoch's, all workers
+        self.arrived = [0, 0]                                              # this round's visits, new vertices
         self.held = 0                                                      # owned vertices in the graph
         self.compact_at = COMPACT_AT                                       # dense ids that trigger a rebuild
 
@@ -298,6 +303,9 @@ class ComponentLabels:
                 self.search_round(rows, out)
         self._send(out)
         log_state(self.scope, self.name, time, len(self))
+        if self.arrived[0]:
+            log_visits(self.scope, self.name, time, *self.arrived)
+            self.arrived = [0, 0]
         return out
 
     def edges_in(self, batches: list, out: list) -> None:
@@ -373,6 +381,12 @@ class ComponentLabels:
             vertices = int(held.sum()) * len(self.keys) // max(len(held), 1)
             self.search = SplitSearch(rows[SEED][1], rows[SEED][2], rows[GONE][2][rows[GONE][1] == rows[GONE][2]],
                                       max(SEARCH_BUDGET, vertices // 4), SEARCH_ROUNDS, (rows[CUT][1], rows[CUT][2]))
+            # from now on a group is its position among the search's groups: the seeds' marks and
+            # round 0's visits name it by its id
+            if self.seen and len(self.seen[0]):
+                self.mark[self.seen[0]] = self.search.index(self.mark[self.seen[0]])
+            visit = rows[VISIT]
+            rows[VISIT] = (visit[0], self.search.index(visit[1]), visit[2])
         elif self.search is not None:
             self.search.update((rows[MEET][1], rows[MEET][2]), (rows[GREW][1], rows[GREW][2]),
                                (rows[PEND][1], rows[PEND][2]), (rows[HOLDS][1], rows[HOLDS][2]),
@@ -425,64 +439,93 @@ class ComponentLabels:
         self._relabel(seen[hit], smallest[at[hit]], out)
 
     def _visit(self, target: np.ndarray, group: np.ndarray, source: np.ndarray, out: list) -> None:
-        """The visits arriving at this owner's vertices (from ``source``): mark the new ones,
-        note meetings; expand the vertices of the classes chosen to expand (new or waiting),
-        keep the others waiting; broadcast what the round saw.  An expanded vertex visits its
-        neighbours but the one it was first reached from (whose meeting with it, if their
-        groups differ, was noted when it arrived)."""
+        """The visits of groups ``group`` (positions) arriving at this owner's vertices (from
+        ``source``): mark the new ones, note meetings; expand the vertices of the classes chosen
+        to expand (new or waiting), keep the others waiting; broadcast what the round saw.  An
+        expanded vertex visits its neighbours but the one it was first reached from (whose
+        meeting with it, if their groups differ, was noted when it arrived).  A visit to a vertex this worker owns
+        arrives at once, up to :data:`LOCAL_HOPS` times a round: the search goes on through this
+        worker's own vertices without waiting a round for the exchange."""
         search = self.search
         keep = search.is_open(group) if len(group) else np.zeros(0, bool)
-        target, group, source = target[keep], group[keep], source[keep]
-        empty = np.zeros(0, np.int64)
-        meet_a, meet_b, holds, fresh_v, fresh_id, group_at = empty, empty, empty, empty, empty, empty
-        if len(target):
-            dv = self._dense(target)
-            fresh = self.mark[dv] == ABSENT
-            if fresh.any():                 # each new vertex joins the smallest group visiting it: one sort
-                self.came[dv[fresh]] = source[fresh]
-                runs = np.sort((dv[fresh] << SHIFT) | search.index(group[fresh]))
-                start = np.empty(len(runs), bool)
-                start[0] = True
-                np.not_equal(runs[1:] >> SHIFT, runs[:-1] >> SHIFT, out=start[1:])
-                fresh_v, group_at = runs[start] >> SHIFT, runs[start] & LOW
-                first = search.gid[group_at]
-                self.mark[fresh_v] = first
-                self.seen.append(fresh_v)
-                fresh_id = self.vid[fresh_v]
-                holds = first[self.label[fresh_v] == fresh_id]
-            now = self.mark[dv]
-            differ = now != group
-            meet_a, meet_b = group[differ], now[differ]
+        dv = self._dense(target[keep]) if keep.any() else np.zeros(0, np.int64)
+        group, source = group[keep], source[keep]
         expand = np.zeros(0, np.int64)
         if len(self.waiting):
             go = search.expanding[self.waiting_group]
             expand, self.waiting, self.waiting_group = self.waiting[go], self.waiting[~go], self.waiting_group[~go]
-        if len(fresh_v):        # per group (by position) and part: its smallest new vertex, how many it has
+        hops = LOCAL_HOPS
+        while True:
+            self.arrived[0] += len(dv)
+            fresh_v = self._arrive(dv, group, source) if len(dv) else np.zeros(0, np.int64)
+            if len(fresh_v):
+                expand = np.concatenate([expand, fresh_v]) if len(expand) else fresh_v
+            if not len(expand):
+                break
+            near = self.adjacent.with_prefix(expand)
+            expand = np.zeros(0, np.int64)
+            dv, dw = near >> SHIFT, near & LOW
+            onward = self.vid[dw] != self.came[dv]
+            dv, dw = dv[onward], dw[onward]
+            if not len(dv):
+                break
+            group, source = self.mark[dv], self.vid[dv]
+            if hops > 0:                           # (a neighbour held with a label is one this worker owns)
+                hops -= 1
+                here = self.label[dw] != ABSENT
+                if not here.all():
+                    there = ~here
+                    out.append(self._visits(self.vid[dw[there]], group[there], source[there]))
+                    dv, group, source = dw[here], group[here], source[here]
+                else:
+                    dv = dw
+                continue
+            out.append(self._visits(self.vid[dw], group, source))
+            break
+
+    def _arrive(self, dv: np.ndarray, group: np.ndarray, source: np.ndarray) -> np.ndarray:
+        """Visits of groups ``group`` (positions) from ``source`` arriving at this owner's
+        vertices ``dv`` (dense): the new vertices join the smallest group visiting them; meetings and the
+        new vertices' counts, smallest ids and reaching the label are broadcast; the new
+        vertices of the classes expanding now are returned, the others wait."""
+        search = self.search
+        fresh = self.mark[dv] == ABSENT
+        fresh_v = np.zeros(0, np.int64)
+        if fresh.any():                 # each new vertex joins the smallest group visiting it: one sort
+            self.came[dv[fresh]] = source[fresh]
+            runs = np.sort((dv[fresh] << SHIFT) | group[fresh])
+            start = np.empty(len(runs), bool)
+            start[0] = True
+            np.not_equal(runs[1:] >> SHIFT, runs[:-1] >> SHIFT, out=start[1:])
+            fresh_v, group_at = runs[start] >> SHIFT, runs[start] & LOW
+            self.mark[fresh_v] = group_at
+            self.seen.append(fresh_v)
+            self.arrived[1] += len(fresh_v)
+            fresh_id = self.vid[fresh_v]
+            holds = search.gid[group_at[self.label[fresh_v] == fresh_id]]
+            if len(holds):
+                self._broadcast(HOLDS, holds, holds)
+            # per group (by position) and part: its smallest new vertex, how many it has
             go = search.expanding[group_at]
             at, lowest, counts, _ = group_min((group_at << 1) | ~go, fresh_id)
             gid, grew = search.gid[at >> 1], (at & 1) == 0
             self._broadcast(LOWEST, gid, lowest)
             self._broadcast(GREW, gid[grew], counts[grew])
             self._broadcast(PEND, gid[~grew], counts[~grew])
-            expand = np.concatenate([expand, fresh_v[go]])
-            self.waiting = np.concatenate([self.waiting, fresh_v[~go]])
-            self.waiting_group = np.concatenate([self.waiting_group, group_at[~go]])
-        if len(expand):
-            near = self.adjacent.with_prefix(expand)
-            dv, target = near >> SHIFT, self.vid[near & LOW]
-            onward = target != self.came[dv]
-            if onward.any():
-                dv = dv[onward]
-                out.append(self._visits(target[onward], self.mark[dv], self.vid[dv]))
-        if len(meet_a):                 # as pairs of classes not yet joined (the union-find's roots), each once
+            if not go.all():
+                self.waiting = np.concatenate([self.waiting, fresh_v[~go]])
+                self.waiting_group = np.concatenate([self.waiting_group, group_at[~go]])
+                fresh_v = fresh_v[go]
+        now = self.mark[dv]
+        differ = now != group
+        if differ.any():                # as pairs of classes not yet joined (the union-find's roots), each once
             root = search.parent
-            ra, rb = root[search.index(meet_a)], root[search.index(meet_b)]
+            ra, rb = root[group[differ]], root[now[differ]]
             k = np.int64(len(root))
             pairs = sorted_unique((np.minimum(ra, rb) * k + np.maximum(ra, rb))[ra != rb])
             if len(pairs):
                 self._broadcast(MEET, search.gid[pairs // k], search.gid[pairs % k])
-        if len(holds):
-            self._broadcast(HOLDS, holds, holds)
+        return fresh_v
 
     def contraction_edges(self, out: list) -> None:
         """The round after the search: this worker's edges of the epoch's contraction, as stars."""

@@ -84,7 +84,7 @@ class SplitSearch:
         self.holds = self.gid == self.glabel              # the group reached the label's own vertex
         self.low = self.gid.copy()                        # the smallest vertex the group visited
         self.open = np.unique(self.glabel)                # labels still searching
-        self.labels = len(self.open)
+        self.searching = np.ones(k, bool)                 # ... per group: its label's
         self.gone = np.unique(gone)                       # labels whose own vertex left the graph
         self.budget, self.max_rounds, self.rounds = budget, max_rounds, 0
         self.cut_a, self.cut_b, self.nodes = _cut_nodes(self.gid, *cuts)
@@ -93,20 +93,16 @@ class SplitSearch:
         self.busy = np.ones(k, bool)                      # per class: another growing class shares its link
 
     def index(self, ids: np.ndarray) -> np.ndarray:
-        """Group positions of group ids (all known)."""
+        """Group positions (in ``gid``, sorted) of group ids (all known)."""
         return np.searchsorted(self.gid, ids)
 
-    def is_open(self, ids: np.ndarray) -> np.ndarray:
-        """Whether the groups ``ids`` belong to a component still searching."""
-        if len(self.open) == self.labels:                 # none has finished: all are
-            return np.ones(len(ids), bool)
-        label = self.glabel[self.index(ids)]
-        at = np.minimum(np.searchsorted(self.open, label), max(len(self.open) - 1, 0))
-        return (self.open[at] == label) if len(self.open) else np.zeros(len(ids), bool)
+    def is_open(self, at: np.ndarray) -> np.ndarray:
+        """Whether the groups at positions ``at`` belong to a component still searching."""
+        return self.searching[at]
 
-    def classes(self, ids: np.ndarray) -> np.ndarray:
-        """The class (the smallest met group's id) of each group id."""
-        return self.gid[self.parent[self.index(ids)]]
+    def classes(self, at: np.ndarray) -> np.ndarray:
+        """The class (the smallest met group's id) of the groups at positions ``at``."""
+        return self.gid[self.parent[at]]
 
     def lowest(self, classes: np.ndarray) -> np.ndarray:
         """The smallest vertex visited in each class (by id)."""
@@ -159,7 +155,7 @@ class SplitSearch:
         before the big ones grow much).  A class that expanded last round may expand what
         it finds now: it does not wait a round for that to be counted as its frontier."""
         root = self.parent
-        live = np.isin(self.glabel, self.open) & (self.frontier + self.inflight > 0) & self.busy[root]
+        live = self.searching & (self.frontier + self.inflight > 0) & self.busy[root]
         self.expanding = np.zeros(len(self.gid), bool)
         if not live.any():
             return np.zeros(0, np.int64)
@@ -180,7 +176,7 @@ class SplitSearch:
         if not len(self.open):
             return empty, empty, empty
         root = self.parent
-        live = np.isin(self.glabel, self.open)
+        live = self.searching
         classes = np.unique(root[live])
         at = np.searchsorted(classes, root[live])
         grows = np.bincount(at, weights=(self.inflight + self.frontier)[live], minlength=len(classes)) > 0
@@ -203,5 +199,7 @@ class SplitSearch:
         fallback = over | (decided & (growing >= 1) & held_closed)
         pieces = decided[li] & ~fallback[li] & ~grows
         self.open = labels[~decided]
+        if decided.any():
+            self.searching = np.isin(self.glabel, self.open)
         self.split |= bool(fallback.any()) or bool(pieces.any())
         return labels[decided], labels[fallback], self.gid[classes[pieces]]

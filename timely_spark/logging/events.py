@@ -17,6 +17,9 @@ frontier    ``name`` (a probe), ``frontier`` (its frontier: a tuple of times, le
 shutdown    ``address`` (a dataflow whose work is complete)
 state       ``name`` (a graph operator), ``count`` (rows it holds), ``frontier`` (the time, a
             1-tuple); on the ``"graph"`` stream (``timely_spark.graph.GRAPH_LOG``), not ``"timely"``
+visits      the same fields, ``count`` the visits a round of the stream components' split
+            search took on the worker; on ``"graph"``
+reached     the same, ``count`` the vertices those visits reached first
 ==========  ================================================================
 """
 
