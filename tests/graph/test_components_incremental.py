@@ -449,18 +449,7 @@ def test_a_withdrawal_whose_ends_meet_ends_its_search_without_the_others(monkeyp
 def test_an_expanded_vertex_does_not_visit_the_vertex_it_came_from(monkeypatch):
     """The path 0..9 cut between 4 and 5: each side's search visits its 4 other vertices once
     each (8 visits), not also back along every edge it came by (16)."""
-    from timely_spark.graph.component_labels import VISIT, ComponentLabels
-
-    visits: Counter = Counter()
-    step = ComponentLabels.step
-
-    def counted(self, time, entered, messages, *rest):
-        kinds = [rb.column("kind").to_numpy() for rb in messages if "kind" in rb.schema.names]
-        visits[time[0]] += sum(int((k == VISIT).sum()) for k in kinds)
-        return step(self, time, entered, messages, *rest)
-
-    monkeypatch.setattr(ComponentLabels, "step", counted)
-    folded_matches_union_find([[(v, v + 1, 1) for v in range(9)], [(4, 5, -1)]], threads=2)
+    _, visits = search_counts(monkeypatch, [[(v, v + 1, 1) for v in range(9)], [(4, 5, -1)]], threads=2)
     assert visits[1] == 8
 
 

@@ -269,12 +269,17 @@ class ComponentLabels:
         out: list = []
         if time.inner == 0:
             self.edges_in([rb for rb in entered if rb.num_rows], out)
-        control = [rb for rb in messages if rb.num_rows and "kind" in rb.schema.names]
-        found = [rb for rb in messages if rb.num_rows and "kind" not in rb.schema.names]
+        control: list = []                                  # broadcasts (kind, vertex, a, b)
+        visits: list = []                                   # the search's visits (vertex, group, source)
+        found: list = []                                    # the contraction's (vertex, component)
+        for rb in messages:
+            if rb.num_rows:
+                names = rb.schema.names
+                (control if "kind" in names else visits if "source" in names else found).append(rb)
         if found:
             vertex, component = _columns(found, ("vertex", "component"))
             self.results(vertex, component, out)
-        if control:
+        if control or visits:
             kind, vertex, a, b = _columns(control, ("kind", "vertex", "a", "b"))
             order = np.argsort(kind, kind="stable")           # the rows of each kind, a slice each
             vertex, a, b = vertex[order], a[order], b[order]
@@ -298,8 +303,9 @@ class ComponentLabels:
                     return out
             if stars.stop > stars.start:
                 self.replicated(a[stars], b[stars], out)
-            if len(kind) > (at[MERGED + 1] - at[MERGED]) + (at[STARS + 1] - at[STARS]):
+            if visits or len(kind) > (at[MERGED + 1] - at[MERGED]) + (at[STARS + 1] - at[STARS]):
                 rows = {k: (vertex[at[k]:at[k + 1]], a[at[k]:at[k + 1]], b[at[k]:at[k + 1]]) for k in range(CUT + 1)}
+                rows[VISIT] = tuple(_columns(visits, ("vertex", "group", "source")))
                 self.search_round(rows, out)
         self._send(out)
         log_state(self.scope, self.name, time, len(self))
@@ -369,8 +375,9 @@ class ComponentLabels:
         self.compact_at = self.n + used
 
     def _visits(self, target: np.ndarray, group: np.ndarray, source: np.ndarray) -> pa.RecordBatch:
-        return pa.record_batch({"vertex": target, "kind": np.full(len(target), VISIT, np.int8),
-                                "a": group, "b": source})
+        """Visits of ``group`` from ``source`` to ``target``, for the targets' owners: batches
+        of their own (no ``kind``), which :meth:`step` takes whole, not sorted among the broadcasts."""
+        return pa.record_batch({"vertex": target, "group": group, "source": source})
 
     def search_round(self, rows: dict, out: list) -> None:
         """Rounds 1..: the split search (see :mod:`.split_search`), then the contraction."""
@@ -690,10 +697,10 @@ def label_changes(incidences: "Stream", name: str) -> "Stream":
 
 
 def _part(rb: pa.RecordBatch) -> int:
-    """Where a batch of :meth:`ComponentLabels.step` goes: 0 the contraction (``root``), 1
-    around the loop (``kind``), 2 out (``diff``)."""
+    """Where a batch of :meth:`ComponentLabels.step` goes: 0 the contraction (``root``), 2 out
+    (``diff``), 1 around the loop (broadcasts, with ``kind``, and visits)."""
     names = rb.schema.names
-    return 0 if "root" in names else 1 if "kind" in names else 2
+    return 0 if "root" in names else 2 if DIFF in names else 1
 
 
 def _net(time: Any, batches: list) -> list:
