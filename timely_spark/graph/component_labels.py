@@ -132,6 +132,8 @@ def _columns(batches: list, names: tuple) -> list:
     concatenation in Arrow, not a conversion per batch (a round brings many small ones)."""
     if not batches:
         return [np.zeros(0, np.int64) for _ in names]
+    if len(batches) == 1:
+        return [batches[0].column(name).to_numpy(zero_copy_only=False) for name in names]
     table = pa.Table.from_batches([rb.select(list(names)) for rb in batches]).combine_chunks()
     return [table.column(name).to_numpy() for name in names]
 

@@ -90,6 +90,7 @@ class SplitSearch:
         self.cut_a, self.cut_b, self.nodes = _cut_nodes(self.gid, *cuts)
         self.split = False                                # some piece split off (or will be recomputed)
         self.link = np.arange(k, dtype=np.int64)          # per group: its class's link (see _links)
+        self.linked: object = None                        # ... of which parent (none yet)
         self.busy = np.ones(k, bool)                      # per class: another growing class shares its link
 
     def index(self, ids: np.ndarray) -> np.ndarray:
@@ -188,7 +189,8 @@ class SplitSearch:
         visits = np.bincount(np.searchsorted(labels, self.glabel[live]), weights=self.visits[live],
                              minlength=len(labels))
         held_closed = np.bincount(li, weights=holds & ~grows, minlength=len(labels)) > 0
-        self.link = self._links()
+        if self.linked is not self.parent:                # (the links change only when classes meet)
+            self.link, self.linked = self._links(), self.parent
         _, lat = np.unique(self.link[classes], return_inverse=True)
         busy = np.bincount(lat, weights=grows)[lat] >= 2               # per class: its link has 2 growing
         self.busy = np.zeros(len(self.gid), bool)
