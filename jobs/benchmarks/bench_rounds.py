@@ -17,13 +17,15 @@ a user waits for. Each row is printed with its raw baseline, measured in the sam
    its parts (operator logic, from the engine's ``schedule`` events; the rest: the engine and
    the exchange); baseline: the batch form recomputing the whole graph.  Beside it, from the
    ``"graph"`` logging stream: the median rounds of the labels loop per epoch, and of the split
-   search the visits per epoch (both workers) and the vertices they reached.
+   search the visits per epoch (both workers) and the vertices they reached; with ``--parts``,
+   a second run with the methods doing each part wrapped prints each part's thread CPU
+   (both workers, median of the epochs: ``PARTS``).
 5. ``pagerank``: ``ts.graph.pagerank_stream`` output rows per changed edge in the same epochs, at its
    default output tolerance and beside it with ``output_tolerance=0`` (every rank it changes re-emitted).
 
     python jobs/benchmarks/bench_rounds.py [--only loop,epoch,epoch_threads,arrow,components,pagerank]
                                            [--edges N] [--changes N] [--epochs N] [--threads N]
-                                           [--switch-interval S]
+                                           [--switch-interval S] [--parts]
 """
 
 from __future__ import annotations
@@ -33,8 +35,11 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
+from contextlib import contextmanager
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -230,13 +235,69 @@ def edge_epochs(rng, base: pa.Table, vertices: int, epochs: int, size: int, dele
     return out
 
 
+#: The parts of a ``components`` epoch (``--parts``), by the methods doing them: (label, class, method),
+#: each part within the one above it with one indent less.
+PARTS = [
+    ("worker steps (everything)", "timely_spark.dataflow.worker.Worker", "step"),
+    (" the labels operator (ComponentLabels.step)", "timely_spark.graph.component_labels.ComponentLabels", "step"),
+    ("  round 0: withdrawals, seeds, stars (edges_in)", "timely_spark.graph.component_labels.ComponentLabels",
+     "edges_in"),
+    ("  the search's rounds (search_round)", "timely_spark.graph.component_labels.ComponentLabels", "search_round"),
+    ("   visits (_visit)", "timely_spark.graph.component_labels.ComponentLabels", "_visit"),
+    ("   SplitSearch.decide", "timely_spark.graph.split_search.SplitSearch", "decide"),
+    ("   SplitSearch.update", "timely_spark.graph.split_search.SplitSearch", "update"),
+    ("   SplitSearch.choose", "timely_spark.graph.split_search.SplitSearch", "choose"),
+    ("  small contractions (replicated)", "timely_spark.graph.component_labels.ComponentLabels", "replicated"),
+    ("  broadcasts sent (_send)", "timely_spark.graph.component_labels.ComponentLabels", "_send"),
+    (" the edge counts (EdgeCounts.update)", "timely_spark.graph.incremental_components.EdgeCounts", "update"),
+    (" rows routed to workers (ExchangeBy.split)", "timely_spark.dataflow.operators.exchange_by.ExchangeBy",
+     "split"),
+]
+
+
+@contextmanager
+def counted_parts(parts: list):
+    """Wrap the methods of ``parts`` to add the thread CPU seconds of each call to a dict per
+    thread (``{thread id: {label: seconds}}``, yielded); a call nested in one of the same
+    method (a subclass's ``super()``) is counted once.  The methods are put back on exit."""
+    import importlib
+
+    spent: dict = {}
+    saved = []
+    for label, where, name in parts:
+        module, cls_name = where.rsplit(".", 1)
+        cls = getattr(importlib.import_module(module), cls_name)
+        original = cls.__dict__[name]
+        saved.append((cls, name, original))
+
+        def wrapped(*args, _original=original, _label=label, **kwargs):
+            mine = spent.setdefault(threading.get_ident(), {})
+            if mine.get(("depth", _label)):
+                return _original(*args, **kwargs)
+            mine[("depth", _label)] = True
+            began = time.thread_time()
+            try:
+                return _original(*args, **kwargs)
+            finally:
+                mine[_label] = mine.get(_label, 0.0) + time.thread_time() - began
+                mine[("depth", _label)] = False
+
+        setattr(cls, name, wrapped)
+    try:
+        yield spent
+    finally:
+        for cls, name, original in saved:
+            setattr(cls, name, original)
+
+
 def stream_epochs(algorithm, base: pa.Table, epochs: list, threads: int = 2,
-                  loop: str = "Components") -> tuple[list, list, list, list, list]:
+                  loop: str = "Components", parts: Optional[dict] = None) -> tuple[list, list, list, list, list]:
     """Per small epoch: seconds, seconds in operator logic (worker 0), rows emitted, CPU seconds
     of all the worker threads together, and ``(rounds, visits, reached)``: the rounds at which
     the ``loop`` operator ran on some worker, the visits its split search took on all of them
     and the vertices they reached (``ts.graph.GRAPH_LOG`` events; zeros for an algorithm that
-    reports none)."""
+    reports none).  With ``parts`` (of :func:`counted_parts`), the CPU seconds of each part per
+    epoch and worker are appended to its ``"epochs"`` list."""
     def work(worker):
         rows: list = [0] * (len(epochs) + 1)
         busy = [0.0]
@@ -276,6 +337,7 @@ def stream_epochs(algorithm, base: pa.Table, epochs: list, threads: int = 2,
 
         inp, probe = worker.dataflow(build)
         times, logic, cpu = [], [], []
+        before: dict = {}                      # this thread's parts so far (with parts)
         for e, batch in enumerate([base.to_batches()[0], *epochs]):
             if e == 1 and worker.index == 0:
                 worker.log_register().insert("timely", on_events)
@@ -287,6 +349,13 @@ def stream_epochs(algorithm, base: pa.Table, epochs: list, threads: int = 2,
             worker.step_while(lambda: probe.less_than(inp.time), timeout=3600)
             times.append(time.perf_counter() - start)
             cpu.append(time.thread_time() - began)
+            if parts is not None:
+                mine = parts.get(threading.get_ident(), {})
+                now = {k: v for k, v in mine.items() if isinstance(k, str)}
+                if e:
+                    parts.setdefault("epochs", []).append(
+                        (e, {k: v - before.get(k, 0.0) for k, v in now.items()}))
+                before = now
             logic.append(busy[0])
         worker.log_register().flush()
         return times[1:], logic[1:], rows[1:], cpu[1:], rounds[1:], visits[1:]
@@ -321,6 +390,19 @@ def graph_rows(args, rng) -> None:
                   f"(max {max(r for r, _, _ in search)}), split search visits per epoch "
                   f"{statistics.median(v for _, v, _ in search):,.0f} reaching "
                   f"{statistics.median(n for _, _, n in search):,.0f} vertices")
+            if args.parts:
+                with counted_parts(PARTS) as spent:
+                    stream_epochs(ts.graph.components, base, epochs, args.threads, parts=spent)
+                per_epoch: dict = {}
+                for e, part in spent["epochs"]:
+                    for name, secs in part.items():
+                        per_epoch.setdefault(name, {}).setdefault(e, 0.0)
+                        per_epoch[name][e] += secs               # both workers
+                print(f"  its parts ({label}; thread CPU of both workers, median of the epochs, a second run "
+                      "with the methods wrapped):")
+                for part, _, _ in PARTS:
+                    ms = statistics.median(per_epoch.get(part, {0: 0.0}).values()) * 1e3
+                    print(f"  {part}: {ms:.2f} ms")
         if "pagerank" in args.only:
             for what, options in (("default output tolerance", {}), ("output_tolerance=0", {"output_tolerance": 0})):
                 times, _, rows, cpu, _ = stream_epochs(lambda e: ts.graph.pagerank_stream(e, tolerance=1e-9, **options),
@@ -340,6 +422,8 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=1_000)
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2, help="worker threads of the components and pagerank rows")
+    parser.add_argument("--parts", action="store_true",
+                        help="components: also the CPU of an epoch's parts (a second run, methods wrapped)")
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="sys.setswitchinterval (seconds) for the whole run (default: Python's, 0.005)")
     args = parser.parse_args()

@@ -35,7 +35,12 @@ import numpy as np
 from .spanning_forest import forest
 from .unique import sorted_unique
 
-__all__ = ["SplitSearch"]
+__all__ = ["GROW_WITHIN", "SplitSearch"]
+
+#: The classes of a link that grow in a round: those at most this many times the size of its
+#: smallest growing class.  1 grows the smallest side alone (fewest visits, most rounds), a large
+#: factor every side at once (fewest rounds, most visits).
+GROW_WITHIN = 2
 
 
 def _grouped_any(keys: np.ndarray, flags: np.ndarray, uniq: np.ndarray) -> np.ndarray:
@@ -151,9 +156,9 @@ class SplitSearch:
     def choose(self) -> np.ndarray:
         """The classes that expand their frontier this round: per link (of :meth:`decide`)
         with two or more classes still growing (a frontier, or vertices expanded last round,
-        whose neighbours arrive now), those whose size is at most twice the smallest such class's (the
-        small sides grow first: a small piece closes, or runs into a big class, long
-        before the big ones grow much).  A class that expanded last round may expand what
+        whose neighbours arrive now), those whose size is at most :data:`GROW_WITHIN` (2) times
+        the smallest such class's (the small sides grow first: a small piece closes, or runs
+        into a big class, long before the big ones grow much).  A class that expanded last round may expand what
         it finds now: it does not wait a round for that to be counted as its frontier."""
         root = self.parent
         live = self.searching & (self.frontier + self.inflight > 0) & self.busy[root]
@@ -165,7 +170,7 @@ class SplitSearch:
         links, li = np.unique(self.link[classes], return_inverse=True)
         smallest = np.full(len(links), np.inf)
         np.minimum.at(smallest, li, size)
-        chosen = classes[size <= 2 * smallest[li]]
+        chosen = classes[size <= GROW_WITHIN * smallest[li]]
         self.expanding = np.isin(root, chosen)
         return self.gid[chosen]
 
