@@ -474,8 +474,9 @@ class ComponentLabels:
             near = self.adjacent.with_prefix(expand)
             expand = np.zeros(0, np.int64)
             dv, dw = near >> SHIFT, near & LOW
-            onward = self.vid[dw] != self.came[dv]
-            dv, dw = dv[onward], dw[onward]
+            target = self.vid[dw]
+            onward = target != self.came[dv]
+            dv, dw, target = dv[onward], dw[onward], target[onward]
             if not len(dv):
                 break
             group, source = self.mark[dv], self.vid[dv]
@@ -484,12 +485,12 @@ class ComponentLabels:
                 here = self.label[dw] != ABSENT
                 if not here.all():
                     there = ~here
-                    out.append(self._visits(self.vid[dw[there]], group[there], source[there]))
+                    out.append(self._visits(target[there], group[there], source[there]))
                     dv, group, source = dw[here], group[here], source[here]
                 else:
                     dv = dw
                 continue
-            out.append(self._visits(self.vid[dw], group, source))
+            out.append(self._visits(target, group, source))
             break
 
     def _arrive(self, dv: np.ndarray, group: np.ndarray, source: np.ndarray) -> np.ndarray:
