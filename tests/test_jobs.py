@@ -60,13 +60,16 @@ def test_bench_mesh_runs_small():
 def test_bench_rounds_runs_small():
     out = run_job("benchmarks/bench_rounds.py", "--only", "loop,epoch,epoch_threads,components,pagerank",
                   "--rounds", "200", "--trips", "50", "--edges", "3000", "--changes", "20", "--epochs", "3",
-                  "--switch-interval", "0.001",
+                  "--switch-interval", "0.001", "--parts",
                   timeout=300)
     assert "us a round (" in out and "us of CPU" in out and "us of CPU, both workers" in out
     assert "2 threads of one process (the same dataflow), switch interval 1 ms" in out
     assert "steps, " in out and " frames sent)" in out     # the epoch's parts
     assert out.count("ms of CPU, both workers") == 6 and "batch form from scratch" in out
     assert out.count("rows emitted per changed edge") == 4 and "output_tolerance=0" in out
+    # the components rows' rounds and search, and their parts (a second run, methods wrapped)
+    assert out.count("rounds per epoch 2 (max 2)") == 1 and out.count("split search visits per epoch") == 2
+    assert out.count("its parts (") == 2 and out.count("the labels operator (ComponentLabels.step): ") == 2
 
 
 @pytest.mark.slow
