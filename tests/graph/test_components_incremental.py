@@ -479,25 +479,3 @@ def search_counts(monkeypatch, log: list, threads: int) -> tuple[dict, Counter]:
     monkeypatch.setattr(ComponentLabels, "step", counted)
     folded_matches_union_find(log, threads=threads)
     return rounds, visits
-
-
-def test_local_hops_go_on_through_a_workers_own_vertices(monkeypatch):
-    """With ``LOCAL_HOPS`` a round's visits to vertices the worker owns arrive at once: on one
-    worker, the path 0..9 cut between 4 and 5 is searched in 4 rounds, not 7 (the seeds; each
-    side's 4 levels at once; the round that learns the ends added nothing; the relabelling),
-    still with each vertex visited once (8 visits: none back to the vertex a visit came from)."""
-    log = [[(v, v + 1, 1) for v in range(9)], [(4, 5, -1)]]
-    rounds, visits = search_counts(monkeypatch, log, threads=1)
-    assert rounds[1] == set(range(7)) and visits[1] == 8
-    monkeypatch.setattr("timely_spark.graph.component_labels.LOCAL_HOPS", 3)
-    rounds, visits = search_counts(monkeypatch, log, threads=1)
-    assert rounds[1] == set(range(4)) and visits[1] == 8
-
-
-@pytest.mark.parametrize("hops,threads", [(1, 2), (3, 1), (3, 2)])
-def test_folded_changes_equal_union_find_with_local_hops(monkeypatch, hops, threads):
-    """The changelog of the first test (a 200-vertex path cut in the middle and mended, a star
-    losing its hub, random churn) folds to union-find with the search going on through each
-    worker's own vertices within a round."""
-    monkeypatch.setattr("timely_spark.graph.component_labels.LOCAL_HOPS", hops)
-    folded_matches_union_find(changelog(seed=5), threads=threads)

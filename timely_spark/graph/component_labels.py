@@ -114,9 +114,6 @@ WAKE, MERGED, SEED, GONE, VISIT, MEET, GREW, HOLDS, LOWEST, PEND, STARS, CUT = r
 SEARCH_BUDGET = 1 << 16
 #: ... or this many rounds.
 SEARCH_ROUNDS = 48
-#: A round of the split search follows its visits to vertices the same worker owns this many
-#: times without the exchange (each a level more for the paths that stay on the worker).
-LOCAL_HOPS = 0
 #: An epoch with at most this many inserted incidences (two per edge, all workers) and no
 #: component to recompute contracts by broadcasting each worker's stars to every worker
 #: (one round, rows proportional to the change) instead of the nested contraction loops.
@@ -452,9 +449,7 @@ class ComponentLabels:
         ``source``): mark the new ones, note meetings; expand the vertices of the classes chosen
         to expand (new or waiting), keep the others waiting; broadcast what the round saw.  An
         expanded vertex visits its neighbours but the one it was first reached from (whose
-        meeting with it, if their groups differ, was noted when it arrived).  A visit to a vertex this worker owns
-        arrives at once, up to :data:`LOCAL_HOPS` times a round: the search goes on through this
-        worker's own vertices without waiting a round for the exchange."""
+        meeting with it, if their groups differ, was noted when it arrived)."""
         search = self.search
         keep = search.is_open(group) if len(group) else np.zeros(0, bool)
         dv = self._dense(target[keep]) if keep.any() else np.zeros(0, np.int64)
@@ -463,35 +458,19 @@ class ComponentLabels:
         if len(self.waiting):
             go = search.expanding[self.waiting_group]
             expand, self.waiting, self.waiting_group = self.waiting[go], self.waiting[~go], self.waiting_group[~go]
-        hops = LOCAL_HOPS
-        while True:
-            self.arrived[0] += len(dv)
-            fresh_v = self._arrive(dv, group, source) if len(dv) else np.zeros(0, np.int64)
-            if len(fresh_v):
-                expand = np.concatenate([expand, fresh_v]) if len(expand) else fresh_v
-            if not len(expand):
-                break
-            near = self.adjacent.with_prefix(expand)
-            expand = np.zeros(0, np.int64)
-            dv, dw = near >> SHIFT, near & LOW
-            target = self.vid[dw]
-            onward = target != self.came[dv]
-            dv, dw, target = dv[onward], dw[onward], target[onward]
-            if not len(dv):
-                break
-            group, source = self.mark[dv], self.vid[dv]
-            if hops > 0:                           # (a neighbour held with a label is one this worker owns)
-                hops -= 1
-                here = self.label[dw] != ABSENT
-                if not here.all():
-                    there = ~here
-                    out.append(self._visits(target[there], group[there], source[there]))
-                    dv, group, source = dw[here], group[here], source[here]
-                else:
-                    dv = dw
-                continue
-            out.append(self._visits(target, group, source))
-            break
+        self.arrived[0] += len(dv)
+        fresh_v = self._arrive(dv, group, source) if len(dv) else np.zeros(0, np.int64)
+        if len(fresh_v):
+            expand = np.concatenate([expand, fresh_v]) if len(expand) else fresh_v
+        if not len(expand):
+            return
+        near = self.adjacent.with_prefix(expand)
+        dv, dw = near >> SHIFT, near & LOW
+        target = self.vid[dw]
+        onward = target != self.came[dv]
+        dv, target = dv[onward], target[onward]
+        if len(dv):
+            out.append(self._visits(target, self.mark[dv], self.vid[dv]))
 
     def _arrive(self, dv: np.ndarray, group: np.ndarray, source: np.ndarray) -> np.ndarray:
         """Visits of groups ``group`` (positions) from ``source`` arriving at this owner's
