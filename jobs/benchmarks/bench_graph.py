@@ -15,7 +15,9 @@ the parent (components exactly, PageRank within 1e-9, shortest paths exactly).
 
 Methods: connected components (ts.graph on 2 local threads and on Spark ``local[2]``
 -- the Parquet scan, which the barrier tasks read themselves, and ``cc-spark-cached``: the
-same DataFrame cached by Spark first, untimed, which Spark reads and spreads as Arrow --
+same DataFrame cached by Spark first, untimed, which Spark reads and spreads as Arrow, and
+``cc-spark-cached-workers``: cached as ``repartition(2)``, one partition a worker, which the
+barrier tasks read from the cache as it is --
 scipy, numpy ``forest``; at most ``--skip-slow-above`` edges also Python union-find, the
 DataFrame naive and large/small-star loops, string ids), PageRank x20 (ts.graph local
 and Spark, scipy mat-vec loop; small sizes: the DataFrame join/groupBy loop, string
@@ -167,7 +169,7 @@ def _phases(stats: dict, seconds: float, began: float) -> dict:
     phases["before"] = max(0.0, submitted - began)
     phases["after"] = max(0.0, began + seconds - ended)
     phases["cpu"] = max(t.get("cpu", 0.0) for t in tasks)
-    phases["files"] = all(t.get("input_from") == "files" for t in tasks)
+    phases["input_from"] = "/".join(sorted({t.get("input_from", "spark") for t in tasks}))
     return phases
 
 
@@ -205,18 +207,24 @@ def run_method(method: str, path: Path, source: int, warm: bool, collect: bool =
         return table["src"].to_numpy(), table["dst"].to_numpy()
 
     if method == "cc-local":
+        cpu = time.process_time()
         result, t = _timed(lambda: ts.graph.connected_components(table, workers=2))
+        extra["cpu"] = time.process_time() - cpu              # both worker threads' CPU seconds
     elif method == "cc-local-strings":
         text = pa.table({"src": as_strings(table["src"]), "dst": as_strings(table["dst"])})
         found, t = _timed(lambda: ts.graph.connected_components(text, workers=2))
         result = pa.table({"vertex": as_ints(found["vertex"]), "component": as_ints(found["component"])})
-    elif method in ("cc-spark", "cc-spark-strings", "cc-spark-cached"):
+    elif method in ("cc-spark", "cc-spark-strings", "cc-spark-cached", "cc-spark-cached-workers"):
         spark = _spark()
         df = _spark_edges(spark, path, method.endswith("strings"))
-        if method.endswith("cached"):                     # Spark's cache, filled untimed: spread as Arrow
+        if method.endswith("workers"):                    # one cached partition a worker: read as it is
+            df = df.repartition(2)
+        if "cached" in method:                            # Spark's cache, filled untimed
             df = df.cache()
             df.count()
-        result, t, extra = _spark_runs(lambda stats: finish(components(df, stats)), warm)
+            extra["cached_partitions"] = df.rdd.getNumPartitions()
+        result, t, runs = _spark_runs(lambda stats: finish(components(df, stats)), warm)
+        extra.update(runs)
         if method.endswith("strings"):
             result = pa.table({"vertex": as_ints(result["vertex"]), "component": as_ints(result["component"])})
     elif method == "cc-scipy":
@@ -561,7 +569,8 @@ def _same_components(got: pa.Table, ref: pa.Table) -> str:
 
 
 METHODS = [  # (method, slow)
-    ("cc-scipy", False), ("cc-local", False), ("cc-spark", False), ("cc-spark-cached", False), ("cc-forest", False),
+    ("cc-scipy", False), ("cc-local", False), ("cc-spark", False), ("cc-spark-cached", False),
+    ("cc-spark-cached-workers", False), ("cc-forest", False),
     ("cc-local-strings", True), ("cc-spark-strings", True), ("cc-union-find", True),
     ("cc-dataframe-naive", True), ("cc-dataframe-star", True),
     ("pagerank-scipy", False), ("pagerank-local", False), ("pagerank-spark", False),
@@ -629,11 +638,15 @@ def main() -> None:
                     + (f"  {t / grown[1]:5.1f}x the time of {grown[0]:,} edges" if grown else "")
                     + f"  [{verdict}]")
             print(line, flush=True)
+            if "cpu" in outcome:
+                print(f"{'':24} cpu {outcome['cpu']:.2f} s (the process, all its threads)", flush=True)
             if "first_seconds" in outcome:
                 print(f"{'':24} first run in a fresh session {outcome['first_seconds']:.2f} s"
                       + (f" (result via {outcome['result_via']})" if "result_via" in outcome else "") + "; phases "
                       + _phase_text(outcome["first_phases"]), flush=True)
-            local = method.replace("spark", "local").replace("-cached", "")
+            if "cached_partitions" in outcome:
+                print(f"{'':24} cached in {outcome['cached_partitions']} partitions", flush=True)
+            local = method.replace("spark", "local").replace("-cached", "").replace("-workers", "")
             if "phases" in outcome:
                 print(f"{'':24} warm run phases " + _phase_text(outcome["phases"])
                       + (f"; warm Spark / local threads = {t / times[local]:.2f}" if local in times else ""),
@@ -648,8 +661,7 @@ def main() -> None:
 
 
 def _phase_text(phases: dict) -> str:
-    return ", ".join(f"{name} {value:.2f}" if not isinstance(value, bool) else
-                     f"input {'read by the tasks from the files' if value else 'via Spark'}"
+    return ", ".join(f"{name} {value:.2f}" if not isinstance(value, str) else f"input from {value}"
                      for name, value in phases.items())
 
 

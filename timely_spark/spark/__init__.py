@@ -7,7 +7,9 @@
 * :func:`get_session` -- a session for jobs, with the package's quiet defaults;
 * :func:`quiet` -- a running session's driver logs made as quiet as ``get_session``'s;
 * :func:`file_input` -- whether (and how) ``transform``'s barrier tasks read a
-  DataFrame's Parquet files themselves, with no shuffle before them.
+  DataFrame's Parquet files themselves, with no shuffle before them;
+* :func:`cached_partitions` -- the partitions of the loaded cache a DataFrame reads,
+  which ``transform(workers=N)`` reads as it is when there are N of them.
 
 Tasks meet through the driver's rendezvous (:mod:`.rendezvous`); their errors come
 back as the package's own exceptions (:mod:`.job_errors`).
@@ -22,6 +24,7 @@ except ImportError as exc:
     raise ImportError("timely_spark.spark needs PySpark, which is not installed here: pip install pyspark "
                       "(the engine -- ts.execute, ts.dataflow -- runs without it)") from exc
 
+from .cached_input import cached_partitions
 from .connect import is_connect
 from .dataframe import SchemaMismatch, transform
 from .datasource import register
@@ -40,7 +43,7 @@ __all__ = [
     # sessions
     "get_session", "is_connect", "quiet", "read_conf", "register",
     # running dataflows on barrier tasks
-    "check_session", "file_input", "run", "stream", "task_slots", "transform",
+    "cached_partitions", "check_session", "file_input", "run", "stream", "task_slots", "transform",
     # event logs in Spark
     "close_sink_log", "event_log_frontier", "read_event_log",
     # errors and settings

@@ -17,6 +17,7 @@ from ..function_pickle import dumps_function, loads_function
 from ..runtime import DEFAULT_PEER_TIMEOUT, Config, new_secret
 from .arrow_spread import received, spread
 from .barrier import reporting_failures, run_in_barrier_task, task_config
+from .cached_input import cached_partitions
 from .connect import connect_session, is_connect
 from .file_input import FileInput, file_input
 from .job_errors import install as install_error_translation
@@ -139,9 +140,14 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
 
     Lazy, like any DataFrame transformation: calling it runs no Spark job. With
     ``workers=N`` the input is spread over N partitions (N workers) unless its plan has N
-    partitions already (e.g. ``df.repartition(N, key)``: no second shuffle); by default the
-    input's partitions are kept when they fit in the task slots, and spread over the slots
-    otherwise. Spreading converts the input to Arrow once and shuffles it as Arrow, each
+    partitions already (e.g. ``df.repartition(N, key)``: no second shuffle), or it reads a
+    *loaded* cache of exactly N partitions (``edges = df.repartition(N).cache();
+    edges.count()``, or a projection or filter of it: :func:`.cached_input.cached_partitions`):
+    then the barrier tasks read the cached partitions as they are, one a worker, with no
+    stage before theirs. A cache not loaded yet (or not wholly), or of another partition
+    count, is spread, and so is any cache over Spark Connect (which cannot look at it). By
+    default the input's partitions are kept when they fit in the task slots (a cache's
+    too), and spread over the slots otherwise. Spreading converts the input to Arrow once and shuffles it as Arrow, each
     worker an equal share of every input partition, not in order (see :mod:`.arrow_spread`).
     Instead of that shuffle, an input that is a plain scan of local Parquet files (columns
     selected, renamed or widened; ``file:`` paths) is read by the barrier tasks themselves,
@@ -190,13 +196,19 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     direct: Optional[FileInput] = None
     spreading = False
     checked = None
+    cached: Optional[int] = None                   # the partitions of a loaded cache df reads, if looked at
     if workers is not None:
         checked = check_session(df.sparkSession, workers)
         if _planned_partitions(df) != workers:     # a DataFrame partitioned already (by key) is kept
-            direct = file_input(df, workers)       # a plain Parquet scan: the tasks read it, no shuffle
-            spreading = direct is None
+            cached = cached_partitions(df)         # so is a loaded cache of `workers` partitions: no shuffle
+            if cached != workers:
+                direct = file_input(df, workers)   # a plain Parquet scan: the tasks read it, no shuffle
+                spreading = direct is None
     else:
         partitions, direct, spreading = _fit_to_slots(df)
+        if partitions is not None and direct is None and not spreading:
+            cached = cached_partitions(df)         # kept as they are: from a cache, for the stats
+    from_cache = cached is not None and cached == partitions and direct is None and not spreading
     if spreading:
         assert partitions is not None
         df = spread(df, partitions)                # converted to Arrow once, shuffled as Arrow
@@ -227,6 +239,8 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
 
             inp = worker.dataflow(dataflow)
             reading = time.perf_counter()
+            if from_cache:
+                task["input_from"] = "cache"
             if direct is not None:
                 task["input_from"] = "files"
                 for _ in batches:       # the range's row: the task reads its files instead
