@@ -93,3 +93,23 @@ def test_a_steps_small_messages_are_written_at_its_release_and_arrive_decoded_wh
     finally:
         for m in meshes:
             m.shutdown(clean=False)
+
+
+def test_lists_pushed_to_another_process_arrive_whatever_their_size_and_buffers():
+    meshes, fabrics = connected_pair(wakeable=True)
+    sender = TcpAllocator(1, fabrics[1], meshes[1], 2)
+    try:
+        to_0 = sender.pushers(7, Inbox(lambda: None))[0]
+        big = list(range(20_000))                            # pickled in band, over the bundle's bound: alone
+        sent = [[((1, 0), 5, 1)], [np.arange(4)], big, [np.arange(2)], [((2, 0), 6, -1)]]
+        for payload in sent:
+            to_0.push(payload)
+        sender.release()
+        got = [fabrics[0].mailboxes[0].get(timeout=20) for _ in range(len(sent))]
+        assert [c for c, _ in got] == [7] * len(sent)
+        assert got[0][1] == sent[0] and got[2][1] == big and got[4][1] == sent[4]
+        assert got[1][1][0].tolist() == [0, 1, 2, 3] and got[3][1][0].tolist() == [0, 1]
+        assert fabrics[0].failure is None and fabrics[1].failure is None
+    finally:
+        for m in meshes:
+            m.shutdown(clean=False)

@@ -463,31 +463,37 @@ class _Connection:
         """Write the gathered frames now."""
         if self._out or self._gathered_bytes:
             with self.lock:
-                self._guarded(self._write)
+                try:                    # (_guarded inline: every step that sent something comes here)
+                    self._write()
+                except (FrameLimitReached, OSError) as exc:
+                    self._failed(exc)
 
     def _guarded(self, write: Any, quiet: bool = False) -> None:
-        """Call ``write`` (sealing or writing, under ``lock``); if it fails, fail the run
-        naming the peer (FrameLimitReached as it is, an OSError as a WorkerFailure) and raise
-        -- unless ``quiet`` (a heartbeat or goodbye) and the peer said goodbye or this side
-        is closing: then there is nothing to tell."""
+        """Call ``write`` (sealing or writing, under ``lock``); if it fails, see :meth:`_failed`."""
         try:
             write()
-        except FrameLimitReached as exc:
-            self._drop_unwritten()
+        except (FrameLimitReached, OSError) as exc:
+            self._failed(exc, quiet)
+
+    def _failed(self, exc: BaseException, quiet: bool = False) -> None:
+        """Sealing or writing failed with ``exc`` (under ``lock``): fail the run naming the peer
+        (FrameLimitReached as it is, an OSError as a WorkerFailure) and raise -- unless
+        ``quiet`` (a heartbeat or goodbye) and the peer said goodbye or this side is closing:
+        then there is nothing to tell."""
+        self._drop_unwritten()
+        if isinstance(exc, FrameLimitReached):
             self.mesh.fail(exc)
-            raise
-        except OSError as exc:
-            self._drop_unwritten()
-            if quiet and (self.goodbye.is_set() or self.mesh.closing):
-                return
-            # A peer that failed sent its error before closing: let the reading deliver
-            # it first, so that the run reports the peer's error, not this pipe.
-            self.reader_done.wait(PEER_ERROR_GRACE)
-            if quiet and self.goodbye.is_set():
-                return          # its goodbye was on the way when the pipe broke: the run is over there
-            failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
-            self.mesh.fail(failure)
-            raise failure from exc
+            raise exc
+        if quiet and (self.goodbye.is_set() or self.mesh.closing):
+            return
+        # A peer that failed sent its error before closing: let the reading deliver
+        # it first, so that the run reports the peer's error, not this pipe.
+        self.reader_done.wait(PEER_ERROR_GRACE)
+        if quiet and self.goodbye.is_set():
+            return          # its goodbye was on the way when the pipe broke: the run is over there
+        failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
+        self.mesh.fail(failure)
+        raise failure from exc
 
     def control(self, kind: int, body: bytes = b"") -> None:
         if kind == HEARTBEAT and self.mesh.closing:
@@ -1134,7 +1140,7 @@ class Mesh:
 
 
 class _TcpPusher:
-    __slots__ = ("_conn", "_channel", "_source", "_target", "_key", "_gather")
+    __slots__ = ("_conn", "_channel", "_source", "_target", "_key", "_gather", "_out_of_band")
 
     def __init__(self, conn: _Connection, channel: int, source: int, target: int) -> None:
         self._conn = conn
@@ -1143,10 +1149,22 @@ class _TcpPusher:
         self._target = target
         self._key = (channel, source, target)
         self._gather = conn.gather
+        self._out_of_band: list = []        # (a list's buffers out of band, if it has any)
 
     def push(self, payload: Any) -> None:
         """Send a message to a worker of another process (gathered until the worker's step ends or it waits)."""
-        kind, parts = encode(payload)
+        kind = 0
+        if type(payload) is list:           # a progress batch: pickled as codec.encode does a list, without its call
+            out_of_band = self._out_of_band
+            pickled = _dumps(payload, protocol=5, buffer_callback=out_of_band.append)
+            if not out_of_band:             # all of it in band
+                if len(pickled) < _SMALL:
+                    self._gather(self._key, pickled)
+                    return
+                kind, parts = PICKLE, [IN_BAND, pickled]
+            out_of_band.clear()             # (buffers out of band: codec.encode makes the parts)
+        if not kind:
+            kind, parts = encode(payload)
         if parts[0] is IN_BAND and len(parts[1]) < _SMALL:     # (a progress batch, a few records)
             self._gather(self._key, parts[1])
         else:
@@ -1154,6 +1172,7 @@ class _TcpPusher:
 
 
 _SMALL = BUNDLE_BELOW - len(IN_BAND)    # a pickle in band shorter than this is a small message
+_dumps = pickle.dumps
 
 
 class TcpAllocator(Allocator):
