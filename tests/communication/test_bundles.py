@@ -1,9 +1,11 @@
 """Small messages gathered in one step travel as one sealed frame (a bundle), in order."""
 
+import numpy as np
 import pytest
 
+from timely_spark.communication.allocator import Inbox
 from timely_spark.communication.codec import encode
-from timely_spark.communication.tcp import BUNDLE, BUNDLED, CONTROL
+from timely_spark.communication.tcp import BUNDLE, BUNDLED, CONTROL, TcpAllocator
 from timely_spark.errors import FrameLimitReached
 
 from .test_encryption import connected_pair
@@ -62,6 +64,52 @@ def test_a_bundle_sealed_past_the_frame_limit_fails_the_run_at_the_flush():
         assert isinstance(fabrics[1].failure[1], FrameLimitReached)
         got = [fabrics[0].mailboxes[0].get(timeout=10) for _ in range(4)]
         assert [m[1][1] for m in got] == [["a"], ["b"], ["a"], ["b"]]
+    finally:
+        for m in meshes:
+            m.shutdown(clean=False)
+
+
+def test_a_steps_small_messages_are_written_at_its_release_and_arrive_decoded_whatever_their_kind():
+    meshes, fabrics = connected_pair(wakeable=True)
+    conn = meshes[1].connections[0]
+    sender = TcpAllocator(1, fabrics[1], meshes[1], 2)
+    try:
+        to_0 = sender.pushers(7, Inbox(lambda: None))[0]     # the pusher to worker 0 (another process)
+        before = conn.frames_sealed
+        conn.send(7, 1, 0, *encode((6, [np.arange(3)])), gather=True)   # a pickle with a buffer out of band
+        assert meshes[1].unwritten == {conn}                 # named for the step's end to write
+        meshes[1].unwritten.clear()
+        to_0.push([((1, 0), 5, 1), ((2, 0), 5, -1)])        # a progress batch: a pickle in band
+        assert meshes[1].unwritten == {conn}                 # the same
+        to_0.push((5, ["x", 3]))                             # a few records: the same
+        assert conn.frames_sealed == before                  # gathered, not sealed
+        sender.release()                                     # the step's end: one frame, all three in it
+        assert not meshes[1].unwritten and conn.frames_sealed == before + 1
+        got = [fabrics[0].mailboxes[0].get(timeout=20) for _ in range(3)]
+        assert got[0][0] == 7 and got[0][1][0] == 6 and got[0][1][1][0].tolist() == [0, 1, 2]
+        assert got[1] == (7, [((1, 0), 5, 1), ((2, 0), 5, -1)]) and got[2] == (7, (5, ["x", 3]))
+        sender.release()                                     # nothing gathered since: nothing sealed
+        assert conn.frames_sealed == before + 1 and fabrics[0].failure is None
+    finally:
+        for m in meshes:
+            m.shutdown(clean=False)
+
+
+def test_lists_pushed_to_another_process_arrive_whatever_their_size_and_buffers():
+    meshes, fabrics = connected_pair(wakeable=True)
+    sender = TcpAllocator(1, fabrics[1], meshes[1], 2)
+    try:
+        to_0 = sender.pushers(7, Inbox(lambda: None))[0]
+        big = list(range(20_000))                            # pickled in band, over the bundle's bound: alone
+        sent = [[((1, 0), 5, 1)], [np.arange(4)], big, [np.arange(2)], [((2, 0), 6, -1)]]
+        for payload in sent:
+            to_0.push(payload)
+        sender.release()
+        got = [fabrics[0].mailboxes[0].get(timeout=20) for _ in range(len(sent))]
+        assert [c for c, _ in got] == [7] * len(sent)
+        assert got[0][1] == sent[0] and got[2][1] == big and got[4][1] == sent[4]
+        assert got[1][1][0].tolist() == [0, 1, 2, 3] and got[3][1][0].tolist() == [0, 1]
+        assert fabrics[0].failure is None and fabrics[1].failure is None
     finally:
         for m in meshes:
             m.shutdown(clean=False)

@@ -252,6 +252,8 @@ class _Connection:
         self._sealer = Sealer(send_key, cipher, encrypt, mesh.frame_limit, self.describe())
         self._opener = Opener(recv_key, cipher, encrypt, mesh.frame_limit)
         self._out: list = []                     # sealed frames not yet written
+        self._unwritten = mesh.unwritten         # where this connection names itself when it gathered frames
+        self._seal_small = self._sealer.seal_bytes
         self._out_bytes = 0
         self._gathered: list[bytes] = [_BUNDLE_INNER]   # the bundle of small messages not yet sealed, in pieces
         self._gathered_bytes = 0                 # (0: nothing gathered)
@@ -316,6 +318,8 @@ class _Connection:
                 self._out_bytes += HEADER.size + len(message) + TAG
             if not gather or self._out_bytes + self._gathered_bytes >= SEND_BATCH_BYTES:
                 self._write()
+            else:
+                self._unwritten.add(self)
             return
         self._seal_gathered()           # (what was gathered goes first)
         views = [memoryview(p).cast("B") for p in parts]
@@ -353,6 +357,7 @@ class _Connection:
             self._gathered_bytes += size
             if self._out_bytes + self._gathered_bytes >= SEND_BATCH_BYTES:
                 self._guarded(self._write)
+        self._unwritten.add(self)       # (after the lock: a flush that takes it writes this message)
 
     def _queue(self, frames: list, nbytes: int) -> None:
         """Hand sealed frames to the writer thread (under ``lock``), waiting for room in
@@ -408,12 +413,19 @@ class _Connection:
         take more, read what the peer sends meanwhile (so two processes sending each other
         large messages never wait on each other); a peer that takes nothing for
         ``peer_timeout`` seconds fails the send."""
-        self._seal_gathered()
-        out = self._out
-        if not out:
-            return
-        total = self._out_bytes
-        self._out, self._out_bytes = [], 0
+        if self._gathered_bytes and not self._out:   # the common case: one bundle, sealed here and written
+            body = b"".join(self._gathered)          # (what _seal_gathered does, inline)
+            self._gathered, self._gathered_bytes = [_BUNDLE_INNER], 0
+            header = HEADER.pack(len(body))
+            out = [header, self._seal_small(header, body)]
+            total = HEADER.size + len(body) + TAG
+        else:
+            self._seal_gathered()
+            out = self._out
+            if not out:
+                return
+            total = self._out_bytes
+            self._out, self._out_bytes = [], 0
         if not self._behind.idle():
             self._queue(out, total)
             return
@@ -451,31 +463,37 @@ class _Connection:
         """Write the gathered frames now."""
         if self._out or self._gathered_bytes:
             with self.lock:
-                self._guarded(self._write)
+                try:                    # (_guarded inline: every step that sent something comes here)
+                    self._write()
+                except (FrameLimitReached, OSError) as exc:
+                    self._failed(exc)
 
     def _guarded(self, write: Any, quiet: bool = False) -> None:
-        """Call ``write`` (sealing or writing, under ``lock``); if it fails, fail the run
-        naming the peer (FrameLimitReached as it is, an OSError as a WorkerFailure) and raise
-        -- unless ``quiet`` (a heartbeat or goodbye) and the peer said goodbye or this side
-        is closing: then there is nothing to tell."""
+        """Call ``write`` (sealing or writing, under ``lock``); if it fails, see :meth:`_failed`."""
         try:
             write()
-        except FrameLimitReached as exc:
-            self._drop_unwritten()
+        except (FrameLimitReached, OSError) as exc:
+            self._failed(exc, quiet)
+
+    def _failed(self, exc: BaseException, quiet: bool = False) -> None:
+        """Sealing or writing failed with ``exc`` (under ``lock``): fail the run naming the peer
+        (FrameLimitReached as it is, an OSError as a WorkerFailure) and raise -- unless
+        ``quiet`` (a heartbeat or goodbye) and the peer said goodbye or this side is closing:
+        then there is nothing to tell."""
+        self._drop_unwritten()
+        if isinstance(exc, FrameLimitReached):
             self.mesh.fail(exc)
-            raise
-        except OSError as exc:
-            self._drop_unwritten()
-            if quiet and (self.goodbye.is_set() or self.mesh.closing):
-                return
-            # A peer that failed sent its error before closing: let the reading deliver
-            # it first, so that the run reports the peer's error, not this pipe.
-            self.reader_done.wait(PEER_ERROR_GRACE)
-            if quiet and self.goodbye.is_set():
-                return          # its goodbye was on the way when the pipe broke: the run is over there
-            failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
-            self.mesh.fail(failure)
-            raise failure from exc
+            raise exc
+        if quiet and (self.goodbye.is_set() or self.mesh.closing):
+            return
+        # A peer that failed sent its error before closing: let the reading deliver
+        # it first, so that the run reports the peer's error, not this pipe.
+        self.reader_done.wait(PEER_ERROR_GRACE)
+        if quiet and self.goodbye.is_set():
+            return          # its goodbye was on the way when the pipe broke: the run is over there
+        failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
+        self.mesh.fail(failure)
+        raise failure from exc
 
     def control(self, kind: int, body: bytes = b"") -> None:
         if kind == HEARTBEAT and self.mesh.closing:
@@ -579,9 +597,16 @@ class _Connection:
                 buf[:end - start] = view[start:end]
                 start, end = 0, end - start
             self._start, self._end = start, end
-            n = 0 if self._drained else self._recv(view[end:])   # (drained: the socket had no more a moment ago)
-            if not n:
+            if self._drained:                  # the socket had no more a moment ago
                 break
+            try:                               # (_recv inline: every frame read comes here)
+                n = self.sock.recv_into(view[end:], STAGE - end, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                break
+            if n == 0:
+                raise EOFError("connection closed")
+            if n < STAGE - end:
+                self._drained = True           # less than asked: nothing more now (saves a call)
             got = True
             self._end = end + n
         if got:
@@ -604,28 +629,37 @@ class _Connection:
             reader = self._reader
             mine = -1 if reader is None else reader.index
             while at < end:                     # (each message as _message does, inline: the hot path)
-                if end - at < _ITEM.size:
+                if end - at >= _SMALL_ITEM.size:     # its length, its header, a pickle's count of buffers
+                    n, channel, source, target, seq, kind, count = _SMALL_ITEM.unpack_from(plain, at)
+                    if n < _SMALL_ITEM.size - BUNDLED.size:
+                        count = -1                   # (no count: those bytes are the next message's)
+                elif end - at >= _ITEM.size:
+                    n, channel, source, target, seq, kind = _ITEM.unpack_from(plain, at)
+                    count = -1
+                else:
                     raise _BadFrame(f"{self.describe()} sent a bundle cut short")
-                n, channel, source, target, seq, kind = _ITEM.unpack_from(plain, at)   # its length, its header
                 if n < INNER.size or n > end - at - BUNDLED.size:
                     raise _BadFrame(f"{self.describe()} sent a bundle with a message of {n} bytes where "
                                     f"{end - at - BUNDLED.size} are left")
                 if kind & MORE or (channel == CONTROL and kind == BUNDLE):
                     raise _BadFrame(f"{self.describe()} sent a partial message or a bundle in a bundle")
-                body = plain[at + _ITEM.size:at + BUNDLED.size + n]
-                at += BUNDLED.size + n
+                start, at = at, at + BUNDLED.size + n
                 if channel == CONTROL:
-                    self._control(kind, body)
+                    self._control(kind, plain[start + _ITEM.size:at])
                     continue
                 key = (channel, source, target)
                 if seq != expected.get(key, 0):
                     raise ValueError(f"frame {seq} on channel {channel} from worker {source}, "
                                      f"expected {expected.get(key, 0)}")
                 expected[key] = seq + 1
-                if target == mine:
-                    reader.deliver(channel, decode(kind, body))      # type: ignore[union-attr]
+                if count == 0 and kind == PICKLE:    # a pickle in band (as gather makes them): codec.decode inline
+                    payload = pickle.loads(plain[start + _SMALL_ITEM.size:at])
                 else:
-                    self.mesh.deliver(target, channel, decode(kind, body))
+                    payload = decode(kind, plain[start + _ITEM.size:at])
+                if target == mine:
+                    reader.deliver(channel, payload)      # type: ignore[union-attr]
+                else:
+                    self.mesh.deliver(target, channel, payload)
             return
         body = plain[INNER.size:]
         if kind & MORE:
@@ -763,6 +797,7 @@ class Mesh:
         self.connections: dict[int, _Connection] = {}
         self.closing = False
         self.parked: set[int] = set()     # local workers waiting on the sockets themselves (they read)
+        self.unwritten: set[_Connection] = set()   # connections that gathered frames not yet written (see flush)
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
@@ -1007,8 +1042,15 @@ class Mesh:
                 conn.control(HEARTBEAT)
 
     def flush(self) -> None:
-        """Write every connection's gathered frames."""
-        for conn in self.connections.values():
+        """Write every connection's gathered frames: those of the connections that gathered
+        some since they last wrote (a step that sent nothing to another process costs no
+        call per connection)."""
+        unwritten = self.unwritten
+        while unwritten:
+            try:
+                conn = unwritten.pop()
+            except KeyError:            # another worker of this process took the last one
+                break
             conn.flush()
 
     def pump(self) -> None:
@@ -1098,7 +1140,7 @@ class Mesh:
 
 
 class _TcpPusher:
-    __slots__ = ("_conn", "_channel", "_source", "_target", "_key")
+    __slots__ = ("_conn", "_channel", "_source", "_target", "_key", "_gather", "_out_of_band")
 
     def __init__(self, conn: _Connection, channel: int, source: int, target: int) -> None:
         self._conn = conn
@@ -1106,17 +1148,31 @@ class _TcpPusher:
         self._source = source
         self._target = target
         self._key = (channel, source, target)
+        self._gather = conn.gather
+        self._out_of_band: list = []        # (a list's buffers out of band, if it has any)
 
     def push(self, payload: Any) -> None:
         """Send a message to a worker of another process (gathered until the worker's step ends or it waits)."""
-        kind, parts = encode(payload)
+        kind = 0
+        if type(payload) is list:           # a progress batch: pickled as codec.encode does a list, without its call
+            out_of_band = self._out_of_band
+            pickled = _dumps(payload, protocol=5, buffer_callback=out_of_band.append)
+            if not out_of_band:             # all of it in band
+                if len(pickled) < _SMALL:
+                    self._gather(self._key, pickled)
+                    return
+                kind, parts = PICKLE, [IN_BAND, pickled]
+            out_of_band.clear()             # (buffers out of band: codec.encode makes the parts)
+        if not kind:
+            kind, parts = encode(payload)
         if parts[0] is IN_BAND and len(parts[1]) < _SMALL:     # (a progress batch, a few records)
-            self._conn.gather(self._key, parts[1])
+            self._gather(self._key, parts[1])
         else:
             self._conn.send(self._channel, self._source, self._target, kind, parts, gather=True)
 
 
 _SMALL = BUNDLE_BELOW - len(IN_BAND)    # a pickle in band shorter than this is a small message
+_dumps = pickle.dumps
 
 
 class TcpAllocator(Allocator):
@@ -1147,7 +1203,8 @@ class TcpAllocator(Allocator):
 
     def release(self) -> None:
         """Write what this step gathered for other processes."""
-        self.mesh.flush()
+        if self.mesh.unwritten:
+            self.mesh.flush()
 
     def receive(self, timeout: Optional[float] = None) -> bool:
         """Read what arrived on the sockets and move arrived messages into their
@@ -1155,7 +1212,7 @@ class TcpAllocator(Allocator):
         one -- on the mailbox and the sockets at once, reading the sockets in this thread
         (no hand-off to another thread: the worker wakes as the bytes arrive)."""
         mesh = self.mesh
-        if timeout:                           # about to wait: what was gathered goes first (a step's
+        if timeout and mesh.unwritten:        # about to wait: what was gathered goes first (a step's
             mesh.flush()                      # start does not flush: its end does, data and progress at once)
         mailbox = self.mailbox
         if not isinstance(mailbox, Mailbox) or not mesh.connections:
@@ -1169,26 +1226,30 @@ class TcpAllocator(Allocator):
                 if fd >= 0:
                     poller.register(fd, select.POLLIN)
                     self._polled[fd] = conn
-        self.check()
+        fabric = self.fabric
+        if fabric.failure is not None:
+            self.check()
+        empty = mailbox.empty                 # (a drain only when the mailbox holds something: no call else)
         if not timeout:                       # a stepping worker: the sockets, then one pass over the mailbox
             got = self._read(poller.poll(0))
-            return self.drain() or got
-        got = self.drain()
+            return (not empty() and self.drain()) or got
+        got = not empty() and self.drain()
         if got:
             got = self._read(poller.poll(0)) or got
-            return self.drain() or got
+            return (not empty() and self.drain()) or got
         mailbox.parked = True
         mesh.parked.add(self.index)           # the watchdog threads leave reading to us
         events: list = []
         try:
-            if mailbox.empty() and not self._check_failed():
+            if empty() and fabric.failure is None:
                 events = poller.poll(timeout * 1000.0)
         finally:
             mailbox.parked = False            # what we deliver ourselves needs no wake-up signal
             mesh.parked.discard(self.index)
-        self.check()
+        if fabric.failure is not None:
+            self.check()
         got = self._read(events)
-        return self.drain() or got
+        return (not empty() and self.drain()) or got
 
     def _read(self, events: list) -> bool:
         """Read the connections that ``events`` name, taking this worker's messages
@@ -1204,12 +1265,10 @@ class TcpAllocator(Allocator):
                 del self._polled[fd]
             else:
                 with conn.read_lock:
-                    self.drain()
+                    if not self.mailbox.empty():
+                        self.drain()
                     got = conn.pump(self) or got
         return got
-
-    def _check_failed(self) -> bool:
-        return self.fabric.failure is not None
 
     def close(self) -> None:
         """Write anything still gathered."""
