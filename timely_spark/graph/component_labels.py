@@ -547,7 +547,7 @@ class ComponentLabels:
         if len(vertices):
             out.append(pa.record_batch({"vertex": vertices, "root": roots}))
 
-    def _edges(self, inserted: tuple, recomputed: np.ndarray = np.zeros(0, np.int64), a: Sequence = (),
+    def _edges(self, inserted: tuple, recomputed: Optional[np.ndarray] = None, a: Sequence = (),
                b: Sequence = ()) -> Optional[tuple[np.ndarray, np.ndarray]]:
         """This worker's edges of the contraction (None if none): ``a[i]--b[i]`` (lists of
         arrays), the ``inserted`` edges (dense; each once, at the owner of its smaller end) and
@@ -557,7 +557,8 @@ class ComponentLabels:
         dv, dw = inserted
         if len(dv):
             own = self.label[dv]
-            keep = (own == ABSENT) | ~np.isin(own, recomputed) if len(recomputed) else np.ones(len(dv), bool)
+            keep = ((own == ABSENT) | ~np.isin(own, recomputed) if recomputed is not None and len(recomputed)
+                    else np.ones(len(dv), bool))
             once = keep & (self.vid[dv] <= self.vid[dw])           # the other end's owner has it too
             parts_a.append(self.vid[dv[once]])
             parts_b.append(self.vid[dw[once]])

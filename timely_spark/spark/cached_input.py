@@ -38,7 +38,18 @@ def cached_partitions(df: Any) -> Optional[int]:
     """The partition count of the cache ``df`` reads, when ``df`` is a projection or
     filter of one cached relation whose partitions are all loaded in Spark's cache; None
     when that is not so or not known (Spark Connect, another Spark's plan classes).
-    Looks at the plan and the block manager's record of the cache; runs no Spark job."""
+    Looks at the plan and the block manager's record of the cache; runs no Spark job.
+
+    With ``transform(df, ..., workers=N)``, an input whose ``cached_partitions`` is ``N``
+    is read by the ``N`` barrier tasks from the cache, one cached partition each, with
+    no shuffle before them. Example (needs a SparkSession ``spark``)::
+
+        edges = spark.read.parquet("edges").repartition(2).cache()
+        ts.spark.cached_partitions(edges)     # None: not loaded yet
+        edges.count()                         # loads every partition
+        ts.spark.cached_partitions(edges)     # 2
+        ts.spark.cached_partitions(edges.select("src"))   # 2: a projection of it
+    """
     if is_connect(df.sparkSession):
         return None
     try:
