@@ -127,7 +127,7 @@ class OperatorCore(Operate):
         if diff:
             for batch in self.shared_progress.internals:   # ChangeBatch.update, inline (one call less an output)
                 counts = batch.counts
-                counts[t] = counts.get(t, 0) + diff
+                counts[t] = counts[t] + diff if t in counts else diff
         if not self._running:
             self._activate_child(self.index)
 

@@ -267,11 +267,7 @@ class Subgraph(Operate):
                 self.shared_progress.produceds[where[1]].update(self.to_outer(t), d)
 
     def _propagate(self) -> None:
-        tracker = self.tracker
-        if not tracker.has_pending():
-            return
-        tracker.propagate_all()
-        pushed = tracker.drain_pushed()
+        pushed = self.tracker.propagate()
         if not pushed:
             return
         children = self.children
@@ -335,23 +331,22 @@ class Subgraph(Operate):
         consumeds, internals, produceds = self._child_ports[i]  # type: ignore[misc]
         if child.local:
             batch = self._batch
-            get = batch.get
             # (``b.counts`` read and taken inline, ChangeBatch.unstable_take without its call: most batches
-            # are empty at most runs, and skipping them costs no call)
+            # are empty at most runs, and skipping them costs no call; ``in`` and a subscript, not batch.get)
             for tid, b in consumeds:
                 counts = b.counts
                 if counts:
                     b.counts = {}
                     for t, n in counts.items():
                         key = (tid, t)
-                        batch[key] = get(key, 0) - n
+                        batch[key] = batch[key] - n if key in batch else -n
             for sid, b in internals:
                 counts = b.counts
                 if counts:
                     b.counts = {}
                     for t, d in counts.items():
                         key = (sid, t)
-                        batch[key] = get(key, 0) + d
+                        batch[key] = batch[key] + d if key in batch else d
             for tids, b in produceds:
                 counts = b.counts
                 if counts:
@@ -359,7 +354,7 @@ class Subgraph(Operate):
                     for t, n in counts.items():
                         for tid in tids:
                             key = (tid, t)
-                            batch[key] = get(key, 0) + n
+                            batch[key] = batch[key] + n if key in batch else n
         else:   # a nested subgraph: its reports are global already; apply them here
             updates: list[tuple[int, Any, int]] = []
             for tid, b in consumeds:     # (``b.counts``: empty batches skipped without a call)

@@ -162,7 +162,7 @@ class MutableAntichain:
         for t, d in updates:
             if not d:
                 continue
-            c = counts.get(t, 0) + d
+            c = counts[t] + d if t in counts else d     # (not counts.get: no call per update)
             if c:
                 counts[t] = c
             else:

@@ -34,7 +34,7 @@ class ChangeBatch:
         """Add ``diff`` to ``item``'s count."""
         if diff:
             counts = self.counts
-            counts[item] = counts.get(item, 0) + diff
+            counts[item] = counts[item] + diff if item in counts else diff   # (no dict.get call)
 
     def extend(self, updates: Iterable[tuple[Hashable, int]]) -> None:
         """Add every ``(item, diff)`` of ``updates``."""

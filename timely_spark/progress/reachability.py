@@ -221,22 +221,21 @@ class Tracker:
 
     def update_id(self, loc_id: int, time: Any, diff: int) -> None:
         """Like :meth:`update`, by location id."""
-        pending = self._pending.get(loc_id)
-        if pending is None:
-            self._pending[loc_id] = [(time, diff)]
+        pending = self._pending
+        if loc_id in pending:
+            pending[loc_id].append((time, diff))
         else:
-            pending.append((time, diff))
+            pending[loc_id] = [(time, diff)]
 
     def update_ids(self, updates: Iterable[tuple[int, Any, int]]) -> None:
         """Like :meth:`update_id` for every ``(location id, time, diff)`` of ``updates``
         (one call for a whole progress batch)."""
         pending = self._pending
-        for loc_id, time, diff in updates:
-            lst = pending.get(loc_id)
-            if lst is None:
-                pending[loc_id] = [(time, diff)]
+        for loc_id, time, diff in updates:   # (``in`` and a subscript, not pending.get: no call per update)
+            if loc_id in pending:
+                pending[loc_id].append((time, diff))
             else:
-                lst.append((time, diff))
+                pending[loc_id] = [(time, diff)]
 
     # ---- propagation ---------------------------------------------------------------
     def propagate_all(self) -> None:
@@ -254,8 +253,9 @@ class Tracker:
             if not changes:
                 continue
             for k, summs in reach[loc_id]:
-                lst = implied.get(k)
-                if lst is None:
+                if k in implied:
+                    lst = implied[k]
+                else:
                     lst = implied[k] = []
                 for t, d in changes:
                     for s in summs:
@@ -271,6 +271,27 @@ class Tracker:
             target, implications = observed[k]
             for t, d in implications.update_iter(updates):
                 pushed.append((target, t, d))
+
+    def propagate(self) -> list[tuple[Target, Any, int]]:
+        """:meth:`propagate_all` then :meth:`drain_pushed`, in one call: a scope propagates at
+        every run, and most runs of a quiet dataflow have nothing pending (then nothing is
+        done and an empty list returned).
+
+        >>> b = Builder(0)
+        >>> b.add_node(0, 0, 1, []); b.add_node(1, 1, 0, [[]])
+        >>> b.add_edge(Source(0, 0), Target(1, 0))
+        >>> tracker = b.build()
+        >>> tracker.propagate()
+        []
+        >>> tracker.update_source(Source(0, 0), 2, 1)
+        >>> tracker.propagate(), tracker.propagate()
+        ([(Target(node=1, port=0), 2, 1)], [])
+        """
+        if not self._pending and not self._pushed:
+            return []
+        self.propagate_all()
+        pushed, self._pushed = self._pushed, []
+        return pushed
 
     def drain_pushed(self) -> list[tuple[Target, Any, int]]:
         """The frontier changes ``(target, time, diff)`` since the last call."""
