@@ -25,7 +25,7 @@ import pickle
 import struct
 from typing import Any
 
-__all__ = ["encode", "decode", "PICKLE", "ARROW", "IN_BAND"]
+__all__ = ["encode", "decode", "pickle_parts", "PICKLE", "ARROW", "IN_BAND"]
 
 PICKLE = 1
 ARROW = 2
@@ -99,6 +99,21 @@ def encode(payload: Any) -> tuple[int, list[Any]]:
         return ARROW, [_LEN.pack(len(time)), time, bytes(_pad(len(time))), *pieces.parts]
     buffers: list[pickle.PickleBuffer] = []
     main = pickle.dumps(payload, protocol=5, buffer_callback=buffers.append)
+    return pickle_parts(main, buffers)
+
+
+def pickle_parts(main: bytes, buffers: list[pickle.PickleBuffer]) -> tuple[int, list[Any]]:
+    """``(PICKLE, buffers)`` of :func:`encode` for a payload already pickled (protocol 5)
+    into ``main`` with its out-of-band ``buffers``; the parts hold views of the buffers'
+    memory, not copies.
+
+    >>> import numpy as np
+    >>> oob = []
+    >>> main = pickle.dumps([np.arange(3)], protocol=5, buffer_callback=oob.append)
+    >>> kind, parts = pickle_parts(main, oob)
+    >>> decode(kind, memoryview(b"".join(bytes(p) for p in parts)))[0].tolist()
+    [0, 1, 2]
+    """
     if not buffers:
         return PICKLE, [IN_BAND, main]
     raws = [b.raw() for b in buffers]

@@ -106,7 +106,7 @@ from .aead import (
 )
 from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
 from .buffer_pool import BufferPool
-from .codec import ARROW, IN_BAND, PICKLE, decode, encode
+from .codec import ARROW, IN_BAND, PICKLE, decode, encode, pickle_parts
 from .local_socket import bind_local, connect_local, local_name, same_user
 from .pending import PendingHandshakes
 from .thread import ThreadFabric
@@ -1162,7 +1162,9 @@ class _TcpPusher:
                     self._gather(self._key, pickled)
                     return
                 kind, parts = PICKLE, [IN_BAND, pickled]
-            out_of_band.clear()             # (buffers out of band: codec.encode makes the parts)
+            else:                           # (buffers out of band: the parts of codec.encode, pickled once)
+                kind, parts = pickle_parts(pickled, out_of_band)
+                out_of_band.clear()
         if not kind:
             kind, parts = encode(payload)
         if parts[0] is IN_BAND and len(parts[1]) < _SMALL:     # (a progress batch, a few records)
