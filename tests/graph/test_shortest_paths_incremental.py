@@ -48,6 +48,22 @@ def test_random_weighted_changelogs_property(seed):
     check_every_epoch(epochs, out, "weight")
 
 
+def test_an_edge_added_while_its_end_is_invalidated_does_not_hide_the_old_support():
+    # x and y lose their distance in the same round; x -> v (old) is v's shortest path, the
+    # new y -> v offers less from y's old distance: v must still go (nothing reaches it now)
+    def table(src, dst, weight, diff):
+        return pa.table({"src": np.array(src, np.int64), "dst": np.array(dst, np.int64),
+                         "weight": np.array(weight, np.float64), "diff": np.array(diff, np.int64)})
+
+    a, x, y, v, z = 1, 2, 3, 4, 5
+    epochs = [table([0, 0, a, a, x], [z, a, x, y, v], [1.0, 1.0, 1.0, 1.0, 10.0], [1] * 5),
+              table([0, y], [a, v], [1.0, 1.0], [-1, 1])]
+    for layout in LAYOUTS:
+        out = run_epochs(epochs, lambda e: shortest_paths_stream(e, [0], "weight"), **layout)
+        got = {k: d[0] for k, d in fold_upto(out, 1, ["vertex", "source"]).items()}
+        assert got == {(0, 0): 0.0, (z, 0): 1.0}, layout
+
+
 def test_inserts_touch_only_what_they_improve():
     path = np.arange(3000, dtype=np.int64)
     epochs = [pa.table({"src": path[:-1], "dst": path[1:]}),

@@ -217,6 +217,7 @@ class _Paths:
         self.edges = SortedRows([np.int64, np.int64, np.float64])
         self.dist = _Distances()
         self.inserted: tuple = ()
+        self.fresh: Optional[np.ndarray] = None   # per edge row: added this epoch (None: none added)
         self.current: Any = None     # the epoch being computed
         self.phase = False           # still finding the distances a withdrawal invalidates
         self.resets: list = []       # sources to recompute, this epoch
@@ -271,6 +272,7 @@ class _Paths:
         outer = as_product(t).outer
         if outer != self.current:
             self.current, self.phase, self.resets, self.invalid = outer, True, [], []
+            self.fresh = None
         return stream_round(t, edge_batches, msg_batches, self.new_edges, self.messages)
 
     def new_edges(self, outer: Any, batches: list, out: list) -> None:
@@ -320,6 +322,9 @@ class _Paths:
             out.append(_msgs(ends[mine], ends[mine], np.concatenate([udiff, udiff])[mine], DEGREE))
         added = (old == 0) & (new > 0)
         self.inserted = tuple(k[added] for k in keys) if added.any() else ()
+        if self.inserted:                  # (rows stay put until the next epoch's compaction)
+            self.fresh = np.zeros(len(self.edges), bool)
+            self.fresh[self.edges.find(list(self.inserted))[0]] = True
         removed = np.flatnonzero((old > 0) & (new == 0))
         if len(removed):
             which, s, d = self.dist.of(keys[0][removed])
@@ -351,6 +356,12 @@ class _Paths:
         d = self.dist.remove(v, s, out)
         out.append(self.broadcast(s, v, GONE))
         which, rows = self.edges.rows_of(v, live=True)
+        if self.fresh is not None:
+            # Only the edges held before this epoch: the old distances are shortest over
+            # those, so the least candidate per target is its distance exactly when one is
+            # tight; an edge added this epoch (not relaxed yet) may offer less and hide it.
+            held = ~self.fresh[rows]
+            which, rows = which[held], rows[held]
         if len(rows):
             pv, ps, pd = _best(self.edges.cols[1][rows], s[which], d[which] + self.edges.cols[2][rows])
             out.append(_msgs(pv, ps, pd, INVALID))
