@@ -25,7 +25,7 @@ import pickle
 import struct
 from typing import Any
 
-__all__ = ["encode", "decode", "PICKLE", "ARROW", "IN_BAND"]
+__all__ = ["encode", "pickled_parts", "decode", "PICKLE", "ARROW", "IN_BAND"]
 
 PICKLE = 1
 ARROW = 2
@@ -99,11 +99,18 @@ def encode(payload: Any) -> tuple[int, list[Any]]:
         return ARROW, [_LEN.pack(len(time)), time, bytes(_pad(len(time))), *pieces.parts]
     buffers: list[pickle.PickleBuffer] = []
     main = pickle.dumps(payload, protocol=5, buffer_callback=buffers.append)
+    return PICKLE, pickled_parts(main, buffers)
+
+
+def pickled_parts(main: bytes, buffers: list) -> list[Any]:
+    """The buffers :func:`encode` writes for a payload already pickled (protocol 5):
+    ``main`` and the out-of-band ``buffers`` its ``buffer_callback`` was given (a caller
+    that pickled to see the size need not pickle again)."""
     if not buffers:
-        return PICKLE, [IN_BAND, main]
+        return [IN_BAND, main]
     raws = [b.raw() for b in buffers]
     head = _COUNT.pack(len(raws)) + _LEN.pack(len(main)) + b"".join(_LEN.pack(r.nbytes) for r in raws)
-    return PICKLE, [head, main, *raws]
+    return [head, main, *raws]
 
 
 def decode(kind: int, body: memoryview) -> Any:

@@ -106,7 +106,7 @@ from .aead import (
 )
 from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
 from .buffer_pool import BufferPool
-from .codec import ARROW, IN_BAND, PICKLE, decode, encode
+from .codec import ARROW, IN_BAND, PICKLE, decode, encode, pickled_parts
 from .local_socket import bind_local, connect_local, local_name, same_user
 from .pending import PendingHandshakes
 from .thread import ThreadFabric
@@ -1157,12 +1157,12 @@ class _TcpPusher:
         if type(payload) is list:           # a progress batch: pickled as codec.encode does a list, without its call
             out_of_band = self._out_of_band
             pickled = _dumps(payload, protocol=5, buffer_callback=out_of_band.append)
-            if not out_of_band:             # all of it in band
-                if len(pickled) < _SMALL:
-                    self._gather(self._key, pickled)
-                    return
-                kind, parts = PICKLE, [IN_BAND, pickled]
-            out_of_band.clear()             # (buffers out of band: codec.encode makes the parts)
+            if not out_of_band and len(pickled) < _SMALL:     # all of it in band, small
+                self._gather(self._key, pickled)
+                return
+            kind, parts = PICKLE, pickled_parts(pickled, out_of_band)   # pickled once, not again by encode
+            if out_of_band:
+                self._out_of_band = []      # (the parts refer to these buffers)
         if not kind:
             kind, parts = encode(payload)
         if parts[0] is IN_BAND and len(parts[1]) < _SMALL:     # (a progress batch, a few records)
