@@ -113,3 +113,32 @@ def test_lists_pushed_to_another_process_arrive_whatever_their_size_and_buffers(
     finally:
         for m in meshes:
             m.shutdown(clean=False)
+
+
+class _Counted:
+    """Data with a buffer out of band that counts how often it is pickled."""
+
+    pickled = 0
+
+    def __init__(self, data: np.ndarray) -> None:
+        self.data = data
+
+    def __reduce_ex__(self, protocol):
+        type(self).pickled += 1
+        return _Counted, (self.data,)
+
+
+def test_a_list_with_buffers_out_of_band_is_pickled_once_and_arrives():
+    meshes, fabrics = connected_pair(wakeable=True)
+    sender = TcpAllocator(1, fabrics[1], meshes[1], 2)
+    try:
+        to_0 = sender.pushers(7, Inbox(lambda: None))[0]
+        _Counted.pickled = 0
+        to_0.push([_Counted(np.arange(100_000))])            # its array goes out of band
+        sender.release()
+        channel, got = fabrics[0].mailboxes[0].get(timeout=20)
+        assert _Counted.pickled == 1
+        assert channel == 7 and got[0].data.tolist() == list(range(100_000))
+    finally:
+        for m in meshes:
+            m.shutdown(clean=False)

@@ -78,7 +78,9 @@ TAG = 16                        # bytes of the AEAD tag after every sealed frame
 KEY = 32                        # bytes of a key (AES-256, ChaCha20)
 AES_GCM = "AES-256-GCM"
 CHACHA20_POLY1305 = "ChaCha20-Poly1305"
-_INTO = hasattr(AESGCM, "encrypt_into")      # cryptography 45 and later seal into a buffer of ours
+#: Whether this cryptography seals and opens into buffers of ours (``encrypt_into``, 45 and later);
+#: the default of :class:`Sealer` and :class:`Opener` ``buffer_api``.  Without it, one-shot calls.
+BUFFER_API = hasattr(AESGCM, "encrypt_into")
 _STREAM_FROM = 64 * 1024        # frames of several parts this large are encrypted part by part (no join copy)
 
 
@@ -180,8 +182,9 @@ class Sealer:
     """
 
     def __init__(self, key: bytes, cipher: str = AES_GCM, encrypt: bool = True,
-                 limit: int = MAX_FRAMES_PER_KEY, peer: str = "the peer") -> None:
+                 limit: int = MAX_FRAMES_PER_KEY, peer: str = "the peer", buffer_api: bool = BUFFER_API) -> None:
         self.key = key
+        self.buffer_api = buffer_api and BUFFER_API
         self.cipher = cipher
         self._aead = _aead(key, cipher)
         self.encrypt = encrypt
@@ -243,7 +246,7 @@ class Sealer:
             out[total:] = enc.tag
             return [out]
         data = views[0] if len(views) == 1 else b"".join(views)
-        if not _INTO:                                    # cryptography before 45: one-shot
+        if not self.buffer_api:                          # cryptography before 45: one-shot
             return [self._aead.encrypt(nonce, bytes(data), bytes(header))]
         self._aead.encrypt_into(nonce, data, header, out)
         return [out]
@@ -259,8 +262,9 @@ class Opener:
     """
 
     def __init__(self, key: bytes, cipher: str = AES_GCM, encrypt: bool = True,
-                 limit: int = MAX_FRAMES_PER_KEY) -> None:
+                 limit: int = MAX_FRAMES_PER_KEY, buffer_api: bool = BUFFER_API) -> None:
         self.key = key
+        self.buffer_api = buffer_api and BUFFER_API
         self.cipher = cipher
         self._aead = _aead(key, cipher)
         self.encrypt = encrypt
@@ -280,7 +284,7 @@ class Opener:
         size = sealed.nbytes - TAG
         large = in_place and size >= _STREAM_FROM
         try:
-            if self.encrypt and not _INTO:
+            if self.encrypt and not self.buffer_api:
                 plain = memoryview(self._aead.decrypt(nonce, bytes(sealed), bytes(header)))
             elif self.encrypt:
                 out = sealed[:size] if large else bytearray(size) if size < _STREAM_FROM else buffer(size)
