@@ -9,8 +9,9 @@ timely loop (epochs one at a time, :func:`.in_order.in_order`):
 0. the edge owners apply the changes; for every edge whose last copy goes, they send
    its target's owner what the edge gave (``dist(src) + weight``) per source;
 1. where that equals the target's distance (the edge was on a shortest path), the
-   distance is dropped and the invalidation follows the target's out-edges the same
-   way, round after round (only distances that may grow are touched); a source
+   distance is dropped and the invalidation follows the target's out-edges held before
+   the epoch the same way, round after round (only distances that may grow are
+   touched; an edge added this epoch is relaxed later, not followed here); a source
    entering or leaving the graph is recomputed whole (broadcast);
 2. once no worker invalidated anything in a round: the dropped distances are
    re-derived from the in-edges of valid vertices (one vectorized pass over each
