@@ -246,6 +246,18 @@ def test_a_request_over_the_drivers_cap_is_refused_by_the_task_before_it_connect
     service.close(ticket)
 
 
+def test_a_task_of_another_protocol_version_is_told_so(service, monkeypatch):
+    ticket = service.open(b"s" * 32, wait=5)
+    monkeypatch.setattr(rendezvous, "MAGIC", b"TSRDV00" + MAGIC[-1:])     # as a task of an older package sends
+    with pytest.raises(RendezvousError, match=f"rendezvous at 127.0.0.1:{ticket.port} speaks another version of "
+                                              f"the rendezvous protocol \\(b'{rendezvous.PREFIX.decode()}'; this "
+                                              f"task sends b'TSRDV00"):
+        meet(ticket, 1, 0, 0, 1, "127.0.0.1", 1)
+    monkeypatch.undo()
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]
+    service.close(ticket)
+
+
 class BadRecord(Exception):
     """A user's own exception type: the driver does not rebuild it, only names it."""
 

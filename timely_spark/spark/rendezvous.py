@@ -20,7 +20,8 @@ Protocol, one TCP connection per message (all waits bounded; nothing is acted on
 before its tag checks)::
 
     task   -> driver   MAGIC (naming the cipher), token (16 bytes), task nonce (32)
-    driver -> task     "?" (no such job) | "+", driver nonce (32), MAC(secret; "hello", token, both nonces)
+    driver -> task     "?" (no such job) | "!", its PREFIX (7: it speaks another version)
+                       | "+", driver nonce (32), MAC(secret; "hello", token, both nonces)
     task   -> driver   length, sealed JSON request, tag
     driver -> task     length, sealed JSON answer, tag
 
@@ -112,7 +113,7 @@ PREFIX = b"TSRDV03"
 MAGIC = greeting(PREFIX, True)        # this process's greeting as a task (its last byte names the cipher)
 TOKEN = 16
 NONCE = 32
-KNOWN, UNKNOWN = b"+", b"?"
+KNOWN, UNKNOWN, OTHER_VERSION = b"+", b"?", b"!"
 _LEN = struct.Struct("<I")
 _MARKER = re.compile(r"timely_spark job ([0-9a-f]{16}), stage (\d+), task (\d+)")
 
@@ -345,6 +346,7 @@ class DriverRendezvous:
             hello = bytes(recv_exact(sock, len(MAGIC) + TOKEN + NONCE, deadline))
             magic = hello[:len(MAGIC)]
             if not magic.startswith(PREFIX) or mode(magic) is None or not mode(magic)[1]:   # type: ignore[index]
+                sock.sendall(OTHER_VERSION + PREFIX)      # so that the task can say so (nothing secret)
                 return
             token, task_nonce = hello[len(MAGIC):len(MAGIC) + TOKEN], hello[len(MAGIC) + TOKEN:]
             job = self._job(token)
@@ -542,6 +544,11 @@ def _exchange_once(ticket: Ticket, request: dict, deadline: float, where: str) -
                 raise RendezvousError(
                     f"{where} does not know this job: the job has ended, or its ticket closed (a transform result "
                     f"unused for {TICKET_IDLE_TIMEOUT:g} s: call transform again), or the driver restarted")
+            if status == OTHER_VERSION:
+                theirs = bytes(_read(sock, len(PREFIX), hello_deadline, "the name of its protocol"))
+                raise RendezvousError(
+                    f"{where} speaks another version of the rendezvous protocol ({theirs!r}; this task sends "
+                    f"{MAGIC!r}): the driver and the executors must run the same timely_spark version")
             if status != KNOWN:
                 raise RendezvousError(f"{where} does not speak the rendezvous protocol (answered {status!r})")
             hello = bytes(_read(sock, NONCE + 32, hello_deadline, "all of its hello"))
