@@ -61,3 +61,15 @@ def test_order_of_and_check_time():
         minimum("epoch")
     with pytest.raises(TypeError):
         minimum(True)
+
+
+class Epoch(int):
+    """An int subclass: checked through its kind, not check_time's int fast path."""
+
+
+def test_a_negative_int_time_is_the_same_error_on_every_path():
+    said = "timestamp -2 is negative; int timestamps start at 0"
+    for t, like in [(-2, 0), (Epoch(-2), Epoch(0)), (Product(0, -2), Product(0, 0)), ((1, -2), (0, 0))]:
+        with pytest.raises(ValueError) as refused:
+            check_time(t, like)
+        assert str(refused.value) == said, (t, str(refused.value))

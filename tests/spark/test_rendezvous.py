@@ -13,7 +13,7 @@ import pytest
 
 import timely_spark as ts
 from timely_spark.communication.aead import TAG, Opener
-from timely_spark.communication.tcp import recv_exact
+from timely_spark.communication.tcp import handshake_mac, recv_exact
 from timely_spark.spark import rendezvous
 from timely_spark.spark.job_errors import timely_cause
 from timely_spark.spark.rendezvous import (
@@ -122,6 +122,140 @@ def test_an_unreachable_driver_is_a_clear_error():
     with pytest.raises(RendezvousError, match=f"cannot reach the driver's rendezvous at 127.0.0.1:{port}.*"
                                               f"{RENDEZVOUS_CONF}=allGather"):
         meet(ticket, 1, 0, 0, 1, "127.0.0.1", 1)
+
+
+def sealed(sealer, message):
+    """``message`` as the protocol sends it: length, sealed JSON, tag."""
+    body = json.dumps(message).encode()
+    header = struct.pack("<I", len(body))
+    return header + b"".join(bytes(p) for p in sealer.seal(header, [body]))
+
+
+class DriverPeer:
+    """A driver-side peer written here from the protocol, on 127.0.0.1: on every
+    connection it proves the job's secret in its hello, reads the task's request and
+    sends ``reply(keys)`` (bytes; ``keys(secret)`` is the sealer of the driver's answers
+    under ``secret``), then hangs up (``hang_up``) or waits (bounded) for the task to."""
+
+    def __init__(self, reply, hang_up=False, secret=b"s" * 32, token=b"t" * 16):
+        self.reply, self.hang_up, self.secret, self.token = reply, hang_up, secret, token
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.1)
+        self.port = self.listener.getsockname()[1]
+        self.connections = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def ticket(self, wait):
+        return Ticket("127.0.0.1", self.port, self.token, self.secret, wait)
+
+    def _serve(self):
+        while not self.stop.is_set():
+            try:
+                sock, _ = self.listener.accept()
+            except socket.timeout:
+                continue
+            with sock:
+                self.connections += 1
+                deadline = time.monotonic() + 10
+                hello = bytes(recv_exact(sock, len(MAGIC) + 16 + 32, deadline))
+                magic, nonces = hello[:len(MAGIC)], hello[len(MAGIC) + 16:] + os.urandom(32)
+                sock.sendall(b"+" + nonces[32:] + handshake_mac(self.secret, b"hello", self.token, nonces))
+                (n,) = struct.unpack("<I", recv_exact(sock, 4, deadline))
+                recv_exact(sock, n + TAG, deadline)
+                sock.sendall(self.reply(lambda secret: rendezvous.message_keys(secret, self.token, nonces, magic)[1]))
+                if self.hang_up:
+                    continue
+                sock.settimeout(10)
+                try:
+                    while sock.recv(1 << 16):       # until the task hangs up
+                        pass
+                except OSError:
+                    pass
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(30)
+        self.listener.close()
+        assert not self.thread.is_alive()
+
+
+ADDRESSES = {"addresses": [["127.0.0.1", 5000 + i] for i in range(100)], "attempt": 0}
+
+
+def test_an_answer_over_the_tasks_cap_is_refused_naming_its_size_and_the_cap(monkeypatch):
+    size = len(json.dumps(ADDRESSES).encode())
+    monkeypatch.setattr(rendezvous, "MAX_ANSWER", 1000)        # read at each answer
+    with DriverPeer(lambda keys: sealed(keys(b"s" * 32), ADDRESSES)) as driver:   # knows the secret
+        with pytest.raises(RendezvousError) as refused:
+            meet(driver.ticket(wait=5), 1, 0, 0, 1, "127.0.0.1", 1)
+        assert driver.connections == 1                         # refused, not tried again
+    message = str(refused.value)
+    assert f"the driver's rendezvous at 127.0.0.1:{driver.port}" in message
+    assert f"answer of {size} bytes, over this task's cap of 1000 bytes (rendezvous.MAX_ANSWER)" in message
+    assert "secret" not in message
+    monkeypatch.setattr(rendezvous, "MAX_ANSWER", size)        # the same answer within the cap is taken
+    with DriverPeer(lambda keys: sealed(keys(b"s" * 32), ADDRESSES)) as driver:
+        assert meet(driver.ticket(wait=5), 1, 0, 0, 1, "127.0.0.1", 1)[0][99] == ("127.0.0.1", 5099)
+
+
+def test_an_answer_sealed_without_the_secret_is_refused_as_such():
+    # the peer proves the secret in its hello, but seals its answer under another one
+    with DriverPeer(lambda keys: sealed(keys(b"w" * 32), ADDRESSES)) as driver:
+        with pytest.raises(RendezvousError, match=f"rendezvous at 127.0.0.1:{driver.port} answered without "
+                                                  f"proving it knows the job's secret"):
+            meet(driver.ticket(wait=5), 1, 0, 0, 1, "127.0.0.1", 1)
+        assert driver.connections == 1
+
+
+def test_an_answer_cut_short_says_the_driver_closed_the_connection():
+    size = len(json.dumps(ADDRESSES).encode())
+    with DriverPeer(lambda keys: sealed(keys(b"s" * 32), ADDRESSES)[:100], hang_up=True) as driver:
+        with pytest.raises(RendezvousError) as refused:
+            meet(driver.ticket(wait=0.5), 1, 0, 0, 1, "127.0.0.1", 1)
+        assert driver.connections >= 2                         # dropped: tried again within the wait
+    message = str(refused.value)
+    assert f"the last: the connection closed before all of its {size}-byte answer came" in message
+    assert "busy" in message and "secret" not in message
+
+
+def test_a_driver_that_never_answers_is_named_within_the_bound(monkeypatch):
+    monkeypatch.setattr(rendezvous, "HANDSHAKE_TIMEOUT", 0.5)     # the answer's wait past the ticket's
+    with DriverPeer(lambda keys: b"") as driver:               # reads the request, answers nothing
+        with pytest.raises(RendezvousError) as refused:
+            meet(driver.ticket(wait=0.5), 1, 0, 0, 1, "127.0.0.1", 1)
+        assert driver.connections == 1                         # timed out: past the wait, not tried again
+    message = str(refused.value)
+    assert "the last: the length of its answer did not come within" in message
+    assert "busy" not in message and "closed" not in message
+
+
+def test_a_request_over_the_drivers_cap_is_refused_by_the_task_before_it_connects(service):
+    from timely_spark.spark.rendezvous import RENDEZVOUS_MAX_REQUEST
+
+    ticket = service.open(b"s" * 32, wait=20)
+    with pytest.raises(RendezvousError, match=f"'meet' request to the driver's rendezvous at 127.0.0.1:"
+                                              f"{ticket.port} is \\d+ bytes, over the driver's cap of "
+                                              f"{RENDEZVOUS_MAX_REQUEST} bytes"):
+        meet(ticket, 1, 0, 0, 1, "h" * RENDEZVOUS_MAX_REQUEST, 1)
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]
+    service.close(ticket)
+
+
+def test_a_task_of_another_protocol_version_is_told_so(service, monkeypatch):
+    ticket = service.open(b"s" * 32, wait=5)
+    monkeypatch.setattr(rendezvous, "MAGIC", b"TSRDV00" + MAGIC[-1:])     # as a task of an older package sends
+    with pytest.raises(RendezvousError, match=f"rendezvous at 127.0.0.1:{ticket.port} speaks another version of "
+                                              f"the rendezvous protocol \\(b'{rendezvous.PREFIX.decode()}'; this "
+                                              f"task sends b'TSRDV00"):
+        meet(ticket, 1, 0, 0, 1, "127.0.0.1", 1)
+    monkeypatch.undo()
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]
+    service.close(ticket)
 
 
 class BadRecord(Exception):

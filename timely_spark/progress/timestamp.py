@@ -112,6 +112,11 @@ def _fields(value: Any) -> dict:
     return value.asDict() if hasattr(value, "asDict") else value
 
 
+def _negative(t: int) -> ValueError:
+    """The error for a negative int time (whichever way it was checked)."""
+    return ValueError(f"timestamp {t!r} is negative; int timestamps start at 0")
+
+
 class _Int(TimeKind):
     name = "int"
 
@@ -123,7 +128,7 @@ class _Int(TimeKind):
 
     def check(self, t: Any, like: Any) -> None:
         if t < 0:
-            raise ValueError(f"timestamp {t!r} is negative; int timestamps start at 0")
+            raise _negative(t)
 
     def sort_key(self, t: Any) -> Any:
         return t
@@ -313,7 +318,7 @@ def check_time(t: Any, like: Any) -> None:
     (``ValueError`` for a negative int)."""
     if type(t) is int and type(like) is int:    # the common case, checked at every advance_to: no kind lookup
         if t < 0:
-            raise ValueError(f"timestamp {t!r} is negative; int timestamps start at 0")
+            raise _negative(t)
         return
     if type(t) is not type(like) or isinstance(t, bool):
         raise TypeError(f"timestamp {t!r} is a {type(t).__name__}; this scope's times are like {like!r}")

@@ -20,7 +20,8 @@ Protocol, one TCP connection per message (all waits bounded; nothing is acted on
 before its tag checks)::
 
     task   -> driver   MAGIC (naming the cipher), token (16 bytes), task nonce (32)
-    driver -> task     "?" (no such job) | "+", driver nonce (32), MAC(secret; "hello", token, both nonces)
+    driver -> task     "?" (no such job) | "!", its PREFIX (7: it speaks another version)
+                       | "+", driver nonce (32), MAC(secret; "hello", token, both nonces)
     task   -> driver   length, sealed JSON request, tag
     driver -> task     length, sealed JSON answer, tag
 
@@ -35,7 +36,11 @@ a connection has :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_AUTH_TIMEOUT` 
 most :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_MAX_REQUEST` bytes; at most
 :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_PENDING` connections authenticate at once, and
 one more drops the oldest of the source holding the most.  A task whose connection is
-dropped before its answer connects again, within its wait.
+dropped before its answer connects again, within its wait; its error then says how the
+last connection ended (closed, and before which part, or not answered in time).  A task
+refuses, naming the driver, an answer announced over :data:`MAX_ANSWER` bytes (before
+reading it) or whose tag does not check, and a request of its own over
+``RENDEZVOUS_MAX_REQUEST`` (before connecting).
 """
 
 from __future__ import annotations
@@ -108,7 +113,7 @@ PREFIX = b"TSRDV03"
 MAGIC = greeting(PREFIX, True)        # this process's greeting as a task (its last byte names the cipher)
 TOKEN = 16
 NONCE = 32
-KNOWN, UNKNOWN = b"+", b"?"
+KNOWN, UNKNOWN, OTHER_VERSION = b"+", b"?", b"!"
 _LEN = struct.Struct("<I")
 _MARKER = re.compile(r"timely_spark job ([0-9a-f]{16}), stage (\d+), task (\d+)")
 
@@ -141,16 +146,42 @@ def _send_message(sock: socket.socket, sealer: Sealer, message: dict) -> None:
     sock.sendall(header + b"".join(bytes(p) for p in sealer.seal(header, [body])))
 
 
-def _recv_message(sock: socket.socket, opener: Opener, deadline: float, limit: int) -> Optional[dict]:
-    """The peer's message, or None if it is longer than ``limit`` bytes (nothing more
-    is read) or its tag does not check."""
-    header = bytes(recv_exact(sock, _LEN.size, deadline))
+def _read(sock: socket.socket, n: int, deadline: float, part: str) -> bytearray:
+    """Exactly ``n`` bytes of ``part`` (what they are, as "its hello"), by ``deadline``:
+    EOFError or socket.timeout saying which part did not come, and how."""
+    start = time.monotonic()
+    try:
+        return recv_exact(sock, n, deadline)
+    except EOFError:
+        raise EOFError(f"the connection closed before {part} came") from None
+    except socket.timeout:
+        raise socket.timeout(f"{part} did not come within {time.monotonic() - start:.1f} s") from None
+
+
+class _TooLong(Exception):
+    """A message announced more bytes than its reader takes (none of them were read)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"{size} bytes announced, over the cap of {limit}")
+        self.size, self.limit = size, limit
+
+
+class _Unproven(Exception):
+    """A message's tag did not check: its sender does not know the job's secret."""
+
+
+def _recv_message(sock: socket.socket, opener: Opener, deadline: float, limit: int, what: str) -> dict:
+    """The peer's ``what`` (``"request"`` or ``"answer"``), authenticated: _TooLong when it
+    announces more than ``limit`` bytes (nothing more is read), _Unproven when its tag
+    does not check; EOFError or socket.timeout (see :func:`_read`) when the connection
+    ends or ``deadline`` passes first."""
+    header = bytes(_read(sock, _LEN.size, deadline, f"the length of its {what}"))
     (n,) = _LEN.unpack(header)
     if n > limit:
-        return None
-    body = opener.open(header, memoryview(recv_exact(sock, n + TAG, deadline)))
+        raise _TooLong(n, limit)
+    body = opener.open(header, memoryview(_read(sock, n + TAG, deadline, f"all of its {n}-byte {what}")))
     if body is None:
-        return None
+        raise _Unproven(f"the tag of its {n}-byte {what} does not check")
     return json.loads(bytes(body))
 
 
@@ -306,14 +337,16 @@ class DriverRendezvous:
                 continue
             backoff = RETRY_BACKOFF
             self._pending.admit(sock, str(source[0]))
-            threading.Thread(target=self._serve, args=(sock,), name="timely-rendezvous-task", daemon=True).start()
+            threading.Thread(target=self._serve, args=(sock, f"{source[0]}:{source[1]}"),
+                             name="timely-rendezvous-task", daemon=True).start()
 
-    def _serve(self, sock: socket.socket) -> None:
+    def _serve(self, sock: socket.socket, source: str) -> None:
         try:
             deadline = time.monotonic() + RENDEZVOUS_AUTH_TIMEOUT
             hello = bytes(recv_exact(sock, len(MAGIC) + TOKEN + NONCE, deadline))
             magic = hello[:len(MAGIC)]
             if not magic.startswith(PREFIX) or mode(magic) is None or not mode(magic)[1]:   # type: ignore[index]
+                sock.sendall(OTHER_VERSION + PREFIX)      # so that the task can say so (nothing secret)
                 return
             token, task_nonce = hello[len(MAGIC):len(MAGIC) + TOKEN], hello[len(MAGIC) + TOKEN:]
             job = self._job(token)
@@ -324,8 +357,16 @@ class DriverRendezvous:
             nonces = task_nonce + nonce
             sock.sendall(KNOWN + nonce + handshake_mac(job.secret, b"hello", token, nonces))
             up, down = message_keys(job.secret, token, nonces, magic)
-            request = _recv_message(sock, _opener(up), deadline, RENDEZVOUS_MAX_REQUEST)
-            if request is None or not self._pending.authenticated(sock):
+            try:
+                request = _recv_message(sock, _opener(up), deadline, RENDEZVOUS_MAX_REQUEST, "request")
+            except _TooLong as exc:
+                log.debug("timely_spark rendezvous: refused %s's request of %d bytes (over RENDEZVOUS_MAX_REQUEST, "
+                          "%d)", source, exc.size, exc.limit)
+                return
+            except _Unproven as exc:
+                log.debug("timely_spark rendezvous: refused %s's request: %s (not the job's secret)", source, exc)
+                return
+            if not self._pending.authenticated(sock):
                 return
             with self._cond:
                 job.used = time.monotonic()
@@ -333,7 +374,7 @@ class DriverRendezvous:
             sock.settimeout(HANDSHAKE_TIMEOUT)
             _send_message(sock, down, answer)
         except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
-            log.debug("timely_spark rendezvous: a connection ended (%s)", exc)
+            log.debug("timely_spark rendezvous: the connection from %s ended (%s)", source, exc)
         finally:
             self._pending.authenticated(sock)
             sock.close()
@@ -481,7 +522,12 @@ def reported_failure(text: str) -> Optional[BaseException]:
 
 # ---- the task's side ------------------------------------------------------------
 class _Dropped(Exception):
-    """The connection ended before the driver answered (busy, or the network)."""
+    """The connection ended, or its wait passed, before the driver answered (busy, or
+    the network); the message says which (``timed_out``: the wait passed)."""
+
+    def __init__(self, what: str, timed_out: bool) -> None:
+        super().__init__(what)
+        self.timed_out = timed_out
 
 
 def _exchange_once(ticket: Ticket, request: dict, deadline: float, where: str) -> dict:
@@ -493,50 +539,72 @@ def _exchange_once(ticket: Ticket, request: dict, deadline: float, where: str) -
             nonce = os.urandom(NONCE)
             sock.sendall(MAGIC + ticket.token + nonce)
             hello_deadline = time.monotonic() + HANDSHAKE_TIMEOUT
-            status = bytes(recv_exact(sock, 1, hello_deadline))
+            status = bytes(_read(sock, 1, hello_deadline, "its hello"))
             if status == UNKNOWN:
                 raise RendezvousError(
                     f"{where} does not know this job: the job has ended, or its ticket closed (a transform result "
                     f"unused for {TICKET_IDLE_TIMEOUT:g} s: call transform again), or the driver restarted")
+            if status == OTHER_VERSION:
+                theirs = bytes(_read(sock, len(PREFIX), hello_deadline, "the name of its protocol"))
+                raise RendezvousError(
+                    f"{where} speaks another version of the rendezvous protocol ({theirs!r}; this task sends "
+                    f"{MAGIC!r}): the driver and the executors must run the same timely_spark version")
             if status != KNOWN:
                 raise RendezvousError(f"{where} does not speak the rendezvous protocol (answered {status!r})")
-            hello = bytes(recv_exact(sock, NONCE + 32, hello_deadline))
+            hello = bytes(_read(sock, NONCE + 32, hello_deadline, "all of its hello"))
             nonces = nonce + hello[:NONCE]
             if not hmac.compare_digest(hello[NONCE:], handshake_mac(ticket.secret, b"hello", ticket.token, nonces)):
                 raise RendezvousError(f"{where} did not prove it knows the job's secret")
             up, down = message_keys(ticket.secret, ticket.token, nonces, MAGIC)
             _send_message(sock, up, request)
-            answer = _recv_message(sock, _opener(down), max(deadline, time.monotonic()) + HANDSHAKE_TIMEOUT,
-                                   MAX_ANSWER)
-    except (OSError, EOFError) as exc:
-        raise _Dropped(repr(exc)) from exc
-    if answer is None:
-        raise RendezvousError(f"{where} answered without proving it knows the job's secret")
-    return answer
+            return _recv_message(sock, _opener(down), max(deadline, time.monotonic()) + HANDSHAKE_TIMEOUT,
+                                 MAX_ANSWER, "answer")
+    except _TooLong as exc:
+        raise RendezvousError(f"{where} announced an answer of {exc.size} bytes, over this task's cap of "
+                              f"{exc.limit} bytes (rendezvous.MAX_ANSWER); none of it was read") from None
+    except _Unproven:
+        raise RendezvousError(f"{where} answered without proving it knows the job's secret") from None
+    except ValueError as exc:      # authenticated, yet not the protocol's JSON: another version of the package
+        raise RendezvousError(f"{where} answered with a message that is not JSON ({exc}): does the driver "
+                              f"run the same timely_spark version as the executors?") from None
+    except socket.timeout as exc:
+        raise _Dropped(str(exc), True) from exc
+    except EOFError as exc:
+        raise _Dropped(str(exc), False) from exc
+    except OSError as exc:
+        raise _Dropped(f"the connection failed: {exc!r}", False) from exc
 
 
 def _exchange(ticket: Ticket, request: dict, deadline: float) -> dict:
     """Send ``request`` to the driver and return its authenticated answer, connecting
     again (with backoff) while the driver cannot be reached or drops the connection
-    before answering, until ``deadline``."""
+    before answering, until ``deadline``.  A request over the driver's
+    RENDEZVOUS_MAX_REQUEST is refused here, before any connection: the driver would
+    close each connection without a word."""
     where = f"the driver's rendezvous at {ticket.host}:{ticket.port}"
+    size = len(json.dumps(request).encode())
+    if size > RENDEZVOUS_MAX_REQUEST:
+        raise RendezvousError(f"this task's {request.get('kind')!r} request to {where} is {size} bytes, over the "
+                              f"driver's cap of {RENDEZVOUS_MAX_REQUEST} bytes (RENDEZVOUS_MAX_REQUEST)")
     delay = RETRY_BACKOFF
     start = time.monotonic()
-    dropped, unreachable = 0, None
+    dropped, unreachable, last = 0, None, None
     while True:
         try:
             return _exchange_once(ticket, request, deadline, where)
         except _Dropped as exc:
             dropped += 1
-            last = str(exc)
+            last = exc
         except OSError as exc:
             unreachable = exc
         if time.monotonic() + delay > deadline:
             waited = time.monotonic() - start
-            if dropped:
+            if last is not None:
+                why = ("" if last.timed_out else
+                       " (the driver was busy with other connections, or the network dropped them)")
                 raise RendezvousError(
-                    f"{where} dropped this task's connection {dropped} time(s) in {waited:.1f} s before answering "
-                    f"(the driver was busy with other connections, or the network dropped them; last: {last})")
+                    f"{where} did not answer this task: {dropped} connection(s) in {waited:.1f} s ended without "
+                    f"an answer{why}; the last: {last}")
             raise RendezvousError(
                 f"cannot reach {where} ({unreachable}): executors must be able to connect to the driver; "
                 f"otherwise set {RENDEZVOUS_CONF}=allGather") from unreachable
