@@ -131,7 +131,11 @@ def _columns(batches: list, names: tuple) -> list:
         return [np.zeros(0, np.int64) for _ in names]
     if len(batches) == 1:
         return [batches[0].column(name).to_numpy(zero_copy_only=False) for name in names]
-    table = pa.Table.from_batches([rb.select(list(names)) for rb in batches]).combine_chunks()
+    schema = batches[0].schema
+    if all(rb.schema.equals(schema) for rb in batches):         # (the usual case: no select a batch)
+        table = pa.Table.from_batches(batches)
+    else:
+        table = pa.Table.from_batches([rb.select(list(names)) for rb in batches])
     return [table.column(name).to_numpy() for name in names]
 
 

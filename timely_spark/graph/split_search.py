@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spanning_forest import forest
 from .unique import sorted_unique
 
 __all__ = ["GROW_WITHIN", "SplitSearch"]
@@ -43,11 +42,31 @@ __all__ = ["GROW_WITHIN", "SplitSearch"]
 GROW_WITHIN = 2
 
 
-def _grouped_any(keys: np.ndarray, flags: np.ndarray, uniq: np.ndarray) -> np.ndarray:
-    at = np.searchsorted(uniq, keys)
-    out = np.zeros(len(uniq), bool)
-    out[at[flags]] = True
-    return out
+def _smallest_joined(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per node ``0..n-1``, the smallest node joined to it by the pairs ``a[i]--b[i]``
+    (transitively): hook each pair's larger root to the smaller, then jump pointers, until
+    every pair has one root.  A table of ``n`` entries, not a sort of the ids: ``n`` is
+    the search's groups (and withdrawn edges' other ends), a few hundred.
+
+    >>> _smallest_joined(6, np.array([5, 3, 4]), np.array([2, 4, 1])).tolist()
+    [0, 1, 2, 1, 1, 2]
+    """
+    label = np.arange(n, dtype=np.int64)
+    la, lb = a, b
+    while True:
+        differ = la != lb
+        if not differ.any():
+            return label
+        a, b, la, lb = a[differ], b[differ], la[differ], lb[differ]
+        low = np.minimum(la, lb)
+        np.minimum.at(label, la, low)
+        np.minimum.at(label, lb, low)
+        while True:                                    # pointer jumping: every entry at its root
+            up = label[label]
+            if np.array_equal(up, label):
+                break
+            label = up
+        la, lb = label[a], label[b]
 
 
 def _cut_nodes(gid: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -88,9 +107,12 @@ class SplitSearch:
         self.visits = np.ones(k, np.int64)
         self.holds = self.gid == self.glabel              # the group reached the label's own vertex
         self.low = self.gid.copy()                        # the smallest vertex the group visited
-        self.open = np.unique(self.glabel)                # labels still searching
+        self.labels = sorted_unique(self.glabel)          # the components searching at first
+        self.gli = np.searchsorted(self.labels, self.glabel)   # per group: its label's position
+        self.opened = np.ones(len(self.labels), bool)     # per label: still searching
+        self.open = self.labels                           # labels still searching
         self.searching = np.ones(k, bool)                 # ... per group: its label's
-        self.gone = np.unique(gone)                       # labels whose own vertex left the graph
+        self.left = np.isin(self.labels, gone)            # per label: its own vertex left the graph
         self.budget, self.max_rounds, self.rounds = budget, max_rounds, 0
         self.cut_a, self.cut_b, self.nodes = _cut_nodes(self.gid, *cuts)
         self.split = False                                # some piece split off (or will be recomputed)
@@ -121,13 +143,7 @@ class SplitSearch:
         or at a vertex that left), transitively -- named by a node's position."""
         k = len(self.gid)
         root = np.concatenate([self.parent, np.arange(k, self.nodes, dtype=np.int64)])
-        a, b = root[self.cut_a], root[self.cut_b]
-        link = np.arange(self.nodes, dtype=np.int64)
-        differ = a != b
-        if differ.any():
-            v, r = forest(a[differ], b[differ])
-            link[v] = r
-        return link[self.parent]
+        return _smallest_joined(self.nodes, root[self.cut_a], root[self.cut_b])[self.parent]
 
     def update(self, meet: tuple, grew: tuple, pend: tuple, holds: tuple, lowest: tuple) -> None:
         """Apply one round's broadcast rows: meetings ``(group, group)``, new vertices
@@ -137,12 +153,8 @@ class SplitSearch:
         a, b = self.index(meet[0]), self.index(meet[1])
         if len(a):
             ra, rb = self.parent[a], self.parent[b]
-            differ = ra != rb
-            if differ.any():
-                v, r = forest(ra[differ], rb[differ])
-                root = np.arange(len(self.parent), dtype=np.int64)
-                root[v] = r
-                self.parent = root[self.parent]
+            if (ra != rb).any():
+                self.parent = _smallest_joined(len(self.parent), ra, rb)[self.parent]
         k = len(self.gid)
         expanded = np.bincount(self.index(grew[0]), weights=grew[1], minlength=k).astype(np.int64)
         kept = np.bincount(self.index(pend[0]), weights=pend[1], minlength=k).astype(np.int64)
@@ -162,16 +174,19 @@ class SplitSearch:
         it finds now: it does not wait a round for that to be counted as its frontier."""
         root = self.parent
         live = self.searching & (self.frontier + self.inflight > 0) & self.busy[root]
-        self.expanding = np.zeros(len(self.gid), bool)
         if not live.any():
+            self.expanding = np.zeros(len(self.gid), bool)
             return np.zeros(0, np.int64)
-        classes = sorted_unique(root[live])
-        size = np.bincount(root, weights=self.visits, minlength=len(root))[classes]
-        links, li = np.unique(self.link[classes], return_inverse=True)
-        smallest = np.full(len(links), np.inf)
-        np.minimum.at(smallest, li, size)
-        chosen = classes[size <= GROW_WITHIN * smallest[li]]
-        self.expanding = np.isin(root, chosen)
+        k = len(root)
+        classes = np.flatnonzero(np.bincount(root[live], minlength=k))     # sorted, distinct
+        size = np.bincount(root, weights=self.visits, minlength=k)[classes]
+        link = self.link[classes]
+        smallest = np.full(self.nodes, np.inf)
+        np.minimum.at(smallest, link, size)
+        chosen = classes[size <= GROW_WITHIN * smallest[link]]
+        mark = np.zeros(k, bool)
+        mark[chosen] = True
+        self.expanding = mark[root]
         return self.gid[chosen]
 
     def decide(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -181,32 +196,33 @@ class SplitSearch:
         empty = np.zeros(0, np.int64)
         if not len(self.open):
             return empty, empty, empty
-        root = self.parent
+        root, k = self.parent, len(self.parent)
         live = self.searching
-        classes = np.unique(root[live])
-        at = np.searchsorted(classes, root[live])
-        grows = np.bincount(at, weights=(self.inflight + self.frontier)[live], minlength=len(classes)) > 0
-        holds = _grouped_any(root[live], self.holds[live], classes)
-        label = self.glabel[classes]                      # a class lies within one component
-        labels = self.open
-        li = np.searchsorted(labels, label)
-        growing = np.bincount(li, weights=grows, minlength=len(labels))
-        visits = np.bincount(np.searchsorted(labels, self.glabel[live]), weights=self.visits[live],
-                             minlength=len(labels))
-        held_closed = np.bincount(li, weights=holds & ~grows, minlength=len(labels)) > 0
+        rl = root[live]
+        classes = np.flatnonzero(np.bincount(rl, minlength=k))            # sorted, distinct
+        grows = np.bincount(rl, weights=(self.inflight + self.frontier)[live], minlength=k)[classes] > 0
+        holds = np.bincount(rl, weights=self.holds[live], minlength=k)[classes] > 0
+        opened = np.flatnonzero(self.opened)              # the open labels' positions (sorted)
+        labels = self.labels[opened]
+        li = np.searchsorted(opened, self.gli[classes])   # a class lies within one component
+        n = len(labels)
+        growing = np.bincount(li, weights=grows, minlength=n)
+        visits = np.bincount(self.gli, weights=self.visits, minlength=len(self.labels))[opened]
+        held_closed = np.bincount(li, weights=holds & ~grows, minlength=n) > 0
         if self.linked is not self.parent:                # (the links change only when classes meet)
             self.link, self.linked = self._links(), self.parent
-        _, lat = np.unique(self.link[classes], return_inverse=True)
-        busy = np.bincount(lat, weights=grows)[lat] >= 2               # per class: its link has 2 growing
-        self.busy = np.zeros(len(self.gid), bool)
+        link = self.link[classes]
+        busy = np.bincount(link, weights=grows, minlength=self.nodes)[link] >= 2   # per class: its link has 2 growing
+        self.busy = np.zeros(k, bool)
         self.busy[classes[busy]] = True
-        unsettled = np.bincount(li, weights=busy, minlength=len(labels)) > 0
-        over = (visits > self.budget) | (self.rounds > self.max_rounds) | np.isin(labels, self.gone)
+        unsettled = np.bincount(li, weights=busy, minlength=n) > 0
+        over = (visits > self.budget) | (self.rounds > self.max_rounds) | self.left[opened]
         decided = over | ~unsettled
         fallback = over | (decided & (growing >= 1) & held_closed)
         pieces = decided[li] & ~fallback[li] & ~grows
-        self.open = labels[~decided]
         if decided.any():
-            self.searching = np.isin(self.glabel, self.open)
+            self.opened[opened[decided]] = False
+            self.open = labels[~decided]
+            self.searching = self.opened[self.gli]
         self.split |= bool(fallback.any()) or bool(pieces.any())
         return labels[decided], labels[fallback], self.gid[classes[pieces]]
