@@ -332,26 +332,30 @@ class Subgraph(Operate):
         if child.local:
             batch = self._batch
             # (``b.counts`` read and taken inline, ChangeBatch.unstable_take without its call: most batches
-            # are empty at most runs, and skipping them costs no call; ``in`` and a subscript, not batch.get)
+            # are empty at most runs, and skipping them costs no call; ``in`` and a subscript, not batch.get;
+            # a batch's keys and a subscript, not counts.items)
             for tid, b in consumeds:
                 counts = b.counts
                 if counts:
                     b.counts = {}
-                    for t, n in counts.items():
+                    for t in counts:
+                        n = counts[t]
                         key = (tid, t)
                         batch[key] = batch[key] - n if key in batch else -n
             for sid, b in internals:
                 counts = b.counts
                 if counts:
                     b.counts = {}
-                    for t, d in counts.items():
+                    for t in counts:
+                        d = counts[t]
                         key = (sid, t)
                         batch[key] = batch[key] + d if key in batch else d
             for tids, b in produceds:
                 counts = b.counts
                 if counts:
                     b.counts = {}
-                    for t, n in counts.items():
+                    for t in counts:
+                        n = counts[t]
                         for tid in tids:
                             key = (tid, t)
                             batch[key] = batch[key] + n if key in batch else n

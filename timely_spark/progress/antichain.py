@@ -175,8 +175,8 @@ class MutableAntichain:
         if not rebuild:
             return []
         new = None
-        for t, c in counts.items():
-            if c > 0 and (new is None or t < new):
+        for t in counts:                                # (keys and a subscript: no dict.items call)
+            if counts[t] > 0 and (new is None or t < new):
                 new = t
         if new == low:
             return []
@@ -226,8 +226,9 @@ class MutableAntichain:
     def _rebuild(self) -> list[tuple[Any, int]]:
         old = self._frontier
         positive = []                    # (plain loops: a comprehension is one more frame each rebuild)
-        for t, c in self._counts.items():
-            if c > 0:
+        counts = self._counts
+        for t in counts:
+            if counts[t] > 0:
                 positive.append(t)
         le = self._le
         if len(positive) <= 1:

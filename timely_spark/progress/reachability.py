@@ -248,8 +248,8 @@ class Tracker:
         implied: dict[int, list[tuple[Any, int]]] = {}
         reach = self._reach
         pointstamps = self._pointstamps
-        for loc_id, updates in pending.items():
-            changes = pointstamps[loc_id].update_iter(updates)
+        for loc_id in pending:           # (keys and a subscript: no dict.items call; the keys are ints)
+            changes = pointstamps[loc_id].update_iter(pending[loc_id])
             if not changes:
                 continue
             for k, summs in reach[loc_id]:
@@ -267,9 +267,9 @@ class Tracker:
                                 lst.append((t2, d))
         pushed = self._pushed
         observed = self._observed
-        for k, updates in implied.items():
+        for k in implied:
             target, implications = observed[k]
-            for t, d in implications.update_iter(updates):
+            for t, d in implications.update_iter(implied[k]):
                 pushed.append((target, t, d))
 
     def propagate(self) -> list[tuple[Target, Any, int]]:
