@@ -158,3 +158,20 @@ def test_a_probe_sees_the_progress_of_its_own_step():
         return steps, seen
 
     assert ts.execute(work, timeout=30) == [([1] * 5, [1, 2, 3, 4, 5])]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_step_flushes_what_an_input_buffered(threads):
+    """A record sent without advancing reaches the operators within a few steps (the input
+    names itself for the next step to flush)."""
+    def work(worker):
+        seen = []
+        inp, _ = worker.dataflow(lambda s: (lambda i, st: (i, st.inspect(seen.append)))(*s.new_input()))
+        inp.send(worker.index)
+        for _ in range(20):
+            if seen:
+                break
+            worker.step()
+        return list(seen)            # (a copy: the worker's end flushes the input and runs it)
+
+    assert ts.execute(work, threads=threads, timeout=30) == [[i] for i in range(threads)]

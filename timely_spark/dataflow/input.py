@@ -69,6 +69,7 @@ class InputHandle:
         self._hold: Any = None                     # that capability, until release_hold
         self._closed_at: Any = None                # the time when closed
         self._sent_now = False                     # whether records went out at the current time
+        self._unflushed = scope.worker.unflushed_inputs   # where it names itself while its buffer holds records
         b.build(self._release)
         self._activate = b.info().activate
 
@@ -121,6 +122,8 @@ class InputHandle:
         """
         self._check_open()
         buf = self._buffer
+        if not buf:
+            self._unflushed[self] = None       # flushed at the next step (a subscript: no call)
         buf.append(record)
         if len(buf) >= BATCH:
             self.flush()
