@@ -296,12 +296,18 @@ class Subgraph(Operate):
             for _ in range(PASSES):
                 if not self._pending:
                     break
-                heap = self._heap = sorted(self._pending)
+                heap = self._heap = [*self._pending]
+                if heap[1:]:                  # (one child pending, the common case: no sort, no heappop)
+                    heap.sort()
                 self._pending = set()
                 last = -1
                 logger = self.worker.logger
                 while heap:
-                    i = heapq.heappop(heap)
+                    if heap[1:]:
+                        i = heapq.heappop(heap)
+                    else:
+                        i = heap[0]
+                        del heap[0]
                     if i == last:
                         continue
                     last = self._running = i

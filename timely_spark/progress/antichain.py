@@ -265,6 +265,10 @@ class MutableAntichain:
 
     def less_equal(self, t: Any) -> bool:
         """Whether some frontier element is ``<= t``."""
+        if self._ints:                   # (a total order: the frontier is one time or none; no order call)
+            for f in self._frontier:
+                return f <= t  # type: ignore[no-any-return]
+            return False
         le = self._le
         for f in self._frontier:
             if le(f, t):  # type: ignore[misc]
@@ -273,6 +277,10 @@ class MutableAntichain:
 
     def less_than(self, t: Any) -> bool:
         """Whether some frontier element is ``< t``."""
+        if self._ints:                   # (as in less_equal: a probe asks at every step)
+            for f in self._frontier:
+                return f < t  # type: ignore[no-any-return]
+            return False
         le = self._le
         for f in self._frontier:
             if f != t and le(f, t):  # type: ignore[misc]
