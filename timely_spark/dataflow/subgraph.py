@@ -205,7 +205,11 @@ class Subgraph(Operate):
                 to_inner = self.to_inner
                 for t, d in changes.drain():
                     tracker.update_id(sid, to_inner(t), d)
-        self._receive_progress()
+        q = self._progress_inbox.queue       # the exchanged progress batches (this worker's own too)
+        if q:
+            apply = self._apply_batch
+            while q:
+                apply(q.popleft())
         self._propagate()
         if self._pending:
             self._run_children()
@@ -244,13 +248,6 @@ class Subgraph(Operate):
             self.parent.activate_child(self.index)
 
     # ---- progress ---------------------------------------------------------------------
-    def _receive_progress(self) -> None:
-        q = self._progress_inbox.queue
-        if q:
-            apply = self._apply_batch
-            while q:
-                apply(q.popleft())
-
     def _apply(self, batch: list) -> None:
         if self._no_boundary:         # a dataflow's top scope: nothing to report upward
             self.tracker.update_ids(batch)
@@ -278,7 +275,8 @@ class Subgraph(Operate):
                 internals[target.port].update(self.to_outer(t), d)
             else:
                 child = children[node]
-                child.shared_progress.frontiers[target.port].update(t, d)
+                counts = child.shared_progress.frontiers[target.port].counts   # (ChangeBatch.update, inline)
+                counts[t] = counts[t] + d if t in counts else d
                 if child.local:
                     child.frontier_changed()
                 else:
