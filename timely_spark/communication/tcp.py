@@ -423,6 +423,7 @@ class _Connection:
             header = HEADER.pack(size)
             out = [header, self._seal_small(header, body)]
             total = HEADER.size + size + TAG
+            few = True
         else:
             self._seal_gathered()
             out = self._out
@@ -430,12 +431,13 @@ class _Connection:
                 return
             total = self._out_bytes
             self._out, self._out_bytes = [], 0
+            few = len(out) <= IOV_MAX
         if not self._behind.idle():
             self._queue(out, total)
             return
         sock = self.sock
         sent = 0
-        if len(out) <= IOV_MAX:
+        if few:
             try:                                # the common case: all of it at once
                 sent = sock.sendmsg(out, (), socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
