@@ -269,18 +269,28 @@ class Subgraph(Operate):
             return
         children = self.children
         internals = self.shared_progress.internals
+        told = 0                 # the child whose changes are being recorded, told once they all are
         for target, t, d in pushed:
             node = target.node
             if node == 0:
                 internals[target.port].update(self.to_outer(t), d)
+                continue
+            if node != told:         # (a target's changes come together: a frontier's move tells its child once)
+                if told:
+                    child = children[told]
+                    if child.local:
+                        child.frontier_changed()
+                    else:
+                        self.activate_child(told)
+                told = node
+            counts = children[node].shared_progress.frontiers[target.port].counts   # (ChangeBatch.update, inline)
+            counts[t] = counts[t] + d if t in counts else d
+        if told:
+            child = children[told]
+            if child.local:
+                child.frontier_changed()
             else:
-                child = children[node]
-                counts = child.shared_progress.frontiers[target.port].counts   # (ChangeBatch.update, inline)
-                counts[t] = counts[t] + d if t in counts else d
-                if child.local:
-                    child.frontier_changed()
-                else:
-                    self.activate_child(node)
+                self.activate_child(told)
 
     def _run_children(self) -> None:
         """Run activated children in index order.  A child activated during the pass
