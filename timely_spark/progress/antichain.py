@@ -295,6 +295,19 @@ class MutableAntichain:
         """Whether any time has a non-zero count (positive or negative)."""
         return bool(self._counts)
 
+    def unstable_counts(self) -> dict[Any, int]:
+        """The live dict of non-zero counts (not a copy), the same object for the antichain's life.
+
+        Unstable, for the engine's hot path (a tracker asks whether it holds anything at every run
+        of its scope): read it, never change it.
+
+        >>> m = MutableAntichain()
+        >>> live = m.unstable_counts()
+        >>> _ = m.update_iter([(3, 1)]); live
+        {3: 1}
+        """
+        return self._counts
+
     def count_for(self, t: Any) -> int:
         """The accumulated count of time ``t``."""
         return self._counts.get(t, 0)

@@ -201,6 +201,7 @@ class Tracker:
                     row.append((number[t], [None if s == ident else s for s in summs]))
             self._reach.append(row)
         self._pointstamps = [MutableAntichain() for _ in locations]
+        self._held = [p.unstable_counts() for p in self._pointstamps]   # their live counts (tracking_anything)
         self._pending: dict[int, list[tuple[Any, int]]] = {}
         self._pushed: list[tuple[Target, Any, int]] = []
 
@@ -311,8 +312,8 @@ class Tracker:
         """Whether any location holds a non-zero count (pending updates included)."""
         if self._pending:
             return True
-        for p in self._pointstamps:      # (a loop, not any(generator): no frame per location)
-            if p.has_counts():
+        for counts in self._held:        # (each location's live counts: no call per location)
+            if counts:
                 return True
         return False
 
