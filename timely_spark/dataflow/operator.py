@@ -83,6 +83,9 @@ class OperatorCore(Operate):
         self.graph = graph
         self.name = name
         self.index = graph.add_child(self)
+        # ``activate`` below, bound to this operator's index: one call an activation, not two (inputs,
+        # sources and an operator's activator call it for every batch they send)
+        self.activate = partial(graph.activate_child, self.index)   # type: ignore[method-assign]
         self.inputs = 0
         self.outputs = 0
         self.notify = False
