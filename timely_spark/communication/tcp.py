@@ -432,7 +432,7 @@ class _Connection:
             total = self._out_bytes
             self._out, self._out_bytes = [], 0
             few = len(out) <= IOV_MAX
-        if not self._behind.idle():
+        if self._behind.queued:               # (WriteBehind.idle, read without its call)
             self._queue(out, total)
             return
         sock = self.sock

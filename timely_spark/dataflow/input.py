@@ -59,6 +59,7 @@ class InputHandle:
         self.name = name
         self._output, self.stream = b.new_output()
         self._cap = b.initial_capability()
+        self._now = self._cap.time                 # the capability's time, kept here (read at every send)
         self._buffer: list = []
         self._closed = False
         self._like = scope.minimum
@@ -84,9 +85,9 @@ class InputHandle:
     def _push(self, batch: list) -> None:
         self._sent_now = True
         if self._graph.finalized:
-            self._output.unstable_push(self._cap.time, batch)
+            self._output.unstable_push(self._now, batch)
         else:
-            self._early.append((self._cap.time, batch))
+            self._early.append((self._now, batch))
         self._activate()
 
     @property
@@ -166,7 +167,7 @@ class InputHandle:
         """
         if self._closed:
             self._check_open()
-        now = self._cap.time
+        now = self._now
         if type(t) is int and type(now) is int and t >= now:   # (int times: the checks below, without their calls)
             pass
         else:
@@ -178,6 +179,7 @@ class InputHandle:
         if t != now:
             self._sent_now = False
         self._cap.downgrade(t)
+        self._now = t
 
     # ---- snapshots: an input is a pinnable source (see state_hook.PinnableSource) ----------
     def pin(self, t: Any) -> None:
