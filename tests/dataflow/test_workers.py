@@ -158,3 +158,38 @@ def test_a_probe_sees_the_progress_of_its_own_step():
         return steps, seen
 
     assert ts.execute(work, timeout=30) == [([1] * 5, [1, 2, 3, 4, 5])]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_step_flushes_what_an_input_buffered(threads):
+    """A record sent without advancing reaches the operators within a few steps (the input
+    names itself for the next step to flush)."""
+    def work(worker):
+        seen = []
+        inp, _ = worker.dataflow(lambda s: (lambda i, st: (i, st.inspect(seen.append)))(*s.new_input()))
+        inp.send(worker.index)
+        for _ in range(20):
+            if seen:
+                break
+            worker.step()
+        return list(seen)            # (a copy: the worker's end flushes the input and runs it)
+
+    assert ts.execute(work, threads=threads, timeout=30) == [[i] for i in range(threads)]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_batch_of_one_record_goes_to_its_worker(threads):
+    """An exchange routes a batch of one record (the common small epoch) by its key, as any other."""
+    def work(worker):
+        got = []
+        inp, probe = worker.dataflow(
+            lambda s: (lambda i, st: (i, st.exchange(lambda x: x).inspect(got.append).probe()))(*s.new_input()))
+        for epoch in range(6):
+            inp.send(epoch * threads + (worker.index + epoch) % threads)
+            inp.advance_to(epoch + 1)
+            worker.step_while(lambda: probe.less_than(epoch + 1), timeout=10)
+        return sorted(got)
+
+    sent = [e * threads + (w + e) % threads for w in range(threads) for e in range(6)]
+    assert ts.execute(work, threads=threads, timeout=30) == [
+        sorted(x for x in sent if x % threads == i) for i in range(threads)]

@@ -88,7 +88,7 @@ import socket
 import struct
 import threading
 import time
-from collections import deque
+from collections import defaultdict, deque
 from typing import Any, Optional
 
 from ..errors import FrameLimitReached, TimelyError, WorkerAborted, WorkerError, WorkerFailure
@@ -244,9 +244,10 @@ class _Connection:
         self.peer = peer
         self.lock = threading.Lock()
         self.read_lock = threading.Lock()
-        self.seq: dict[tuple[int, int, int], int] = {}
+        self.seq: dict[tuple[int, int, int], int] = defaultdict(int)   # (a subscript, no get call, per message)
         self.goodbye = threading.Event()
         self.reader_done = threading.Event()     # reading has ended (after any ERROR frame)
+        self.done_reading = False                # the same, set just before it: read without a call
         self.closed = False
         cipher, encrypt = mode(magic) or (AES_GCM, True)
         self._sealer = Sealer(send_key, cipher, encrypt, mesh.frame_limit, self.describe())
@@ -266,7 +267,7 @@ class _Connection:
         self._start = self._end = 0
         self._big: Optional[tuple[bytes, Any, int]] = None   # (header, buffer, bytes in it)
         self._pending: list[memoryview] = []     # the first frames of a message sent in several
-        self._expected: dict[tuple[int, int, int], int] = {}
+        self._expected: dict[tuple[int, int, int], int] = defaultdict(int)
         self._receiving = BufferPool(RECEIVING_KEPT)  # where large frames are read (reused once their payload is gone)
         self._reader: Optional[Allocator] = None      # the worker reading now in its own thread (see pump)
         self.last_heard = time.monotonic()
@@ -347,17 +348,19 @@ class _Connection:
         size = _SMALL_ITEM.size + len(pickled)
         channel, source, target = key
         with self.lock:
-            seq = self.seq.get(key, 0)
-            self.seq[key] = seq + 1
+            seqs = self.seq
+            seq = seqs[key]
+            seqs[key] = seq + 1
             if self._gathered_bytes + size > BUNDLE_BELOW * 4:
                 self._guarded(self._seal_gathered)
-            gathered = self._gathered
-            gathered.append(_SMALL_ITEM.pack(size - BUNDLED.size, channel, source, target, seq, PICKLE, 0))
-            gathered.append(pickled)
+            self._gathered += (_SMALL_ITEM.pack(size - BUNDLED.size, channel, source, target, seq, PICKLE, 0),
+                               pickled)                     # (one += of a pair: no append calls)
             self._gathered_bytes += size
             if self._out_bytes + self._gathered_bytes >= SEND_BATCH_BYTES:
                 self._guarded(self._write)
-        self._unwritten.add(self)       # (after the lock: a flush that takes it writes this message)
+        unwritten = self._unwritten
+        if self not in unwritten:       # (after the lock: a flush that takes it writes this message;
+            unwritten.add(self)         # one that took it since writes it too, as it takes the lock after)
 
     def _queue(self, frames: list, nbytes: int) -> None:
         """Hand sealed frames to the writer thread (under ``lock``), waiting for room in
@@ -416,9 +419,11 @@ class _Connection:
         if self._gathered_bytes and not self._out:   # the common case: one bundle, sealed here and written
             body = b"".join(self._gathered)          # (what _seal_gathered does, inline)
             self._gathered, self._gathered_bytes = [_BUNDLE_INNER], 0
-            header = HEADER.pack(len(body))
+            size = len(body)
+            header = HEADER.pack(size)
             out = [header, self._seal_small(header, body)]
-            total = HEADER.size + len(body) + TAG
+            total = HEADER.size + size + TAG
+            few = True
         else:
             self._seal_gathered()
             out = self._out
@@ -426,12 +431,13 @@ class _Connection:
                 return
             total = self._out_bytes
             self._out, self._out_bytes = [], 0
-        if not self._behind.idle():
+            few = len(out) <= IOV_MAX
+        if self._behind.queued:               # (WriteBehind.idle, read without its call)
             self._queue(out, total)
             return
         sock = self.sock
         sent = 0
-        if len(out) <= IOV_MAX:
+        if few:
             try:                                # the common case: all of it at once
                 sent = sock.sendmsg(out, (), socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
@@ -512,7 +518,7 @@ class _Connection:
         reader empties its mailbox first, so that each channel stays in order).  Failures
         of the connection fail the run (naming the peer) and end its reading.  Call under
         ``read_lock``."""
-        if self.reader_done.is_set():
+        if self.done_reading:
             return False
         mesh = self.mesh
         self._drained = False
@@ -529,6 +535,7 @@ class _Connection:
         finally:
             self._reader = None
         self.goodbye.set()
+        self.done_reading = True
         self.reader_done.set()
         return True
 
@@ -648,9 +655,9 @@ class _Connection:
                     self._control(kind, plain[start + _ITEM.size:at])
                     continue
                 key = (channel, source, target)
-                if seq != expected.get(key, 0):
+                if seq != expected[key]:             # (a defaultdict: a subscript, no get call)
                     raise ValueError(f"frame {seq} on channel {channel} from worker {source}, "
-                                     f"expected {expected.get(key, 0)}")
+                                     f"expected {expected[key]}")
                 expected[key] = seq + 1
                 if count == 0 and kind == PICKLE:    # a pickle in band (as gather makes them): codec.decode inline
                     payload = pickle.loads(plain[start + _SMALL_ITEM.size:at])
@@ -727,6 +734,7 @@ class _Connection:
                     self.pump()
                 if time.monotonic() - self.last_heard > mesh.peer_timeout and not self.goodbye.is_set():
                     mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.peer_timeout} s"))
+                    self.done_reading = True
                     self.reader_done.set()
 
 
@@ -1124,6 +1132,7 @@ class Mesh:
                 t.join(timeout=THREAD_JOIN_WAIT)
         for conn in list(self.connections.values()):
             with conn.read_lock:
+                conn.done_reading = True
                 conn.reader_done.set()
                 conn.sock.close()
         for listener in (self.listener, self.local_listener):
@@ -1154,7 +1163,11 @@ class _TcpPusher:
     def push(self, payload: Any) -> None:
         """Send a message to a worker of another process (gathered until the worker's step ends or it waits)."""
         kind = 0
-        if type(payload) is list:           # a progress batch: pickled as codec.encode does a list, without its call
+        plain = type(payload) is list       # a progress batch
+        if not plain and type(payload) is tuple and payload:
+            data = payload[-1]              # a batch (time, records) of records not Arrow's (codec.encode's test,
+            plain = type(data) is list and bool(data) and type(data[0]) in _NOT_ARROW   # without its calls)
+        if plain:                           # pickled as codec.encode does, without its calls
             out_of_band = self._out_of_band
             pickled = _dumps(payload, protocol=5, buffer_callback=out_of_band.append)
             if not out_of_band:             # all of it in band
@@ -1174,6 +1187,7 @@ class _TcpPusher:
 
 
 _SMALL = BUNDLE_BELOW - len(IN_BAND)    # a pickle in band shorter than this is a small message
+_NOT_ARROW = frozenset((int, float, str, bytes, bool, tuple, list, dict, type(None)))   # records encode pickles
 _dumps = pickle.dumps
 
 
@@ -1184,6 +1198,7 @@ class TcpAllocator(Allocator):
 
     def __init__(self, index: int, fabric: ThreadFabric, mesh: Mesh, peers: int) -> None:
         super().__init__(index, peers, fabric.mailboxes[index - fabric.offset])
+        self._pollable = isinstance(self.mailbox, Mailbox)   # (asked once, not at every receive)
         self.fabric = fabric
         self.mesh = mesh
         self._poller: Optional[Any] = None
@@ -1205,8 +1220,13 @@ class TcpAllocator(Allocator):
 
     def release(self) -> None:
         """Write what this step gathered for other processes."""
-        if self.mesh.unwritten:
-            self.mesh.flush()
+        unwritten = self.mesh.unwritten
+        while unwritten:                  # (Mesh.flush inline: every step that sent something comes here)
+            try:
+                conn = unwritten.pop()
+            except KeyError:              # another worker of this process took the last one
+                break
+            conn.flush()
 
     def receive(self, timeout: Optional[float] = None) -> bool:
         """Read what arrived on the sockets and move arrived messages into their
@@ -1216,8 +1236,8 @@ class TcpAllocator(Allocator):
         mesh = self.mesh
         if timeout and mesh.unwritten:        # about to wait: what was gathered goes first (a step's
             mesh.flush()                      # start does not flush: its end does, data and progress at once)
-        mailbox = self.mailbox
-        if not isinstance(mailbox, Mailbox) or not mesh.connections:
+        mailbox: Mailbox = self.mailbox       # type: ignore[assignment]   # (a Mailbox when _pollable)
+        if not self._pollable or not mesh.connections:
             return super().receive(timeout)
         poller = self._poller
         if poller is None:
@@ -1262,7 +1282,7 @@ class TcpAllocator(Allocator):
             conn = self._polled.get(fd)
             if conn is None:
                 self.mailbox.clear_signal()     # type: ignore[attr-defined]
-            elif conn.reader_done.is_set():
+            elif conn.done_reading:
                 self._poller.unregister(fd)     # type: ignore[union-attr]   # ended: nothing more to read there
                 del self._polled[fd]
             else:

@@ -89,7 +89,8 @@ class WriteBehind:
         self._timeout = timeout
         self._on_error = on_error
         self._items: deque[tuple[list, int]] = deque()
-        self._bytes = 0                   # queued and being written (0: idle)
+        #: Bytes queued or being written (0: idle; read without a call on every write of a step's bundle).
+        self.queued = 0
         self._cond = threading.Condition()
         self._stop = False
         self._room_r, self._room_w = os.pipe()    # readable when the thread made room (for a waiting worker)
@@ -97,14 +98,9 @@ class WriteBehind:
         os.set_blocking(self._room_w, False)
         self._thread: Optional[threading.Thread] = None
 
-    @property
-    def queued(self) -> int:
-        """Bytes queued or being written."""
-        return self._bytes
-
     def idle(self) -> bool:
         """Whether nothing is queued or being written (a frame may then be written directly)."""
-        return self._bytes == 0
+        return self.queued == 0
 
     def put(self, frames: list, nbytes: int) -> None:
         """Queue ``frames`` (bytes-like, ``nbytes`` in all) after what is queued; the caller
@@ -115,7 +111,7 @@ class WriteBehind:
             if self._stop:
                 raise OSError("the connection is closing")
             self._items.append((frames, nbytes))
-            self._bytes += nbytes
+            self.queued += nbytes
             self._cond.notify()
             if self._thread is None:          # started with the first frames it is given
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
@@ -130,7 +126,7 @@ class WriteBehind:
         while True:
             if self.error is not None:
                 raise OSError(str(self.error))
-            queued = self._bytes
+            queued = self.queued
             if queued == 0 or queued + nbytes <= self.limit:
                 return
             check()
@@ -163,7 +159,7 @@ class WriteBehind:
                     stopping = self._stop
                     self.error = exc
                     self._items.clear()
-                    self._bytes = 0
+                    self.queued = 0
                     cond.notify_all()
                 self._signal()
                 if not stopping:
@@ -172,7 +168,7 @@ class WriteBehind:
             frames = []
             with cond:
                 self._items.popleft()
-                self._bytes -= nbytes
+                self.queued -= nbytes
                 cond.notify_all()
             self._signal()
 
@@ -203,7 +199,7 @@ class WriteBehind:
         if self._thread is not None and drain > 0:
             deadline = time.monotonic() + drain
             with self._cond:
-                while self._bytes and self.error is None and time.monotonic() < deadline:
+                while self.queued and self.error is None and time.monotonic() < deadline:
                     self._cond.wait(min(WAIT_SLICE, max(deadline - time.monotonic(), 0.0)))
         with self._cond:
             self._stop = True

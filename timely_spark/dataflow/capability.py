@@ -93,8 +93,11 @@ class Capability:
 
     def downgrade(self, t: Any) -> None:
         """Move this capability forward to ``t``."""
-        op = self._check(t, "downgrade")
-        if t != self._time:
+        op = self._op
+        old = self._time                 # (int times, live: checked here, without _check's calls)
+        if op is None or type(t) is not int or type(old) is not int or t < old:
+            op = self._check(t, "downgrade")
+        if t != old:
             op.capability_change(t, 1)
             op.capability_change(self._time, -1)
             self._time = t

@@ -55,6 +55,9 @@ class Exchange:
         pushes = [p.push for p in pushers]
 
         def exchange(time: Any, data: list) -> None:
+            if len(data) == 1:               # (one record: to its worker as it is, no buckets made)
+                pushes[key(data[0]) % peers]((time, data))
+                return
             buckets: list[list] = [[] for _ in range(peers)]
             appends = [b.append for b in buckets]
             for x in data:

@@ -83,6 +83,9 @@ class OperatorCore(Operate):
         self.graph = graph
         self.name = name
         self.index = graph.add_child(self)
+        # ``activate`` below, bound to this operator's index: one call an activation, not two (inputs,
+        # sources and an operator's activator call it for every batch they send)
+        self.activate = partial(graph.activate_child, self.index)   # type: ignore[method-assign]
         self.inputs = 0
         self.outputs = 0
         self.notify = False
@@ -118,8 +121,10 @@ class OperatorCore(Operate):
             self._activate_child(self.index)
             return
         for frontier, changes in zip(self.frontiers, self.shared_progress.frontiers):
-            if changes.counts:
-                frontier.update_iter(changes.drain())
+            counts = changes.counts
+            if counts:              # (ChangeBatch.drain inline: the totals as they are, zeros skipped there)
+                changes.counts = {}
+                frontier.update_iter(counts.items())
 
     def capability_change(self, t: Any, diff: int) -> None:
         """Record that a capability at ``t`` was made (+1) or given up (-1) for every
@@ -157,8 +162,10 @@ class OperatorCore(Operate):
         """
         if self.notify:
             for frontier, changes in zip(self.frontiers, self.shared_progress.frontiers):
-                if changes.counts:      # (ChangeBatch.unstable_has_updates, inline)
-                    frontier.update_iter(changes.drain())
+                counts = changes.counts
+                if counts:      # (ChangeBatch.drain inline: the totals as they are, zeros skipped there)
+                    changes.counts = {}
+                    frontier.update_iter(counts.items())
         self._running = True
         try:
             self.logic()  # type: ignore[misc]
@@ -224,7 +231,8 @@ class OperatorBuilder:
 
     def new_input(self, stream: Any, pact: Any = None, frontier: Any = None) -> InputPort:
         """Connect ``stream`` to a new input port through ``pact`` (None: Pipeline; a
-        key function: Exchange).  ``frontier``: an object with ``update_iter(changes)``
+        key function: Exchange).  ``frontier``: an object with ``update_iter(changes)`` (``changes``: an
+        iterable of ``(time, diff)`` pairs, read once; a diff may be 0)
         that receives the input's frontier changes instead of a new MutableAntichain."""
         core = self.core
         if stream.scope.subgraph is not self.graph:

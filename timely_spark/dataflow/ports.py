@@ -101,12 +101,11 @@ class InputPort:
         out = []
         if q:
             counts = self.consumed.counts        # ChangeBatch.update, inline (one call less a batch)
-            get = counts.get
             while q:
                 t, data = q.popleft()
                 n = sum(b.num_rows for b in data) if data and type(data[0]) is _RecordBatch else len(data)
                 if n:
-                    counts[t] = get(t, 0) + n
+                    counts[t] = counts[t] + n if t in counts else n   # (``in`` and a subscript: no get call)
                 out.append((t, data))
         return out
 
@@ -133,7 +132,8 @@ class OutputPort:
         n = sum(b.num_rows for b in data) if type(data[0]) is _RecordBatch else len(data)   # record_count, inline
         if n:
             counts = self.produced.counts        # ChangeBatch.update, inline (one call less a batch)
-            counts[time] = counts.get(time, 0) + n * self.fanout
+            n *= self.fanout
+            counts[time] = counts[time] + n if time in counts else n   # (no get call)
             for push in self.tee:
                 push(time, data)
 

@@ -205,7 +205,11 @@ class Subgraph(Operate):
                 to_inner = self.to_inner
                 for t, d in changes.drain():
                     tracker.update_id(sid, to_inner(t), d)
-        self._receive_progress()
+        q = self._progress_inbox.queue       # the exchanged progress batches (this worker's own too)
+        if q:
+            apply = self._apply_batch
+            while q:
+                apply(q.popleft())
         self._propagate()
         if self._pending:
             self._run_children()
@@ -244,13 +248,6 @@ class Subgraph(Operate):
             self.parent.activate_child(self.index)
 
     # ---- progress ---------------------------------------------------------------------
-    def _receive_progress(self) -> None:
-        q = self._progress_inbox.queue
-        if q:
-            apply = self._apply_batch
-            while q:
-                apply(q.popleft())
-
     def _apply(self, batch: list) -> None:
         if self._no_boundary:         # a dataflow's top scope: nothing to report upward
             self.tracker.update_ids(batch)
@@ -272,17 +269,28 @@ class Subgraph(Operate):
             return
         children = self.children
         internals = self.shared_progress.internals
+        told = 0                 # the child whose changes are being recorded, told once they all are
         for target, t, d in pushed:
             node = target.node
             if node == 0:
                 internals[target.port].update(self.to_outer(t), d)
+                continue
+            if node != told:         # (a target's changes come together: a frontier's move tells its child once)
+                if told:
+                    child = children[told]
+                    if child.local:
+                        child.frontier_changed()
+                    else:
+                        self.activate_child(told)
+                told = node
+            counts = children[node].shared_progress.frontiers[target.port].counts   # (ChangeBatch.update, inline)
+            counts[t] = counts[t] + d if t in counts else d
+        if told:
+            child = children[told]
+            if child.local:
+                child.frontier_changed()
             else:
-                child = children[node]
-                child.shared_progress.frontiers[target.port].update(t, d)
-                if child.local:
-                    child.frontier_changed()
-                else:
-                    self.activate_child(node)
+                self.activate_child(told)
 
     def _run_children(self) -> None:
         """Run activated children in index order.  A child activated during the pass
@@ -296,12 +304,18 @@ class Subgraph(Operate):
             for _ in range(PASSES):
                 if not self._pending:
                     break
-                heap = self._heap = sorted(self._pending)
+                heap = self._heap = [*self._pending]
+                if heap[1:]:                  # (one child pending, the common case: no sort, no heappop)
+                    heap.sort()
                 self._pending = set()
                 last = -1
                 logger = self.worker.logger
                 while heap:
-                    i = heapq.heappop(heap)
+                    if heap[1:]:
+                        i = heapq.heappop(heap)
+                    else:
+                        i = heap[0]
+                        del heap[0]
                     if i == last:
                         continue
                     last = self._running = i
@@ -332,26 +346,30 @@ class Subgraph(Operate):
         if child.local:
             batch = self._batch
             # (``b.counts`` read and taken inline, ChangeBatch.unstable_take without its call: most batches
-            # are empty at most runs, and skipping them costs no call; ``in`` and a subscript, not batch.get)
+            # are empty at most runs, and skipping them costs no call; ``in`` and a subscript, not batch.get;
+            # a batch's keys and a subscript, not counts.items)
             for tid, b in consumeds:
                 counts = b.counts
                 if counts:
                     b.counts = {}
-                    for t, n in counts.items():
+                    for t in counts:
+                        n = counts[t]
                         key = (tid, t)
                         batch[key] = batch[key] - n if key in batch else -n
             for sid, b in internals:
                 counts = b.counts
                 if counts:
                     b.counts = {}
-                    for t, d in counts.items():
+                    for t in counts:
+                        d = counts[t]
                         key = (sid, t)
                         batch[key] = batch[key] + d if key in batch else d
             for tids, b in produceds:
                 counts = b.counts
                 if counts:
                     b.counts = {}
-                    for t, n in counts.items():
+                    for t in counts:
+                        n = counts[t]
                         for tid in tids:
                             key = (tid, t)
                             batch[key] = batch[key] + n if key in batch else n

@@ -66,6 +66,9 @@ class Worker:
         self._built: list[Subgraph] = []               # every dataflow built here, by index
         self._active: list[Subgraph] = []
         self._inputs: list[tuple[int, Any]] = []       # (dataflow index, input handle)
+        #: The tracked inputs holding buffered records (an input names itself here as its buffer
+        #: fills), flushed at the next step: a step that has none to flush makes no call for them.
+        self.unflushed_inputs: dict[Any, None] = {}
         self._closers: list[Any] = []                  # closed when the worker function returns
         self._timers: list[tuple[float, int, Callable[[], None]]] = []   # (deadline, n, activate)
         self._timer_seq = 0
@@ -151,8 +154,9 @@ class Worker:
         self._closers.append(closer)
 
     def track_input(self, handle: Any) -> None:
-        """Flush ``handle`` at every step and close it when the worker function returns
-        (inputs register themselves; dropping their dataflow forgets them).
+        """Flush ``handle`` at every step that finds it in :attr:`unflushed_inputs` (where it
+        names itself while it holds buffered records) and close it when the worker function
+        returns (inputs register themselves; dropping their dataflow forgets them).
 
         >>> import timely_spark as ts
         >>> def work(w):
@@ -368,6 +372,9 @@ class Worker:
         if not 0 <= index < len(self._built):
             raise ValueError(f"worker {self.index}: no dataflow {index} (built: {len(self._built)})")
         self._dataflows.pop(index, None)
+        for d, h in self._inputs:
+            if d == index:
+                self.unflushed_inputs.pop(h, None)
         self._inputs = [(d, h) for d, h in self._inputs if d != index]
         self._sources = [(d, s) for d, s in self._sources if d != index]
 
@@ -401,8 +408,12 @@ class Worker:
         2
         ['complete']
         """
-        for _, handle in self._inputs:
-            handle.flush()
+        unflushed = self.unflushed_inputs
+        if unflushed:                # (only inputs that hold records: most steps have none)
+            handles = [*unflushed]
+            unflushed.clear()
+            for handle in handles:
+                handle.flush()
         allocator = self.allocator
         timers = self._timers
         if timers:

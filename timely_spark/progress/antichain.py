@@ -175,8 +175,8 @@ class MutableAntichain:
         if not rebuild:
             return []
         new = None
-        for t, c in counts.items():
-            if c > 0 and (new is None or t < new):
+        for t in counts:                                # (keys and a subscript: no dict.items call)
+            if counts[t] > 0 and (new is None or t < new):
                 new = t
         if new == low:
             return []
@@ -226,8 +226,9 @@ class MutableAntichain:
     def _rebuild(self) -> list[tuple[Any, int]]:
         old = self._frontier
         positive = []                    # (plain loops: a comprehension is one more frame each rebuild)
-        for t, c in self._counts.items():
-            if c > 0:
+        counts = self._counts
+        for t in counts:
+            if counts[t] > 0:
                 positive.append(t)
         le = self._le
         if len(positive) <= 1:
@@ -264,6 +265,10 @@ class MutableAntichain:
 
     def less_equal(self, t: Any) -> bool:
         """Whether some frontier element is ``<= t``."""
+        if self._ints:                   # (a total order: the frontier is one time or none; no order call)
+            for f in self._frontier:
+                return f <= t  # type: ignore[no-any-return]
+            return False
         le = self._le
         for f in self._frontier:
             if le(f, t):  # type: ignore[misc]
@@ -272,6 +277,10 @@ class MutableAntichain:
 
     def less_than(self, t: Any) -> bool:
         """Whether some frontier element is ``< t``."""
+        if self._ints:                   # (as in less_equal: a probe asks at every step)
+            for f in self._frontier:
+                return f < t  # type: ignore[no-any-return]
+            return False
         le = self._le
         for f in self._frontier:
             if f != t and le(f, t):  # type: ignore[misc]
@@ -285,6 +294,19 @@ class MutableAntichain:
     def has_counts(self) -> bool:
         """Whether any time has a non-zero count (positive or negative)."""
         return bool(self._counts)
+
+    def unstable_counts(self) -> dict[Any, int]:
+        """The live dict of non-zero counts (not a copy), the same object for the antichain's life.
+
+        Unstable, for the engine's hot path (a tracker asks whether it holds anything at every run
+        of its scope): read it, never change it.
+
+        >>> m = MutableAntichain()
+        >>> live = m.unstable_counts()
+        >>> _ = m.update_iter([(3, 1)]); live
+        {3: 1}
+        """
+        return self._counts
 
     def count_for(self, t: Any) -> int:
         """The accumulated count of time ``t``."""

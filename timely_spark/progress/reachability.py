@@ -201,6 +201,7 @@ class Tracker:
                     row.append((number[t], [None if s == ident else s for s in summs]))
             self._reach.append(row)
         self._pointstamps = [MutableAntichain() for _ in locations]
+        self._held = [p.unstable_counts() for p in self._pointstamps]   # their live counts (tracking_anything)
         self._pending: dict[int, list[tuple[Any, int]]] = {}
         self._pushed: list[tuple[Target, Any, int]] = []
 
@@ -248,8 +249,8 @@ class Tracker:
         implied: dict[int, list[tuple[Any, int]]] = {}
         reach = self._reach
         pointstamps = self._pointstamps
-        for loc_id, updates in pending.items():
-            changes = pointstamps[loc_id].update_iter(updates)
+        for loc_id in pending:           # (keys and a subscript: no dict.items call; the keys are ints)
+            changes = pointstamps[loc_id].update_iter(pending[loc_id])
             if not changes:
                 continue
             for k, summs in reach[loc_id]:
@@ -267,9 +268,9 @@ class Tracker:
                                 lst.append((t2, d))
         pushed = self._pushed
         observed = self._observed
-        for k, updates in implied.items():
+        for k in implied:
             target, implications = observed[k]
-            for t, d in implications.update_iter(updates):
+            for t, d in implications.update_iter(implied[k]):
                 pushed.append((target, t, d))
 
     def propagate(self) -> list[tuple[Target, Any, int]]:
@@ -311,8 +312,8 @@ class Tracker:
         """Whether any location holds a non-zero count (pending updates included)."""
         if self._pending:
             return True
-        for p in self._pointstamps:      # (a loop, not any(generator): no frame per location)
-            if p.has_counts():
+        for counts in self._held:        # (each location's live counts: no call per location)
+            if counts:
                 return True
         return False
 
