@@ -277,20 +277,21 @@ class Subgraph(Operate):
                 continue
             if node != told:         # (a target's changes come together: a frontier's move tells its child once)
                 if told:
-                    child = children[told]
-                    if child.local:
-                        child.frontier_changed()
-                    else:
-                        self.activate_child(told)
+                    self._tell(told)
                 told = node
             counts = children[node].shared_progress.frontiers[target.port].counts   # (ChangeBatch.update, inline)
             counts[t] = counts[t] + d if t in counts else d
         if told:
-            child = children[told]
-            if child.local:
-                child.frontier_changed()
-            else:
-                self.activate_child(told)
+            self._tell(told)
+
+    def _tell(self, index: int) -> None:
+        """Tell child ``index`` that its input frontier moved: a local child reacts at
+        once, any other is activated."""
+        child = self.children[index]
+        if child.local:
+            child.frontier_changed()
+        else:
+            self.activate_child(index)
 
     def _run_children(self) -> None:
         """Run activated children in index order.  A child activated during the pass
