@@ -432,7 +432,7 @@ class _Connection:
             total = self._out_bytes
             self._out, self._out_bytes = [], 0
             few = len(out) <= IOV_MAX
-        if self._behind.queued:               # (WriteBehind.idle, read without its call)
+        if self._behind.queued:               # (something queued or being written: keep the order)
             self._queue(out, total)
             return
         sock = self.sock
