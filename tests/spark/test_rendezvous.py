@@ -192,7 +192,7 @@ def test_an_answer_over_the_tasks_cap_is_refused_naming_its_size_and_the_cap(mon
     monkeypatch.setattr(rendezvous, "MAX_ANSWER", 1000)        # read at each answer
     with DriverPeer(lambda keys: sealed(keys(b"s" * 32), ADDRESSES)) as driver:   # knows the secret
         with pytest.raises(RendezvousError) as refused:
-            meet(driver.ticket(wait=5), 1, 0, 0, 1, "127.0.0.1", 1)
+            meet(driver.ticket(wait=5), 1, 0, 0, 100, "127.0.0.1", 1)
         assert driver.connections == 1                         # refused, not tried again
     message = str(refused.value)
     assert f"the driver's rendezvous at 127.0.0.1:{driver.port}" in message
@@ -200,7 +200,7 @@ def test_an_answer_over_the_tasks_cap_is_refused_naming_its_size_and_the_cap(mon
     assert "secret" not in message
     monkeypatch.setattr(rendezvous, "MAX_ANSWER", size)        # the same answer within the cap is taken
     with DriverPeer(lambda keys: sealed(keys(b"s" * 32), ADDRESSES)) as driver:
-        assert meet(driver.ticket(wait=5), 1, 0, 0, 1, "127.0.0.1", 1)[0][99] == ("127.0.0.1", 5099)
+        assert meet(driver.ticket(wait=5), 1, 0, 0, 100, "127.0.0.1", 1)[0][99] == ("127.0.0.1", 5099)
 
 
 def test_an_answer_sealed_without_the_secret_is_refused_as_such():
@@ -232,6 +232,31 @@ def test_a_driver_that_never_answers_is_named_within_the_bound(monkeypatch):
     message = str(refused.value)
     assert "the last: the length of its answer did not come within" in message
     assert "busy" not in message and "closed" not in message
+
+
+NOT_PAIRS = "answered with 'addresses' that are not a list of 1 [host, port] pairs"
+
+
+@pytest.mark.parametrize("answer, wrong", [
+    ([["127.0.0.1", 5000]], "answered with a JSON array, not an object"),
+    (7, "answered with a JSON number, not an object"),
+    ({"attempt": 0}, "answered without 'addresses'"),
+    ({"addresses": [["127.0.0.1", 5000]]}, "answered without 'attempt'"),
+    ({"addresses": "127.0.0.1:5000", "attempt": 0}, NOT_PAIRS),
+    ({"addresses": [["127.0.0.1", 5000]] * 2, "attempt": 0}, NOT_PAIRS),
+    ({"addresses": [["127.0.0.1"]], "attempt": 0}, NOT_PAIRS),
+    ({"addresses": [["127.0.0.1", "a port"]], "attempt": 0}, NOT_PAIRS),
+    ({"addresses": [["127.0.0.1", 5000]], "attempt": "first"}, "answered with an 'attempt' that is not an int"),
+])
+def test_an_authenticated_answer_off_the_protocol_is_named(answer, wrong):
+    # sealed under the job's secret, valid JSON, yet not the meet answer's shape
+    with DriverPeer(lambda keys: sealed(keys(b"s" * 32), answer)) as driver:
+        with pytest.raises(RendezvousError) as refused:
+            meet(driver.ticket(wait=5), 1, 0, 0, 1, "127.0.0.1", 1)
+        assert driver.connections == 1                         # refused, not tried again
+    message = str(refused.value)
+    assert f"the driver's rendezvous at 127.0.0.1:{driver.port}" in message
+    assert wrong in message and "same timely_spark version" in message
 
 
 def test_a_request_over_the_drivers_cap_is_refused_by_the_task_before_it_connects(service):

@@ -294,8 +294,9 @@ class _Connection:
             size += len(p) if type(p) is bytes else memoryview(p).nbytes
         with self.lock:
             key = (channel, source, target)
-            seq = self.seq.get(key, 0)
-            self.seq[key] = seq + 1
+            seqs = self.seq
+            seq = seqs[key]
+            seqs[key] = seq + 1
             quiet = channel == CONTROL and kind in (HEARTBEAT, GOODBYE)
             self._guarded(lambda: self._seal_and_write(channel, source, target, seq, kind, parts, size, gather), quiet)
 
@@ -432,7 +433,7 @@ class _Connection:
             total = self._out_bytes
             self._out, self._out_bytes = [], 0
             few = len(out) <= IOV_MAX
-        if self._behind.queued:               # (WriteBehind.idle, read without its call)
+        if self._behind.queued:               # (something queued or being written: keep the order)
             self._queue(out, total)
             return
         sock = self.sock
@@ -691,9 +692,9 @@ class _Connection:
         """Check a message's number on its channel, decode it and hand it to its worker."""
         key = (channel, source, target)
         expected = self._expected
-        if seq != expected.get(key, 0):
+        if seq != expected[key]:
             raise ValueError(f"frame {seq} on channel {channel} from worker {source}, "
-                             f"expected {expected.get(key, 0)}")
+                             f"expected {expected[key]}")
         expected[key] = seq + 1
         payload = decode(kind, body)
         reader = self._reader

@@ -8,7 +8,7 @@ writing overlap the worker's own work and its reading of what the peer sends.
 
 * **Order**: frames leave in the order they were queued; the connection queues every
   frame, small ones included, while anything is queued or being written
-  (:meth:`idle` is False), so frames stay in the order they were sealed.
+  (:attr:`queued` is not 0), so frames stay in the order they were sealed.
 * **Back-pressure**: :meth:`wait_room` holds the caller until the queue has room (a
   message larger than the bound waits for an empty queue), reading the peer meanwhile
   (``on_readable``), so two processes filling each other's queues never wait on each other.
@@ -97,10 +97,6 @@ class WriteBehind:
         os.set_blocking(self._room_r, False)
         os.set_blocking(self._room_w, False)
         self._thread: Optional[threading.Thread] = None
-
-    def idle(self) -> bool:
-        """Whether nothing is queued or being written (a frame may then be written directly)."""
-        return self.queued == 0
 
     def put(self, frames: list, nbytes: int) -> None:
         """Queue ``frames`` (bytes-like, ``nbytes`` in all) after what is queued; the caller

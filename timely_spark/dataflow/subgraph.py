@@ -306,13 +306,13 @@ class Subgraph(Operate):
                 if not self._pending:
                     break
                 heap = self._heap = [*self._pending]
-                if heap[1:]:                  # (one child pending, the common case: no sort, no heappop)
+                if len(heap) > 1:             # (one child pending, the common case: no sort, no heappop)
                     heap.sort()
                 self._pending = set()
                 last = -1
                 logger = self.worker.logger
                 while heap:
-                    if heap[1:]:
+                    if len(heap) > 1:
                         i = heapq.heappop(heap)
                     else:
                         i = heap[0]

@@ -291,10 +291,6 @@ class MutableAntichain:
         """Whether the frontier is empty."""
         return not self._frontier
 
-    def has_counts(self) -> bool:
-        """Whether any time has a non-zero count (positive or negative)."""
-        return bool(self._counts)
-
     def unstable_counts(self) -> dict[Any, int]:
         """The live dict of non-zero counts (not a copy), the same object for the antichain's life.
 

@@ -317,10 +317,6 @@ class Tracker:
                 return True
         return False
 
-    def has_pending(self) -> bool:
-        """Whether updates wait for :meth:`propagate_all`."""
-        return bool(self._pending)
-
     def pointstamp_times(self) -> list[Any]:
         """The distinct times with a positive count at some location (as of the last
         propagation): the capabilities held and the messages in flight."""

@@ -170,11 +170,11 @@ class _Unproven(Exception):
     """A message's tag did not check: its sender does not know the job's secret."""
 
 
-def _recv_message(sock: socket.socket, opener: Opener, deadline: float, limit: int, what: str) -> dict:
-    """The peer's ``what`` (``"request"`` or ``"answer"``), authenticated: _TooLong when it
-    announces more than ``limit`` bytes (nothing more is read), _Unproven when its tag
-    does not check; EOFError or socket.timeout (see :func:`_read`) when the connection
-    ends or ``deadline`` passes first."""
+def _recv_message(sock: socket.socket, opener: Opener, deadline: float, limit: int, what: str) -> Any:
+    """The peer's ``what`` (``"request"`` or ``"answer"``), authenticated JSON of any kind
+    (its reader checks the shape): _TooLong when it announces more than ``limit`` bytes
+    (nothing more is read), _Unproven when its tag does not check; EOFError or
+    socket.timeout (see :func:`_read`) when the connection ends or ``deadline`` passes first."""
     header = bytes(_read(sock, _LEN.size, deadline, f"the length of its {what}"))
     (n,) = _LEN.unpack(header)
     if n > limit:
@@ -521,6 +521,15 @@ def reported_failure(text: str) -> Optional[BaseException]:
 
 
 # ---- the task's side ------------------------------------------------------------
+#: What an authenticated answer off the protocol's shape most likely means.
+_SAME_VERSION = "does the driver run the same timely_spark version as the executors?"
+_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+def _where(ticket: Ticket) -> str:
+    return f"the driver's rendezvous at {ticket.host}:{ticket.port}"
+
+
 class _Dropped(Exception):
     """The connection ended, or its wait passed, before the driver answered (busy, or
     the network); the message says which (``timed_out``: the wait passed)."""
@@ -557,22 +566,25 @@ def _exchange_once(ticket: Ticket, request: dict, deadline: float, where: str) -
                 raise RendezvousError(f"{where} did not prove it knows the job's secret")
             up, down = message_keys(ticket.secret, ticket.token, nonces, MAGIC)
             _send_message(sock, up, request)
-            return _recv_message(sock, _opener(down), max(deadline, time.monotonic()) + HANDSHAKE_TIMEOUT,
-                                 MAX_ANSWER, "answer")
+            answer = _recv_message(sock, _opener(down), max(deadline, time.monotonic()) + HANDSHAKE_TIMEOUT,
+                                   MAX_ANSWER, "answer")
     except _TooLong as exc:
         raise RendezvousError(f"{where} announced an answer of {exc.size} bytes, over this task's cap of "
                               f"{exc.limit} bytes (rendezvous.MAX_ANSWER); none of it was read") from None
     except _Unproven:
         raise RendezvousError(f"{where} answered without proving it knows the job's secret") from None
     except ValueError as exc:      # authenticated, yet not the protocol's JSON: another version of the package
-        raise RendezvousError(f"{where} answered with a message that is not JSON ({exc}): does the driver "
-                              f"run the same timely_spark version as the executors?") from None
+        raise RendezvousError(f"{where} answered with a message that is not JSON ({exc}): {_SAME_VERSION}") from None
     except socket.timeout as exc:
         raise _Dropped(str(exc), True) from exc
     except EOFError as exc:
         raise _Dropped(str(exc), False) from exc
     except OSError as exc:
         raise _Dropped(f"the connection failed: {exc!r}", False) from exc
+    if not isinstance(answer, dict):
+        raise RendezvousError(f"{where} answered with a JSON {_JSON_KINDS.get(type(answer), type(answer).__name__)}, "
+                              f"not an object: {_SAME_VERSION}")
+    return answer
 
 
 def _exchange(ticket: Ticket, request: dict, deadline: float) -> dict:
@@ -581,7 +593,7 @@ def _exchange(ticket: Ticket, request: dict, deadline: float) -> dict:
     before answering, until ``deadline``.  A request over the driver's
     RENDEZVOUS_MAX_REQUEST is refused here, before any connection: the driver would
     close each connection without a word."""
-    where = f"the driver's rendezvous at {ticket.host}:{ticket.port}"
+    where = _where(ticket)
     size = len(json.dumps(request).encode())
     if size > RENDEZVOUS_MAX_REQUEST:
         raise RendezvousError(f"this task's {request.get('kind')!r} request to {where} is {size} bytes, over the "
@@ -623,7 +635,25 @@ def meet(ticket: Ticket, stage: int, task: int, index: int, workers: int, host: 
                                 "workers": workers, "host": host, "port": port}, time.monotonic() + ticket.wait)
     if "error" in answer:
         raise WorkerFailure(f"task {index}: {answer['error']}")
-    return [(str(h), int(p)) for h, p in answer["addresses"]], int(answer["attempt"])
+    return _meeting(answer, workers, _where(ticket))
+
+
+def _meeting(answer: dict, workers: int, where: str) -> tuple[list[tuple[str, int]], int]:
+    """The addresses and the stage attempt of the driver's answer to a meet request
+    (from :func:`_exchange`: authenticated, a dict), checked: RendezvousError naming what
+    is missing or of the wrong shape."""
+    for key in ("addresses", "attempt"):
+        if key not in answer:
+            raise RendezvousError(f"{where} answered without {key!r} (its keys: {sorted(answer)[:8]}): {_SAME_VERSION}")
+    addresses, attempt = answer["addresses"], answer["attempt"]
+    if not (type(addresses) is list and len(addresses) == workers
+            and all(type(a) is list and len(a) == 2 and type(a[0]) is str and type(a[1]) is int for a in addresses)):
+        raise RendezvousError(f"{where} answered with 'addresses' that are not a list of {workers} [host, port] pairs "
+                              f"({addresses!r:.60}): {_SAME_VERSION}")
+    if type(attempt) is not int:
+        raise RendezvousError(f"{where} answered with an 'attempt' that is not an int ({attempt!r:.40}): "
+                              f"{_SAME_VERSION}")
+    return [(h, p) for h, p in addresses], attempt
 
 
 def report_failure(ticket: Ticket, stage: int, task: int, exc: BaseException) -> None:
