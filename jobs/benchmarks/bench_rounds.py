@@ -77,12 +77,29 @@ def sync(worker) -> None:
     ts.sync.Barrier(worker).wait()
 
 
+def context_switches() -> tuple[int, int]:
+    """The calling thread's context switches so far (Linux; (0, 0) elsewhere): voluntary ones (it
+    blocked, in ``poll`` say, and was woken) and involuntary ones (another thread took its CPU)."""
+    counts = {}
+    try:
+        with open("/proc/thread-self/status") as f:
+            for line in f:
+                if "ctxt_switches" in line:
+                    name, value = line.split(":")
+                    counts[name] = int(value)
+    except OSError:
+        pass
+    return counts.get("voluntary_ctxt_switches", 0), counts.get("nonvoluntary_ctxt_switches", 0)
+
+
 def epoch_latency(epochs: int, processes: int = 2, threads: int = 1) -> tuple[float, float, dict]:
     """The median seconds of an epoch in which one record goes to the other worker and back
     (2 processes, or 2 threads of one), the CPU seconds an epoch of both workers' threads
     together (what a loaded machine disturbs less than the wall clock), and its parts per
     worker and epoch (the larger of the two workers'): ``steps`` (worker steps) and ``frames``
-    (sealed frames sent to the other process; each holds that step's data and progress)."""
+    (sealed frames sent to the other process; each holds that step's data and progress), ``wakeups``
+    (the worker thread's voluntary context switches: times it blocked and was woken) and ``preempted``
+    (its involuntary ones: times another thread, the peer woken by a frame say, took its CPU)."""
     def work(worker):
         def build(scope):
             inp, stream = scope.new_input()
@@ -94,6 +111,7 @@ def epoch_latency(epochs: int, processes: int = 2, threads: int = 1) -> tuple[fl
         conns = list(mesh.connections.values()) if mesh is not None else []
         frames = sum(c.frames_sealed for c in conns)
         times, steps = [], 0
+        switches = context_switches()
         cpu = time.thread_time()
         for epoch in range(epochs):
             start = time.perf_counter()
@@ -105,7 +123,9 @@ def epoch_latency(epochs: int, processes: int = 2, threads: int = 1) -> tuple[fl
                 steps += 1
             times.append(time.perf_counter() - start)
         cpu = (time.thread_time() - cpu) / epochs
-        parts = {"steps": steps / epochs, "frames": (sum(c.frames_sealed for c in conns) - frames) / epochs}
+        woken, preempted = (b - a for a, b in zip(switches, context_switches()))
+        parts = {"steps": steps / epochs, "frames": (sum(c.frames_sealed for c in conns) - frames) / epochs,
+                 "wakeups": woken / epochs, "preempted": preempted / epochs}
         return statistics.median(times[epochs // 10:]), cpu, parts
 
     results = ts.execute(work, processes=processes, threads=threads, timeout=600)
@@ -439,7 +459,8 @@ def main() -> None:
         (epoch, cpu, parts), raw = epoch_latency(args.trips), raw_round_trip(args.trips)
         print(f"epoch across 2 processes (one record there and back, advance_to, probe): median {epoch * 1e6:.0f} us "
               f"({cpu * 1e6:.0f} us of CPU, both workers; a worker's epoch: {parts['steps']:.2f} steps, "
-              f"{parts['frames']:.2f} frames sent); raw socket round trip {raw * 1e6:.0f} us (ratio {epoch / raw:.1f})")
+              f"{parts['frames']:.2f} frames sent, {parts['wakeups']:.2f} wake-ups, {parts['preempted']:.2f} "
+              f"preemptions); raw socket round trip {raw * 1e6:.0f} us (ratio {epoch / raw:.1f})")
     if "epoch_threads" in args.only:
         epoch, cpu, parts = epoch_latency(args.trips, processes=1, threads=2)
         print(f"epoch across 2 threads of one process (the same dataflow), switch interval "

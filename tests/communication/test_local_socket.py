@@ -1,7 +1,8 @@
 """Processes on one host meet through a local (Unix) socket beside the TCP listener, with the
 same handshake; a name squatted by someone else costs them nothing but the detour over TCP.
 A worker reading its sockets takes its own messages straight into its inboxes, after what
-another thread read before and left in its mailbox."""
+another thread read before and left in its mailbox; what it reads for a channel it has not
+allocated yet waits for the channel."""
 
 import os
 import select
@@ -101,6 +102,34 @@ def test_a_worker_reading_its_sockets_takes_its_messages_straight_into_its_inbox
                 got.extend(inbox.queue.popleft()[1])
         assert got == ["first", "then 0", "then 1", "then 2"]
         assert [item[1][1] for item in puts] == [["first"]]   # the worker's own reads never touched its mailbox
+        assert fabrics[0].failure is None
+    finally:
+        for m in meshes:
+            m.shutdown(clean=False)
+
+
+def test_what_a_worker_reads_for_a_channel_it_has_not_allocated_waits_for_it_then_wakes_its_inbox_in_order():
+    meshes, fabrics = connected_pair(wakeable=True)
+    allocator = TcpAllocator(0, fabrics[0], meshes[0], 2)
+    try:
+        sender = meshes[1].connections[0]
+        sender.send(9, 1, 0, *encode((0, ["early"])))
+        for _ in range(200):                            # read by the worker itself, channel 9 not allocated here
+            if allocator.receive(0.1):
+                break
+        woken = []
+        inbox = Inbox(lambda: woken.append("woken"))
+        allocator.allocate(9, inbox)
+        assert [m[1] for m in inbox.queue] == [["early"]] and woken == ["woken"]
+        woken.clear()
+        for i in range(2):
+            sender.send(9, 1, 0, *encode((0, [f"late {i}"])))
+        for _ in range(200):
+            if len(inbox.queue) == 3:
+                break
+            allocator.receive(0.1)
+        assert [m[1] for m in inbox.queue] == [["early"], ["late 0"], ["late 1"]]
+        assert woken                                    # a message read straight into its inbox wakes its reader
         assert fabrics[0].failure is None
     finally:
         for m in meshes:

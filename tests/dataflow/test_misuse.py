@@ -237,6 +237,9 @@ def test_a_routing_error_names_the_receiving_operator():
     err = fails_with(lambda s: s.to_stream(range(4)).map(lambda x: x, name="Producer")
                      .exchange(lambda x: 1 // (x - 2), name="Routed"), ZeroDivisionError, "division", threads=2)
     assert err.operator == "Routed"                                   # the exchange's key function failed
+    err = fails_with(lambda s: s.to_stream([2]).exchange(lambda x: 1 // (x - 2), name="Lone"),
+                     ZeroDivisionError, "division", threads=2)
+    assert err.operator == "Lone"                                     # ... on a batch of one record too
 
     def from_an_input(worker):
         def build(scope):

@@ -137,7 +137,9 @@ class Allocator:
         self.index = index
         self.peers = peers
         self.mailbox = mailbox
-        self._inboxes: dict[int, Inbox] = {}
+        #: The inbox of each channel allocated here (read-only for others: a reader in this worker's
+        #: thread may put a message for an allocated channel straight into it, as :meth:`deliver` does).
+        self.inboxes: dict[int, Inbox] = {}
         self._early: dict[int, list[Any]] = {}
 
     # -- subclasses ---------------------------------------------------------------
@@ -157,9 +159,9 @@ class Allocator:
     # -- shared -------------------------------------------------------------------
     def allocate(self, channel: int, inbox: Inbox) -> list[Any]:
         """The pushers of ``channel`` (one per worker); what arrives for this worker lands in ``inbox``."""
-        if channel in self._inboxes:
+        if channel in self.inboxes:
             raise ValueError(f"channel {channel} allocated twice on worker {self.index}")
-        self._inboxes[channel] = inbox
+        self.inboxes[channel] = inbox
         early = self._early.pop(channel, None)
         if early:
             inbox.queue.extend(early)
@@ -169,7 +171,7 @@ class Allocator:
     def deliver(self, channel: int, payload: Any) -> None:
         """Put a message that arrived for this worker on ``channel`` into its inbox (and wake
         the inbox's consumer).  Only this worker's own thread may call it."""
-        inbox = self._inboxes.get(channel)
+        inbox = self.inboxes.get(channel)
         if inbox is None:
             self._early.setdefault(channel, []).append(payload)
         else:

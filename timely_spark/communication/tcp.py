@@ -636,6 +636,7 @@ class _Connection:
             expected = self._expected
             reader = self._reader
             mine = -1 if reader is None else reader.index
+            inboxes = {} if reader is None else reader.inboxes
             while at < end:                     # (each message as _message does, inline: the hot path)
                 if end - at >= _SMALL_ITEM.size:     # its length, its header, a pickle's count of buffers
                     n, channel, source, target, seq, kind, count = _SMALL_ITEM.unpack_from(plain, at)
@@ -665,7 +666,12 @@ class _Connection:
                 else:
                     payload = decode(kind, plain[start + _ITEM.size:at])
                 if target == mine:
-                    reader.deliver(channel, payload)      # type: ignore[union-attr]
+                    if channel in inboxes:                # (Allocator.deliver inline: one call less a message)
+                        inbox = inboxes[channel]
+                        inbox.queue.append(payload)
+                        inbox.activate()
+                    else:                                 # (a channel not allocated here yet)
+                        reader.deliver(channel, payload)  # type: ignore[union-attr]
                 else:
                     self.mesh.deliver(target, channel, payload)
             return
@@ -1256,15 +1262,13 @@ class TcpAllocator(Allocator):
         if not timeout:                       # a stepping worker: the sockets, then one pass over the mailbox
             got = self._read(poller.poll(0))
             return (not empty() and self.drain()) or got
-        got = not empty() and self.drain()
-        if got:
-            got = self._read(poller.poll(0)) or got
-            return (not empty() and self.drain()) or got
-        mailbox.parked = True
-        mesh.parked.add(self.index)           # the watchdog threads leave reading to us
-        events: list = []
+        mailbox.parked = True                 # (first: a message put from now on signals the poller, so
+        mesh.parked.add(self.index)           # one look at the mailbox before waiting is enough)
+        events: list = []                     # (and the watchdog threads leave reading to us)
         try:
-            if empty() and fabric.failure is None:
+            if not empty() or fabric.failure is not None:
+                events = poller.poll(0)       # something is there already: the sockets too, without waiting
+            else:
                 events = poller.poll(timeout * 1000.0)
         finally:
             mailbox.parked = False            # what we deliver ourselves needs no wake-up signal

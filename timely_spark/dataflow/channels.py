@@ -14,7 +14,12 @@ from __future__ import annotations
 import zlib
 from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["Pipeline", "Exchange", "Broadcast", "as_pact", "stable_hash"]
+from ..errors import OperatorError, WorkerAborted, WorkerFailure
+
+__all__ = ["Pipeline", "Exchange", "Broadcast", "as_pact", "stable_hash", "PASS_THROUGH"]
+
+#: Exceptions that are not the operator's fault: a pact's tee pusher lets them pass unwrapped.
+PASS_THROUGH = (OperatorError, WorkerFailure, WorkerAborted)
 
 
 class _Pipeline:
@@ -43,11 +48,18 @@ class Exchange:
     record; :func:`stable_hash` is such a function for common Python values.
     """
 
+    #: The tee pusher raises its errors as the receiving operator's itself (``charged_to``).
+    charges_errors = True
+
     def __init__(self, key: Callable[[Any], int]) -> None:
         self.key = key
 
-    def tee_pusher(self, pushers: Sequence[Any], index: int) -> Callable[[Any, list], None]:
-        """One pusher for the producing output: each batch split by ``key(record) % peers``."""
+    def tee_pusher(self, pushers: Sequence[Any], index: int,
+                   charged_to: Optional[str] = None) -> Callable[[Any, list], None]:
+        """One pusher for the producing output: each batch split by ``key(record) % peers``.
+        ``charged_to``: the receiving operator's name, which an error of the key function (or of a
+        pusher) is raised as an :class:`~timely_spark.errors.OperatorError` of (no wrapper: no
+        Python call more a batch); the errors of :data:`PASS_THROUGH` pass as they are."""
         peers = len(pushers)
         if peers == 1:
             return _Pipeline().tee_pusher(pushers, index)
@@ -55,16 +67,23 @@ class Exchange:
         pushes = [p.push for p in pushers]
 
         def exchange(time: Any, data: list) -> None:
-            if len(data) == 1:               # (one record: to its worker as it is, no buckets made)
-                pushes[key(data[0]) % peers]((time, data))
-                return
-            buckets: list[list] = [[] for _ in range(peers)]
-            appends = [b.append for b in buckets]
-            for x in data:
-                appends[key(x) % peers](x)
-            for push, bucket in zip(pushes, buckets):
-                if bucket:
-                    push((time, bucket))
+            try:
+                if len(data) == 1:           # (one record: to its worker as it is, no buckets made)
+                    pushes[key(data[0]) % peers]((time, data))
+                    return
+                buckets: list[list] = [[] for _ in range(peers)]
+                appends = [b.append for b in buckets]
+                for x in data:
+                    appends[key(x) % peers](x)
+                for push, bucket in zip(pushes, buckets):
+                    if bucket:
+                        push((time, bucket))
+            except PASS_THROUGH:
+                raise
+            except Exception as exc:
+                if charged_to is None:
+                    raise
+                raise OperatorError(charged_to, exc) from exc
 
         return exchange
 

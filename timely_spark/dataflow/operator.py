@@ -17,16 +17,16 @@ from functools import partial
 from typing import Any, Callable, Optional, Union
 
 from ..communication.allocator import Inbox
-from ..errors import BuildError, OperatorError, WorkerAborted, WorkerFailure
+from ..errors import BuildError, OperatorError
 from ..progress import Antichain, ChangeBatch, MutableAntichain, Operate, SharedProgress, Source, Target, identity
 from .capability import Capability
-from .channels import Broadcast, Pipeline, as_pact
+from .channels import PASS_THROUGH, Broadcast, Pipeline, as_pact
 from .ports import InputPort, OutputHandle, OutputPort
 
 __all__ = ["OperatorBuilder", "OperatorCore", "OperatorInfo", "address_text"]
 
 # exceptions that are not the operator's fault: they pass through unwrapped
-_PASS_THROUGH = (OperatorError, WorkerFailure, WorkerAborted)
+_PASS_THROUGH = PASS_THROUGH
 
 
 def _charged_to(operator: str, tee: Callable[[Any, list], None]) -> Callable[[Any, list], None]:
@@ -254,8 +254,13 @@ class OperatorBuilder:
             logger.log("channel", channel=channel,
                        source=f"{address_text(self.graph.path + (stream.source.node,))}:{stream.source.port}",
                        target=f"{address_text(core.address)}:{port}")
-        tee = pact.tee_pusher(pushers, worker.index)
-        stream.connect(tee if pact is Pipeline else _charged_to(core.name, tee))
+        if pact is Pipeline:
+            tee = pact.tee_pusher(pushers, worker.index)
+        elif getattr(pact, "charges_errors", False):                    # (no wrapper: one call less a batch)
+            tee = pact.tee_pusher(pushers, worker.index, charged_to=core.name)
+        else:
+            tee = _charged_to(core.name, pact.tee_pusher(pushers, worker.index))
+        stream.connect(tee)
         self.graph.add_edge(stream.source, Target(core.index, port))
         return InputPort(inbox.queue, core.shared_progress.consumeds[port], core.frontiers[port], core)
 
