@@ -1,5 +1,7 @@
 """On local-cluster[2,1,1024]: two executor JVMs, so the timely workers live in
-separate executor processes.  Runs in a fresh Python process (one SparkContext each)."""
+separate executor processes.  Runs in fresh Python processes (one SparkContext each): the
+components job as a program, and one application (``CLUSTER``, started once for the module)
+for a run across the executors and the graph algorithms."""
 
 import json
 import os
@@ -7,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -14,31 +17,9 @@ from timely_spark.graph import union_find as components
 
 ROOT = Path(__file__).resolve().parents[2]
 
-RUN = r"""
-import json, os, timely_spark as ts
-spark = ts.spark.get_session("cluster test", master="local-cluster[2,1,1024]", conf_dir=os.environ["CONF"])
-def work(worker):
-    got = []
-    worker.dataflow(lambda s: s.to_stream(range(20) if s.index == 0 else []).exchange(lambda x: x).inspect(got.append))
-    return [worker.index, os.getpid(), got]   # filled as the dataflow runs
-print(json.dumps(ts.spark.run(spark, work, workers=2)))
-spark.stop()
-"""
-
-
 def env():
     return dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1", CONF=str(ROOT / "conf"),
                 PYTHONPATH=str(ROOT))
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_run_on_separate_executors():
-    done = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, timeout=240, env=env())
-    assert done.returncode == 0, done.stderr[-3000:]
-    (w0, pid0, got0), (w1, pid1, got1) = json.loads(done.stdout.strip().splitlines()[-1])
-    assert (w0, w1) == (0, 1) and pid0 != pid1          # two executor processes
-    assert sorted(got0) == list(range(0, 20, 2)) and sorted(got1) == list(range(1, 20, 2))
 
 
 @pytest.mark.slow
@@ -60,12 +41,16 @@ def test_connected_components_job_on_separate_executors(tmp_path):
     assert dict(zip(table.column("vertex").to_pylist(), table.column("component").to_pylist())) == components(edges)
 
 
-GRAPHS = r"""
+CLUSTER = r"""
 import json, os, sys, timely_spark as ts
-spark = ts.spark.get_session("cluster graphs", master="local-cluster[2,1,1024]", conf_dir=os.environ["CONF"])
+spark = ts.spark.get_session("cluster test", master="local-cluster[2,1,1024]", conf_dir=os.environ["CONF"])
+def work(worker):
+    got = []
+    worker.dataflow(lambda s: s.to_stream(range(20) if s.index == 0 else []).exchange(lambda x: x).inspect(got.append))
+    return [worker.index, os.getpid(), got]   # filled as the dataflow runs
+out = {"run": ts.spark.run(spark, work, workers=2)}
 files = spark.read.parquet(sys.argv[1])                      # a plain Parquet scan: the tasks read the file
 rows = spark.createDataFrame(files.toPandas())               # local rows: shuffled into the workers' partitions
-out = {}
 for name, df in (("files", files), ("rows", rows)):
     out[name] = {
         "components": [[r.vertex, r.component] for r in ts.graph.connected_components(df, workers=2).collect()],
@@ -77,30 +62,43 @@ spark.stop()
 """
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_graph_algorithms_on_separate_executors_agree_with_references(tmp_path):
-    """connected_components, pagerank and shortest_paths with their workers in two executor
-    JVMs, on a graph built to cross them (a giant random part, a long path with shuffled
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """One local-cluster application's answers: the run across the executors, and the graph
+    algorithms on a graph built to cross them (a giant random part, a long path with shuffled
     ids, a star whose hub has the largest id, tiny pairs, self-loops and duplicates), read
     both from Parquet files (the barrier tasks read them) and from rows Spark shuffles."""
-    import pyarrow as pa
-
-    from timely_spark.graph import dijkstra_reference, pagerank_reference
-
     from ..graph.graphs import awkward_graph
 
     table = awkward_graph(5)
     table = pa.concat_tables([table, pa.table({"src": pa.array([40_000] * 30, pa.int64()),
                                                "dst": pa.array(range(100, 130), pa.int64())})])
-    path = tmp_path / "edges.parquet"
+    path = tmp_path_factory.mktemp("cluster") / "edges.parquet"
     pq.write_table(table, path, row_group_size=300)          # several row groups, split between the tasks
-    src, dst = table["src"].to_pylist(), table["dst"].to_pylist()
-    sources = [src[0], 30_000]
-    done = subprocess.run([sys.executable, "-c", GRAPHS, str(path), json.dumps(sources)], capture_output=True,
+    sources = [table["src"][0].as_py(), 30_000]
+    done = subprocess.run([sys.executable, "-c", CLUSTER, str(path), json.dumps(sources)], capture_output=True,
                           text=True, timeout=280, env=env())
     assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    return table, sources, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_run_on_separate_executors(cluster):
+    (w0, pid0, got0), (w1, pid1, got1) = cluster[2]["run"]
+    assert (w0, w1) == (0, 1) and pid0 != pid1          # two executor processes
+    assert sorted(got0) == list(range(0, 20, 2)) and sorted(got1) == list(range(1, 20, 2))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_graph_algorithms_on_separate_executors_agree_with_references(cluster):
+    """connected_components, pagerank and shortest_paths with their workers in two executor
+    JVMs (the ``cluster`` fixture's graph), from Parquet files and from shuffled rows."""
+    from timely_spark.graph import dijkstra_reference, pagerank_reference
+
+    table, sources, got = cluster
+    src, dst = table["src"].to_pylist(), table["dst"].to_pylist()
     ranks = pagerank_reference(table["src"].to_numpy(), table["dst"].to_numpy())
     for name in ("files", "rows"):
         assert dict(map(tuple, got[name]["components"])) == components(zip(src, dst)), name

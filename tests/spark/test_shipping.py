@@ -40,25 +40,6 @@ GUIDE_REWRITES = {
         "jobs/examples/connected_components.py --edges-path edges.parquet --out out/cc",
 }
 
-JOB = r"""
-import json
-import timely_spark as ts
-
-spark = ts.spark.get_session("shipping")
-report = {}
-try:
-    ts.spark.run(spark, lambda w: w.index, workers=2)
-except Exception as exc:
-    report["run_error"] = [type(exc).__name__, str(exc)]
-try:
-    ts.spark.transform(spark.range(10).repartition(2), lambda scope, s: s, "id long").collect()
-except Exception as exc:
-    report["transform_error"] = [type(exc).__name__, str(exc)]
-print("REPORT " + json.dumps(report))
-spark.stop()
-"""
-
-
 def guide_recipes():
     """The shipping section's bash block as recipes: each ``# N.`` comment starts one;
     its commands are the lines below it, backslash continuations joined."""
@@ -137,22 +118,6 @@ def test_the_guide_recipes_are_found_and_rewritten():
 
 @pytest.mark.slow
 @pytest.mark.timeout(800)
-def test_executors_without_the_package_give_one_clear_error(tmp_path, bare_python):
-    job = tmp_path / "shipping_job.py"
-    job.write_text(JOB)
-    done = subprocess.run([str(SUBMIT), "--master", "local-cluster[2,2,1024]", str(job)], capture_output=True,
-                          text=True, timeout=700, env=cluster_env(bare_python), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads([x for x in done.stdout.splitlines() if x.startswith("REPORT ")][-1][len("REPORT "):])
-    for key in ("run_error", "transform_error"):
-        kind, message = report[key]
-        assert kind == "SparkSetupError"
-        assert message.startswith("the executors cannot import timely_spark")
-        assert bare_python in message and "Shipping the package to a cluster" in message
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(800)
 def test_the_guide_zip_recipe(tmp_path, bare_python):
     clone = run_recipe(2, tmp_path, bare_python, timeout=700)
     assert (clone / "timely_spark.zip").exists()
@@ -167,30 +132,49 @@ def test_the_guide_packed_environment_recipe(tmp_path, bare_python):
 
 
 FAILING_JOB = """
+import json
 import sys
 sys.path.insert(0, {root!r})          # the driver runs this checkout's package; the executors have none
 import timely_spark as ts
 spark = ts.spark.get_session("shipping nothing")
+report = {{}}
+try:
+    ts.spark.run(spark, lambda w: w.index, workers=2)
+except Exception as exc:
+    report["run_error"] = [type(exc).__name__, str(exc)]
+try:
+    ts.spark.transform(spark.range(10).repartition(2), lambda scope, s: s, "id long").collect()
+except Exception as exc:
+    report["transform_error"] = [type(exc).__name__, str(exc)]
+print("REPORT " + json.dumps(report), flush=True)
 ts.spark.run(spark, lambda w: w.index, workers=2)
 """
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(500)
-def test_shipping_nothing_shows_the_error_first_not_a_java_trace(tmp_path, bare_python):
-    """What a user sees of an uncaught SparkSetupError, submitted with the repository's
-    settings (SPARK_CONF_DIR=conf, as the jobs are): no Java stack trace before the
-    message, neither Spark's log of the failed task nor a Py4JJavaError as its cause."""
+@pytest.mark.timeout(800)
+def test_executors_without_the_package_give_one_clear_error_shown_first_not_a_java_trace(tmp_path, bare_python):
+    """Shipping nothing: ``run`` and ``transform`` each raise one SparkSetupError saying so; and
+    what a user sees of it uncaught, submitted with the repository's settings
+    (SPARK_CONF_DIR=conf, as the jobs are): no Java stack trace before the message, neither
+    Spark's log of the failed task nor a Py4JJavaError as its cause.  One application for both."""
     job = tmp_path / "failing_job.py"
     job.write_text(FAILING_JOB.format(root=str(ROOT)))
     settings = ["--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false",
-                "--conf", f"spark.pyspark.driver.python={sys.executable}",
-                "--conf", f"spark.pyspark.python={bare_python}"]
+                "--conf", f"spark.pyspark.driver.python={sys.executable}"]   # the executors': PYSPARK_PYTHON
     done = subprocess.run([str(SUBMIT), "--master", "local-cluster[2,2,1024]", *settings, str(job)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=400,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=700,
                           env=dict(cluster_env(bare_python), SPARK_CONF_DIR=str(ROOT / "conf")), cwd=tmp_path)
     assert done.returncode != 0
     lines = done.stdout.splitlines()
+    reports = [line for line in lines if line.startswith("REPORT ")]
+    assert reports, done.stdout[-3000:]
+    report = json.loads(reports[-1][len("REPORT "):])
+    for key in ("run_error", "transform_error"):
+        kind, message = report[key]
+        assert kind == "SparkSetupError"
+        assert message.startswith("the executors cannot import timely_spark")
+        assert bare_python in message and "Shipping the package to a cluster" in message
     message = [i for i, line in enumerate(lines) if "SparkSetupError: the executors cannot import" in line]
     assert message, done.stdout[-3000:]
     before = lines[:message[0]]
