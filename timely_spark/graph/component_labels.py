@@ -147,14 +147,24 @@ class LoopRoute(ExchangeBy):
     >>> parts = LoopRoute("Labels").split(pa.record_batch({"vertex": [-1, -2], "a": [7, 7], TO: [0, 1]}), 2)
     >>> [(w, rb.column("a").to_pylist()) for w, rb in parts]
     [(0, [7]), (1, [7])]
+
+    A batch of visits with a ``to`` column goes whole to the worker it names (the sender
+    knows each vertex's owner: no hash, sort or copy either).
+
+    >>> [(w, rb.num_rows) for w, rb in LoopRoute("Labels").split(
+    ...     pa.record_batch({"vertex": [5, 9], "group": [0, 0], "source": [1, 1], TO: np.int8([1, 1])}), 2)]
+    [(1, 2)]
     """
 
     def __init__(self, operator: str) -> None:
         super().__init__(["vertex"], operator)
 
     def split(self, batch: pa.RecordBatch, peers: int) -> Iterable[tuple[int, pa.RecordBatch]]:
-        if TO not in batch.schema.names:
+        names = batch.schema.names
+        if TO not in names:
             return super().split(batch, peers)
+        if "source" in names:                          # visits, all for one worker (ComponentLabels._visits)
+            return [(int(batch.column(TO)[0].as_py()), batch)]
         n = batch.num_rows // peers
         return [(w, batch.slice(w * n, n)) for w in range(peers)]
 
@@ -186,6 +196,7 @@ class ComponentLabels:
         self.mark = np.zeros(0, np.int64)                                  # the search group, ABSENT if none
         # (its id in round 0, which sends the seeds; its position in the SplitSearch's groups after)
         self.came = np.zeros(0, np.int64)                                  # ... the vertex a visit came from
+        self.owner = np.zeros(0, np.int8)                                  # the worker owning the vertex
         self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))     # this epoch's, dense
         self.recomputed = np.zeros(0, np.int64)                            # this epoch's labels, sorted
         self.redone = self.recomputed                                      # ... once the contraction began
@@ -206,12 +217,17 @@ class ComponentLabels:
     # -- dense ids ------------------------------------------------------------------
 
     def _dense(self, ids: np.ndarray) -> np.ndarray:
+        known = self.n
         dense = self.ids.dense(ids)
         cap = len(self.ids.vid)
         if cap > len(self.label):                            # the per-vertex arrays grow with the ids
             self.label = np.concatenate([self.label, np.full(cap - len(self.label), ABSENT, np.int64)])
             self.mark = np.concatenate([self.mark, np.full(cap - len(self.mark), ABSENT, np.int64)])
             self.came = np.concatenate([self.came, np.full(cap - len(self.came), ABSENT, np.int64)])
+            self.owner = np.concatenate([self.owner, np.zeros(cap - len(self.owner), np.int8)])
+        if self.n > known:                                   # the new ids' owners: the loop's routing, once an id
+            fresh = pa.record_batch({"vertex": self.vid[known:self.n]})
+            self.owner[known:self.n] = destinations(fresh, ["vertex"], len(self.keys))
         return dense
 
     @property
@@ -346,7 +362,7 @@ class ComponentLabels:
         self.seen = [seeds]
         ka, kb = near >> SHIFT, near & LOW
         if len(ka):
-            out.append(self._visits(self.vid[kb], self.vid[ka], self.vid[ka]))
+            self._visits(kb, self.vid[kb], self.vid[ka], self.vid[ka], out)
         self._broadcast(SEED, self.vid[seeds], labels[has])
         self._broadcast(GONE, self.vid[left], labels[~has])
         cut_v, cut_w = self.vid[dv[gone]], self.vid[dw[gone]]
@@ -373,14 +389,28 @@ class ComponentLabels:
             table = self.snapshot()
             self.ids = DenseIds(self.name)
             self.label, self.mark, self.came = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+            self.owner = np.zeros(0, np.int8)
             self.adjacent, self.by_label, self.held = KeyIndex(empty=0), KeyIndex(empty=0), 0
             self.restore(table)
         self.compact_at = self.n + used
 
-    def _visits(self, target: np.ndarray, group: np.ndarray, source: np.ndarray) -> pa.RecordBatch:
-        """Visits of ``group`` from ``source`` to ``target``, for the targets' owners: batches
-        of their own (no ``kind``), which :meth:`step` takes whole, not sorted among the broadcasts."""
-        return pa.record_batch({"vertex": target, "group": group, "source": source})
+    def _visits(self, dw: np.ndarray, target: np.ndarray, group: np.ndarray, source: np.ndarray, out: list) -> None:
+        """Visits of ``group`` from ``source`` to ``target`` (dense ``dw``), for the targets' owners:
+        batches of their own (no ``kind``), which :meth:`step` takes whole, not sorted among the
+        broadcasts -- one per owner, named in its ``to`` column (:class:`LoopRoute` sends it whole)."""
+        owner = self.owner[dw]
+        peers = len(self.keys)
+        counts = np.bincount(owner, minlength=peers)
+        if peers > 1 and int(counts.max()) < len(dw):
+            order = np.argsort(owner, kind="stable")
+            target, group, source, owner = target[order], group[order], source[order], owner[order]
+        start = 0
+        for worker, n in enumerate(counts.tolist()):
+            if n:
+                rows = slice(start, start + n)
+                out.append(pa.record_batch({"vertex": target[rows], "group": group[rows], "source": source[rows],
+                                            TO: owner[rows]}))
+                start += n
 
     def search_round(self, rows: dict, out: list) -> None:
         """Rounds 1..: the split search (see :mod:`.split_search`), then the contraction."""
@@ -472,9 +502,9 @@ class ComponentLabels:
         dv, dw = near >> SHIFT, near & LOW
         target = self.vid[dw]
         onward = target != self.came[dv]
-        dv, target = dv[onward], target[onward]
+        dv, dw, target = dv[onward], dw[onward], target[onward]
         if len(dv):
-            out.append(self._visits(target, self.mark[dv], self.vid[dv]))
+            self._visits(dw, target, self.mark[dv], self.vid[dv], out)
 
     def _arrive(self, dv: np.ndarray, group: np.ndarray, source: np.ndarray) -> np.ndarray:
         """Visits of groups ``group`` (positions) from ``source`` arriving at this owner's
