@@ -10,8 +10,9 @@ writing overlap the worker's own work and its reading of what the peer sends.
   frame, small ones included, while anything is queued or being written
   (:meth:`idle` is False), so frames stay in the order they were sealed.
 * **Back-pressure**: :meth:`wait_room` holds the caller until the queue has room (a
-  message larger than the bound waits for an empty queue), reading the peer meanwhile
-  (``on_readable``), so two processes filling each other's queues never wait on each other.
+  message larger than the bound waits for an empty queue), reading the peer -- and the
+  other connections it is given -- meanwhile (``on_readable``), so two processes filling
+  each other's queues never wait on each other.
 * **Failure**: a write that fails, or that the peer takes nothing of for ``timeout``
   seconds, ends the thread; ``on_error`` is called once with the error (the connection
   fails the run naming the peer), :attr:`error` keeps it, and the next :meth:`wait_room`
@@ -28,7 +29,7 @@ import socket
 import threading
 import time
 from collections import deque
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 __all__ = ["WriteBehind", "WRITE_BEHIND_BYTES", "advance", "write_all"]
 
@@ -117,11 +118,13 @@ class WriteBehind:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
 
-    def wait_room(self, nbytes: int, on_readable: Callable[[], None], check: Callable[[], None]) -> None:
+    def wait_room(self, nbytes: int, on_readable: Callable[[], None], check: Callable[[], None],
+                  readable: Sequence[int] = ()) -> None:
         """Return once ``nbytes`` more fit in the queue (or it is empty).  Meanwhile call
-        ``on_readable()`` whenever the socket has something to read, and ``check()`` (which
-        raises to give up) at least every :data:`WAIT_SLICE` seconds; the thread's error is
-        raised as OSError."""
+        ``on_readable()`` whenever the socket, or one of the descriptors ``readable`` (the
+        other connections' sockets), has something to read, and ``check()`` (which raises to
+        give up) at least every :data:`WAIT_SLICE` seconds; the thread's error is raised as
+        OSError."""
         waiter = None
         while True:
             if self.error is not None:
@@ -133,15 +136,24 @@ class WriteBehind:
             if waiter is None:
                 waiter = select.poll()
                 waiter.register(self._room_r, select.POLLIN)
-                waiter.register(self._sock.fileno(), select.POLLIN)
-            for fd, _ in waiter.poll(WAIT_SLICE * 1000.0):
+                own = self._sock.fileno()
+                waiter.register(own, select.POLLIN)
+                for fd in readable:
+                    if fd != own and fd != self._room_r:
+                        waiter.register(fd, select.POLLIN)
+            read = False
+            for fd, ev in waiter.poll(WAIT_SLICE * 1000.0):
                 if fd == self._room_r:
                     try:
                         os.read(self._room_r, 4096)
                     except OSError:
                         pass
-                else:
-                    on_readable()
+                    continue
+                if fd != own and ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                    waiter.unregister(fd)     # another connection ended: read once more, then no more
+                read = True
+            if read:
+                on_readable()
 
     def _run(self) -> None:
         cond = self._cond
