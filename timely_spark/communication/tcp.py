@@ -503,7 +503,9 @@ class _Connection:
                 for fd, ev in waiter.poll(POLL_INTERVAL * 1000.0):
                     if fd == own:
                         ready = ev
-                    elif ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                        readable = readable or bool(ev & (select.POLLIN | select.POLLHUP | select.POLLERR))
+                        continue
+                    if ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
                         waiter.unregister(fd)   # (that connection's reading ends: it is read once more)
                     readable = True
                 if readable:
