@@ -121,3 +121,21 @@ def test_two_processes_flooding_each_other_past_both_bounds_finish_with_everythi
     assert fabrics[0].mailboxes[0].empty() and fabrics[1].mailboxes[0].empty()      # nothing twice
     shut(meshes)
     assert all(f.failure is None for f in fabrics)
+
+
+def test_a_receiver_busy_past_the_peer_timeout_holds_its_sender_back_without_failing_it():
+    # Busy is not stuck: process 0 takes nothing for 2.5 peer timeouts, but its heartbeats
+    # still reach process 1, whose sends wait (held by the bound) and then all arrive.
+    meshes, fabrics = connected_pair(peer_timeout=2, inbound_limit=MB)
+    sent = [arrow(i) for i in range(64)]
+    errors: list = []
+    t = sender(meshes[1].connections[0], 1, 0, sent, errors)
+    time.sleep(5)
+    assert not errors, f"the sender failed while its peer was busy but alive: {errors}"
+    assert t.is_alive(), "the sender sent everything while the receiver took nothing: no back-pressure"
+    got = take_all(meshes[0], fabrics[0].mailboxes[0], len(sent), time.monotonic() + 60)
+    t.join(30)
+    assert not errors and not t.is_alive()
+    assert len(got) == len(sent) and all(same(a, b) for a, b in zip(got, sent))
+    shut(meshes)
+    assert all(f.failure is None for f in fabrics)

@@ -67,8 +67,10 @@ are taken.  The invariant that keeps this from deadlocking: *a worker that waits
 to send reads every connection, past that bound*.  A wait for room thus never waits on a
 worker that waits itself (A waiting toward B while B waits toward A, or around any cycle of
 processes): each drains the others.  A worker that neither steps nor waits (busy in an
-operator) holds its peers up to the bound, and their waits for room fail after
-``peer_timeout`` seconds in which it took nothing, naming it -- never a hang.  While a
+operator) holds its peers up to the bound; they wait while its process still sends
+(heartbeats: busy is not stuck, and the run's own timeout bounds a worker that computes
+forever), and fail after ``peer_timeout`` seconds in which it took nothing and sent
+nothing, naming it -- never a hang.  While a
 connection is held so, its silence does not count against its peer.  A large frame is
 read into a buffer of the connection's pool (:mod:`.buffer_pool`) and opened where it
 lies; its Arrow batches use that memory as it is, and the buffer is read into again only
@@ -279,7 +281,7 @@ class _Connection:
         self._gathered_bytes = 0                 # (0: nothing gathered)
         self._sealing = BufferPool(SEALING_KEPT)      # where large messages are sealed (reused once written)
         self._behind = WriteBehind(sock, f"timely-write-{mesh.process}-{peer}", mesh.peer_timeout,
-                                   self._write_failed)
+                                   self._write_failed, heard=lambda: self.last_heard)
         # reading state (under read_lock)
         self._buf = bytearray(STAGE)
         self._view = memoryview(self._buf)
@@ -514,8 +516,8 @@ class _Connection:
                     return
                 if self.mesh.fabric.failure is not None or self.reader_done.is_set():
                     raise OSError("the connection failed while sending")
-                if time.monotonic() - stuck > self.mesh.peer_timeout:
-                    raise OSError(f"the peer took nothing for {self.mesh.peer_timeout} s")
+                if time.monotonic() - max(stuck, self.last_heard) > self.mesh.peer_timeout:
+                    raise OSError(f"the peer took nothing and sent nothing for {self.mesh.peer_timeout} s")
 
         write_all(sock, views, advance(views, 0, sent), blocked)
 

@@ -82,8 +82,10 @@ class WriteBehind:
     :meth:`close`)."""
 
     def __init__(self, sock: socket.socket, name: str, timeout: float,
-                 on_error: Callable[[BaseException], None], limit: int = WRITE_BEHIND_BYTES) -> None:
+                 on_error: Callable[[BaseException], None], limit: int = WRITE_BEHIND_BYTES,
+                 heard: Callable[[], float] = lambda: 0.0) -> None:
         self.limit = limit
+        self._heard = heard              # when the peer last sent anything (time.monotonic)
         self.error: Optional[BaseException] = None
         self._sock = sock
         self._name = name
@@ -200,8 +202,8 @@ class WriteBehind:
             while not waiter.poll(WAIT_SLICE * 1000.0):
                 if self._stop:
                     raise OSError("the connection closed while writing")
-                if time.monotonic() - stuck > self._timeout:
-                    raise OSError(f"the peer took nothing for {self._timeout} s")
+                if time.monotonic() - max(stuck, self._heard()) > self._timeout:
+                    raise OSError(f"the peer took nothing and sent nothing for {self._timeout} s")
 
         write_all(self._sock, [v for v in (memoryview(p).cast("B") for p in frames) if v.nbytes], 0, blocked)
 
