@@ -152,7 +152,7 @@ class LoopRoute(ExchangeBy):
     knows each vertex's owner: no hash, sort or copy either).
 
     >>> [(w, rb.num_rows) for w, rb in LoopRoute("Labels").split(
-    ...     pa.record_batch({"vertex": [5, 9], "group": [0, 0], "source": [1, 1], TO: np.int8([1, 1])}), 2)]
+    ...     pa.record_batch({"vertex": [5, 9], "group": [0, 0], "source": [1, 1], TO: np.int32([1, 1])}), 2)]
     [(1, 2)]
     """
 
@@ -196,7 +196,7 @@ class ComponentLabels:
         self.mark = np.zeros(0, np.int64)                                  # the search group, ABSENT if none
         # (its id in round 0, which sends the seeds; its position in the SplitSearch's groups after)
         self.came = np.zeros(0, np.int64)                                  # ... the vertex a visit came from
-        self.owner = np.zeros(0, np.int8)                                  # the worker owning the vertex
+        self.owner = np.zeros(0, np.int32)                                  # the worker owning the vertex
         self.inserted = (np.zeros(0, np.int64), np.zeros(0, np.int64))     # this epoch's, dense
         self.recomputed = np.zeros(0, np.int64)                            # this epoch's labels, sorted
         self.redone = self.recomputed                                      # ... once the contraction began
@@ -224,7 +224,7 @@ class ComponentLabels:
             self.label = np.concatenate([self.label, np.full(cap - len(self.label), ABSENT, np.int64)])
             self.mark = np.concatenate([self.mark, np.full(cap - len(self.mark), ABSENT, np.int64)])
             self.came = np.concatenate([self.came, np.full(cap - len(self.came), ABSENT, np.int64)])
-            self.owner = np.concatenate([self.owner, np.zeros(cap - len(self.owner), np.int8)])
+            self.owner = np.concatenate([self.owner, np.zeros(cap - len(self.owner), np.int32)])
         if self.n > known:                                   # the new ids' owners: the loop's routing, once an id
             fresh = pa.record_batch({"vertex": self.vid[known:self.n]})
             self.owner[known:self.n] = destinations(fresh, ["vertex"], len(self.keys))
@@ -389,7 +389,7 @@ class ComponentLabels:
             table = self.snapshot()
             self.ids = DenseIds(self.name)
             self.label, self.mark, self.came = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-            self.owner = np.zeros(0, np.int8)
+            self.owner = np.zeros(0, np.int32)
             self.adjacent, self.by_label, self.held = KeyIndex(empty=0), KeyIndex(empty=0), 0
             self.restore(table)
         self.compact_at = self.n + used
