@@ -25,9 +25,6 @@ from .ports import InputPort, OutputHandle, OutputPort
 
 __all__ = ["OperatorBuilder", "OperatorCore", "OperatorInfo", "address_text"]
 
-# exceptions that are not the operator's fault: they pass through unwrapped
-_PASS_THROUGH = PASS_THROUGH
-
 
 def _charged_to(operator: str, tee: Callable[[Any, list], None]) -> Callable[[Any, list], None]:
     """The pusher ``tee``, its errors raised as OperatorError naming ``operator``.
@@ -38,7 +35,7 @@ def _charged_to(operator: str, tee: Callable[[Any, list], None]) -> Callable[[An
     def push(time: Any, data: list) -> None:
         try:
             tee(time, data)
-        except _PASS_THROUGH:
+        except PASS_THROUGH:
             raise
         except Exception as exc:
             raise OperatorError(operator, exc) from exc
@@ -177,7 +174,7 @@ class OperatorCore(Operate):
             logger = self._worker.logger
             if logger is not None:
                 self._log_messages(logger)
-        except _PASS_THROUGH:
+        except PASS_THROUGH:
             raise
         except Exception as exc:
             raise OperatorError(self.name, exc) from exc
