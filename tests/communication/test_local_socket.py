@@ -83,15 +83,20 @@ def test_a_worker_reading_its_sockets_takes_its_messages_straight_into_its_inbox
     puts = []
     put = mailbox.put
     mailbox.put = lambda item, *a, **k: (puts.append(item), put(item, *a, **k))   # what goes through the mailbox
+    delivered = []
+    deliver = allocator.deliver
+    allocator.deliver = lambda channel, payload: (delivered.append(payload[1]), deliver(channel, payload))
+    woken = []
     try:
-        inbox = Inbox(lambda: None)
+        inbox = Inbox(lambda: woken.append(threading.get_ident()))
         allocator.allocate(7, inbox)
         sender = meshes[1].connections[0]
         sender.send(7, 1, 0, *encode((0, ["first"])))
         while not puts:                                 # read by another thread (as the watchdog does): the mailbox
             with meshes[0].connections[1].read_lock:
                 meshes[0].connections[1].pump()
-        for i in range(3):
+        meshes[0].parked.add(-1)                        # from now on the watchdog leaves reading to the workers
+        for i in range(3):                              # (it reads only while none waits on the sockets)
             sender.send(7, 1, 0, *encode((0, [f"then {i}"])))
         select.select([meshes[0].connections[1].sock], [], [], 20)
         allocator.receive()                             # a stepping worker: its sockets first, but "first" before
@@ -102,8 +107,11 @@ def test_a_worker_reading_its_sockets_takes_its_messages_straight_into_its_inbox
                 got.extend(inbox.queue.popleft()[1])
         assert got == ["first", "then 0", "then 1", "then 2"]
         assert [item[1][1] for item in puts] == [["first"]]   # the worker's own reads never touched its mailbox
+        assert delivered == [["first"]]                 # nor Allocator.deliver: inline, straight into the inbox
+        assert woken == [threading.get_ident()] * 4     # each put (and woken) by the worker's own thread
         assert fabrics[0].failure is None
     finally:
+        meshes[0].parked.discard(-1)
         for m in meshes:
             m.shutdown(clean=False)
 

@@ -15,15 +15,52 @@ import pytest
 
 from timely_spark.graph import union_find as components
 
+from .standalone import end_group
+
 ROOT = Path(__file__).resolve().parents[2]
+
+#: Each test's bound (pytest-timeout's, which counts a fixture's setup: the module's
+#: application runs inside whichever test asks for it first).
+TEST_TIMEOUT = 340
+#: What a test does beyond its Spark program (the graph built and written, the process
+#: group ended, the answers checked) may take this much of TEST_TIMEOUT: the program's own
+#: bound is the rest (280 s), so that a program that hangs fails with its stage named, not
+#: with pytest-timeout's stack dump.  (The shared application takes about 40-50 s on an
+#: idle 2-core host, and was seen taking 114 s on a loaded one.)
+MARGIN = 60
+PROGRAM_TIMEOUT = TEST_TIMEOUT - MARGIN
+
 
 def env():
     return dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1", CONF=str(ROOT / "conf"),
                 PYTHONPATH=str(ROOT))
 
 
+def run_program(args: list, what: str) -> tuple[int, str, str]:
+    """``python ARGS`` (``what`` names it) in a process group of its own -- its JVMs and
+    Python workers too -- ended whatever happens: ``(return code, stdout, stderr)``.  Past
+    PROGRAM_TIMEOUT it fails the test naming the last ``stage: ...`` line the program
+    printed to stderr (the stage that did not end)."""
+    proc = subprocess.Popen([sys.executable, *args], env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        try:
+            out, err = proc.communicate(timeout=PROGRAM_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            end_group(proc)
+            out, err = proc.communicate(timeout=MARGIN / 2)
+        else:
+            return proc.returncode, out, err
+    finally:
+        end_group(proc)
+    stages = [line[len("stage: "):] for line in err.splitlines() if line.startswith("stage: ")]
+    where = f"in stage {stages[-1]!r}" if stages else "(it names no stages)"
+    pytest.fail(f"{what} did not finish within {PROGRAM_TIMEOUT} s (of the test's {TEST_TIMEOUT} s): timed out "
+                f"{where}; its last stderr:\n{err[-3000:]}")
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_connected_components_job_on_separate_executors(tmp_path):
     edges = [(1, 2), (2, 3), (4, 5), (5, 6), (7, 7), (8, 9), (3, 11), (12, 4)]
     path = [100 + (37 * i) % 200 for i in range(200)]             # a path whose ids jump about
@@ -32,32 +69,38 @@ def test_connected_components_job_on_separate_executors(tmp_path):
     csv = tmp_path / "edges.csv"
     csv.write_text("src,dst\n" + "".join(f"{a},{b}\n" for a, b in edges))
     out = tmp_path / "cc"
-    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "examples" / "connected_components.py"),
-                           "--edges-path", str(csv), "--out", str(out), "--master", "local-cluster[2,1,1024]"],
-                          capture_output=True, text=True, timeout=240, env=env())
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "272 vertices, 6 components, largest 200 vertices" in done.stdout
+    code, stdout, stderr = run_program([str(ROOT / "jobs" / "examples" / "connected_components.py"),
+                                        "--edges-path", str(csv), "--out", str(out),
+                                        "--master", "local-cluster[2,1,1024]"], "the components job")
+    assert code == 0, stderr[-3000:]
+    assert "272 vertices, 6 components, largest 200 vertices" in stdout
     table = pq.read_table(out)
     assert dict(zip(table.column("vertex").to_pylist(), table.column("component").to_pylist())) == components(edges)
 
 
 CLUSTER = r"""
 import json, os, sys, timely_spark as ts
+def stage(name):                                             # names the stage a timeout stopped
+    print("stage: " + name, file=sys.stderr, flush=True)
+stage("the local-cluster session")
 spark = ts.spark.get_session("cluster test", master="local-cluster[2,1,1024]", conf_dir=os.environ["CONF"])
 def work(worker):
     got = []
     worker.dataflow(lambda s: s.to_stream(range(20) if s.index == 0 else []).exchange(lambda x: x).inspect(got.append))
     return [worker.index, os.getpid(), got]   # filled as the dataflow runs
+stage("ts.spark.run across the executors")
 out = {"run": ts.spark.run(spark, work, workers=2)}
 files = spark.read.parquet(sys.argv[1])                      # a plain Parquet scan: the tasks read the file
 rows = spark.createDataFrame(files.toPandas())               # local rows: shuffled into the workers' partitions
 for name, df in (("files", files), ("rows", rows)):
+    stage(f"the graph algorithms from {name}")
     out[name] = {
         "components": [[r.vertex, r.component] for r in ts.graph.connected_components(df, workers=2).collect()],
         "ranks": [[r.vertex, r.rank] for r in ts.graph.pagerank(df, workers=2).collect()],
         "paths": [[r.vertex, r.source, r.distance]
                   for r in ts.graph.shortest_paths(df, json.loads(sys.argv[2]), workers=2).collect()]}
 print(json.dumps(out))
+stage("spark.stop")
 spark.stop()
 """
 
@@ -76,14 +119,13 @@ def cluster(tmp_path_factory):
     path = tmp_path_factory.mktemp("cluster") / "edges.parquet"
     pq.write_table(table, path, row_group_size=300)          # several row groups, split between the tasks
     sources = [table["src"][0].as_py(), 30_000]
-    done = subprocess.run([sys.executable, "-c", CLUSTER, str(path), json.dumps(sources)], capture_output=True,
-                          text=True, timeout=280, env=env())
-    assert done.returncode == 0, done.stderr[-3000:]
-    return table, sources, json.loads(done.stdout.strip().splitlines()[-1])
+    code, stdout, stderr = run_program(["-c", CLUSTER, str(path), json.dumps(sources)], "the cluster application")
+    assert code == 0, stderr[-3000:]
+    return table, sources, json.loads(stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_run_on_separate_executors(cluster):
     (w0, pid0, got0), (w1, pid1, got1) = cluster[2]["run"]
     assert (w0, w1) == (0, 1) and pid0 != pid1          # two executor processes
@@ -91,7 +133,7 @@ def test_run_on_separate_executors(cluster):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_graph_algorithms_on_separate_executors_agree_with_references(cluster):
     """connected_components, pagerank and shortest_paths with their workers in two executor
     JVMs (the ``cluster`` fixture's graph), from Parquet files and from shuffled rows."""

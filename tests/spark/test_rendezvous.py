@@ -283,6 +283,47 @@ def test_a_task_of_another_protocol_version_is_told_so(service, monkeypatch):
     service.close(ticket)
 
 
+@pytest.mark.parametrize("stage, host, port, wrong", [
+    (1, "127.0.0.1", "a port", "a 'meet' request whose 'port' is a JSON string ('a port'), not an integer"),
+    (1, 7, 5000, "a 'meet' request whose 'host' is a JSON number (7), not a string"),
+    (True, "127.0.0.1", 5000, "a 'meet' request whose 'stage' is a JSON boolean (True), not an integer"),
+])
+def test_a_malformed_request_is_answered_and_the_task_raises_naming_what_is_wrong(service, caplog, stage, host,
+                                                                                   port, wrong):
+    # the task's own side (meet) sends what its arguments make, under the job's secret
+    ticket = service.open(b"s" * 32, wait=5)
+    with caplog.at_level("WARNING", logger="timely_spark.spark.rendezvous"):
+        with pytest.raises(RendezvousError) as refused:
+            meet(ticket, stage, 0, 0, 1, host, port)
+    message = str(refused.value)
+    assert f"the driver's rendezvous at 127.0.0.1:{ticket.port} refused this task's request as malformed: " \
+           f"{wrong}" in message
+    assert "did not answer" not in message and "secret" not in message
+    assert any(r.levelname == "WARNING" and f"sent a malformed request: {wrong}" in r.getMessage()
+               for r in caplog.records)
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]     # the service goes on
+    service.close(ticket)
+
+
+@pytest.mark.parametrize("request_, wrong", [
+    ([1, 2], "a JSON array, not an object"),
+    ("meet", "a JSON string, not an object"),
+    ({"stage": 1}, "its 'kind' is None, not one of ['failed', 'meet', 'stats']"),
+    ({"kind": "hello"}, "its 'kind' is 'hello', not one of ['failed', 'meet', 'stats']"),
+    ({"kind": ["meet"]}, "its 'kind' is ['meet'], not one of ['failed', 'meet', 'stats']"),
+    ({"kind": "meet", "stage": 1, "task": 0}, "a 'meet' request without 'index'"),
+    ({"kind": "failed", "stage": 1, "task": 0}, "a 'failed' request without 'error'"),
+    ({"kind": "stats", "report": [1]}, "a 'stats' request whose 'report' is a JSON array ([1]), not an object"),
+])
+def test_an_authenticated_request_off_the_protocol_gets_an_authenticated_answer_naming_it(service, request_, wrong):
+    # written from the protocol here (an attacker or another version that knows the job's secret)
+    ticket = service.open(b"k" * 32, wait=5)
+    answer = authenticated_request(ticket, request_)
+    assert json.loads(answer) == {"malformed": wrong}          # opened under the job's secret: the driver's
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]
+    service.close(ticket)
+
+
 class BadRecord(Exception):
     """A user's own exception type: the driver does not rebuild it, only names it."""
 

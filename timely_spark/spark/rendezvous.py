@@ -31,7 +31,10 @@ Request and answer are sealed as the worker mesh seals its frames (see
 derived with HKDF from the job's secret and both nonces, the length as associated
 data.  Addresses and error reports are thus confidential on the wire, always (the
 ``TIMELY_SPARK_ENCRYPTION`` switch does not apply to these few small messages).
-A wrong MAC or tag closes the connection without an answer.  Until its request has checked,
+A wrong MAC or tag closes the connection without an answer; an authenticated request off
+the protocol's shape (not an object, an unknown ``kind``, a field missing or of the wrong
+JSON type) is answered ``{"malformed": what is wrong}``, which the task raises as a
+``RendezvousError`` (the driver logs it as a warning).  Until its request has checked,
 a connection has :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_AUTH_TIMEOUT` seconds and at
 most :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_MAX_REQUEST` bytes; at most
 :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_PENDING` connections authenticate at once, and
@@ -370,7 +373,12 @@ class DriverRendezvous:
                 return
             with self._cond:
                 job.used = time.monotonic()
-            answer = self._answer(token, job, request)
+            wrong = _malformed(request)
+            if wrong is not None:       # authenticated, yet off the protocol: told so, not left to time out
+                log.warning("timely_spark rendezvous: %s sent a malformed request: %s", source, wrong)
+                answer: dict = {"malformed": wrong}
+            else:
+                answer = self._answer(token, job, request)
             sock.settimeout(HANDSHAKE_TIMEOUT)
             _send_message(sock, down, answer)
         except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
@@ -444,6 +452,39 @@ class DriverRendezvous:
                                      f"rendezvous within {wait:g} s (missing: {missing})"}
                 self._cond.wait(min(left, POLL_INTERVAL))
             return {"addresses": group.answer, "attempt": attempt}     # kept (to answer again) until closed
+
+
+#: The fields of each kind of request and the JSON type each must have (beyond "kind").
+_FIELDS: dict[str, dict[str, type]] = {
+    "meet": {"stage": int, "task": int, "index": int, "workers": int, "host": str, "port": int},
+    "failed": {"stage": int, "task": int, "error": object},
+    "stats": {"report": dict},
+}
+
+
+def _malformed(request: Any) -> Optional[str]:
+    """What is wrong with an authenticated request (None: it has the protocol's shape):
+    not an object, no or an unknown ``kind``, a field missing or of the wrong JSON type."""
+    if type(request) is not dict:
+        return f"a JSON {_json_kind(request)}, not an object"
+    kind = request.get("kind")
+    if type(kind) is not str or kind not in _FIELDS:
+        return f"its 'kind' is {kind!r:.40}, not one of {sorted(_FIELDS)}"
+    for name, wanted in _FIELDS[kind].items():
+        if name not in request:
+            return f"a {kind!r} request without {name!r}"
+        value = request[name]
+        if wanted is not object and type(value) is not wanted:      # (a boolean is not an integer here)
+            return (f"a {kind!r} request whose {name!r} is a JSON {_json_kind(value)} ({value!r:.40}), "
+                    f"not {_WANTED[wanted]}")
+    return None
+
+
+_WANTED = {int: "an integer", str: "a string", dict: "an object"}
+
+
+def _json_kind(value: Any) -> str:
+    return "object" if type(value) is dict else _JSON_KINDS.get(type(value), type(value).__name__)
 
 
 _services: dict[tuple[str, Optional[str]], DriverRendezvous] = {}
@@ -584,6 +625,9 @@ def _exchange_once(ticket: Ticket, request: dict, deadline: float, where: str) -
     if not isinstance(answer, dict):
         raise RendezvousError(f"{where} answered with a JSON {_JSON_KINDS.get(type(answer), type(answer).__name__)}, "
                               f"not an object: {_SAME_VERSION}")
+    if "malformed" in answer:
+        raise RendezvousError(f"{where} refused this task's request as malformed: {answer['malformed']} "
+                              f"({_SAME_VERSION})")
     return answer
 
 
