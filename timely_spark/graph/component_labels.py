@@ -512,7 +512,8 @@ class ComponentLabels:
         new vertices' counts, smallest ids and reaching the label are broadcast; the new
         vertices of the classes expanding now are returned, the others wait."""
         search = self.search
-        fresh = self.mark[dv] == ABSENT
+        now = self.mark[dv]                                    # one gather (cache-cold reads); the
+        fresh = now == ABSENT                                  # fresh rows are read again once marked
         fresh_v = np.zeros(0, np.int64)
         if fresh.any():                 # each new vertex joins the smallest group visiting it: one sort
             self.came[dv[fresh]] = source[fresh]
@@ -539,7 +540,7 @@ class ComponentLabels:
                 self.waiting = np.concatenate([self.waiting, fresh_v[~go]])
                 self.waiting_group = np.concatenate([self.waiting_group, group_at[~go]])
                 fresh_v = fresh_v[go]
-        now = self.mark[dv]
+            now[fresh] = self.mark[dv[fresh]]
         differ = now != group
         if differ.any():                # as pairs of classes not yet joined (the union-find's roots), each once
             root = search.parent
