@@ -210,7 +210,9 @@ class Subgraph(Operate):
             apply = self._apply_batch
             while q:
                 apply(q.popleft())
-        self._propagate()
+        pushed = tracker.propagate()         # (_propagate, inline)
+        if pushed:
+            self._frontiers_moved(pushed)
         if self._pending:
             self._run_children()
             self._apply_local()
@@ -269,8 +271,13 @@ class Subgraph(Operate):
 
     def _propagate(self) -> None:
         pushed = self.tracker.propagate()
-        if not pushed:
-            return
+        if pushed:
+            self._frontiers_moved(pushed)
+
+    def _frontiers_moved(self, pushed: list) -> None:
+        """Hand the tracker's frontier changes to the children (and to this scope's outputs).
+        (The hot callers call ``tracker.propagate()`` themselves and this only when it moved
+        something: most propagations move nothing, and then cost no frame here.)"""
         children = self.children
         internals = self.shared_progress.internals
         told = 0                 # the child whose changes are being recorded, told once they all are
@@ -426,7 +433,9 @@ class Subgraph(Operate):
         for push in self._remote:
             push(message)
         self._apply_batch(message)
-        self._propagate()
+        pushed = self.tracker.propagate()    # (_propagate, inline)
+        if pushed:
+            self._frontiers_moved(pushed)
 
     # ---- introspection -------------------------------------------------------------------
     def frontier(self, target: Target) -> Antichain:
