@@ -210,7 +210,9 @@ class Subgraph(Operate):
             apply = self._apply_batch
             while q:
                 apply(q.popleft())
-        self._propagate()
+        pushed = tracker.propagate()         # (_propagate, inline)
+        if pushed:
+            self._frontiers_moved(pushed)
         if self._pending:
             self._run_children()
             self._apply_local()
@@ -234,8 +236,12 @@ class Subgraph(Operate):
             heapq.heappush(self._heap, i)
             return
         self._pending.add(i)
-        if not self._self_active:
-            self.activate()
+        if not self._self_active:       # (activate, inline: one call less an activation)
+            self._self_active = True
+            if self.parent is None:
+                self.worker.activate_dataflow(self)
+            else:
+                self.parent.activate_child(self.index)
 
     def activate(self) -> None:
         """Ask to be scheduled (by the parent scope, or the worker for a top scope)."""
@@ -265,8 +271,13 @@ class Subgraph(Operate):
 
     def _propagate(self) -> None:
         pushed = self.tracker.propagate()
-        if not pushed:
-            return
+        if pushed:
+            self._frontiers_moved(pushed)
+
+    def _frontiers_moved(self, pushed: list) -> None:
+        """Hand the tracker's frontier changes to the children (and to this scope's outputs).
+        (The hot callers call ``tracker.propagate()`` themselves and this only when it moved
+        something: most propagations move nothing, and then cost no frame here.)"""
         children = self.children
         internals = self.shared_progress.internals
         told = 0                 # the child whose changes are being recorded, told once they all are
@@ -300,6 +311,7 @@ class Subgraph(Operate):
         its progress leaves as one consolidated batch (safe: merging one worker's
         consecutive batches is what an observer sees when they arrive together)."""
         children = self.children
+        ports = self._child_ports
         self._in_pass = True
         try:
             for _ in range(PASSES):
@@ -331,7 +343,41 @@ class Subgraph(Operate):
                         self._incomplete.add(i)
                     elif self._incomplete:
                         self._incomplete.discard(i)
-                    self._collect(i, child)
+                    if child.local:
+                        # a local child's consumed / internal / produced changes into this run's
+                        # batch (inline: one call less a child's run; ``b.counts`` read and taken
+                        # here, ChangeBatch.unstable_take without its call: most batches are empty
+                        # at most runs; ``in`` and a subscript, not batch.get; keys and a subscript,
+                        # not counts.items)
+                        consumeds, internals, produceds = ports[i]  # type: ignore[misc]
+                        batch = self._batch
+                        for tid, b in consumeds:
+                            counts = b.counts
+                            if counts:
+                                b.counts = {}
+                                for t in counts:
+                                    n = counts[t]
+                                    key = (tid, t)
+                                    batch[key] = batch[key] - n if key in batch else -n
+                        for sid, b in internals:
+                            counts = b.counts
+                            if counts:
+                                b.counts = {}
+                                for t in counts:
+                                    d = counts[t]
+                                    key = (sid, t)
+                                    batch[key] = batch[key] + d if key in batch else d
+                        for tids, b in produceds:
+                            counts = b.counts
+                            if counts:
+                                b.counts = {}
+                                for t in counts:
+                                    n = counts[t]
+                                    for tid in tids:
+                                        key = (tid, t)
+                                        batch[key] = batch[key] + n if key in batch else n
+                    else:
+                        self._collect_nested(i)
                 self._running = -1
         finally:
             self._in_pass = False
@@ -340,54 +386,24 @@ class Subgraph(Operate):
                 self._pending.update(self._heap)
                 self._heap = []
 
-    def _collect(self, i: int, child: Any) -> None:
-        """Move a child's consumed / internal / produced changes into this run's batch
-        (local children) or straight into the tracker (nested subgraphs)."""
+    def _collect_nested(self, i: int) -> None:
+        """Apply a nested subgraph's consumed / internal / produced changes straight to the
+        tracker: its reports are global already (a local child's go into this run's batch,
+        in :meth:`_run_children`)."""
         consumeds, internals, produceds = self._child_ports[i]  # type: ignore[misc]
-        if child.local:
-            batch = self._batch
-            # (``b.counts`` read and taken inline, ChangeBatch.unstable_take without its call: most batches
-            # are empty at most runs, and skipping them costs no call; ``in`` and a subscript, not batch.get;
-            # a batch's keys and a subscript, not counts.items)
-            for tid, b in consumeds:
-                counts = b.counts
-                if counts:
-                    b.counts = {}
-                    for t in counts:
-                        n = counts[t]
-                        key = (tid, t)
-                        batch[key] = batch[key] - n if key in batch else -n
-            for sid, b in internals:
-                counts = b.counts
-                if counts:
-                    b.counts = {}
-                    for t in counts:
-                        d = counts[t]
-                        key = (sid, t)
-                        batch[key] = batch[key] + d if key in batch else d
-            for tids, b in produceds:
-                counts = b.counts
-                if counts:
-                    b.counts = {}
-                    for t in counts:
-                        n = counts[t]
-                        for tid in tids:
-                            key = (tid, t)
-                            batch[key] = batch[key] + n if key in batch else n
-        else:   # a nested subgraph: its reports are global already; apply them here
-            updates: list[tuple[int, Any, int]] = []
-            for tid, b in consumeds:     # (``b.counts``: empty batches skipped without a call)
-                if b.counts:
-                    updates.extend((tid, t, -n) for t, n in b.drain())
-            for sid, b in internals:
-                if b.counts:
-                    updates.extend((sid, t, d) for t, d in b.drain())
-            for tids, b in produceds:
-                if b.counts:
-                    for t, n in b.drain():
-                        updates.extend((tid, t, n) for tid in tids)
-            if updates:
-                self._apply(updates)   # (what reaches this scope's outputs is reported upward)
+        updates: list[tuple[int, Any, int]] = []
+        for tid, b in consumeds:     # (``b.counts``: empty batches skipped without a call)
+            if b.counts:
+                updates.extend((tid, t, -n) for t, n in b.drain())
+        for sid, b in internals:
+            if b.counts:
+                updates.extend((sid, t, d) for t, d in b.drain())
+        for tids, b in produceds:
+            if b.counts:
+                for t, n in b.drain():
+                    updates.extend((tid, t, n) for tid in tids)
+        if updates:
+            self._apply(updates)   # (what reaches this scope's outputs is reported upward)
 
     def _apply_local(self) -> None:
         """Broadcast the batch the children just made (one message per worker, atomic) and
@@ -405,7 +421,11 @@ class Subgraph(Operate):
         if not batch:
             return
         self._batch = {}
-        message = [(loc, t, d) for (loc, t), d in batch.items() if d]
+        message = []                     # (a loop, not a comprehension: one frame less a run)
+        for key in batch:
+            d = batch[key]
+            if d:
+                message.append((key[0], key[1], d))
         if not message:
             return
         if self.worker.logger is not None:
@@ -413,7 +433,9 @@ class Subgraph(Operate):
         for push in self._remote:
             push(message)
         self._apply_batch(message)
-        self._propagate()
+        pushed = self.tracker.propagate()    # (_propagate, inline)
+        if pushed:
+            self._frontiers_moved(pushed)
 
     # ---- introspection -------------------------------------------------------------------
     def frontier(self, target: Target) -> Antichain:

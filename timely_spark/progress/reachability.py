@@ -243,9 +243,34 @@ class Tracker:
         """Apply the recorded changes and update the frontiers of the observed targets; what changed is kept for
         :meth:`drain_pushed`.
         """
-        if not self._pending:
-            return
-        pending, self._pending = self._pending, {}
+        if self._pending:
+            self._pushed = self.propagate()
+
+    def propagate(self) -> list[tuple[Target, Any, int]]:
+        """:meth:`propagate_all` then :meth:`drain_pushed`, in one call: a scope propagates at
+        every run, and most runs of a quiet dataflow have nothing pending (then nothing is
+        done and an empty list returned).  (The work is done here, in one frame: a scope's
+        run propagates several times.)
+
+        >>> b = Builder(0)
+        >>> b.add_node(0, 0, 1, []); b.add_node(1, 1, 0, [[]])
+        >>> b.add_edge(Source(0, 0), Target(1, 0))
+        >>> tracker = b.build()
+        >>> tracker.propagate()
+        []
+        >>> tracker.update_source(Source(0, 0), 2, 1)
+        >>> tracker.propagate(), tracker.propagate()
+        ([(Target(node=1, port=0), 2, 1)], [])
+        """
+        pending = self._pending
+        pushed = self._pushed
+        if not pending:
+            if not pushed:
+                return []
+            self._pushed = []
+            return pushed
+        self._pending = {}
+        self._pushed = []
         implied: dict[int, list[tuple[Any, int]]] = {}
         reach = self._reach
         pointstamps = self._pointstamps
@@ -266,32 +291,11 @@ class Tracker:
                             t2 = s.results_in(t)
                             if t2 is not None:
                                 lst.append((t2, d))
-        pushed = self._pushed
         observed = self._observed
         for k in implied:
             target, implications = observed[k]
             for t, d in implications.update_iter(implied[k]):
                 pushed.append((target, t, d))
-
-    def propagate(self) -> list[tuple[Target, Any, int]]:
-        """:meth:`propagate_all` then :meth:`drain_pushed`, in one call: a scope propagates at
-        every run, and most runs of a quiet dataflow have nothing pending (then nothing is
-        done and an empty list returned).
-
-        >>> b = Builder(0)
-        >>> b.add_node(0, 0, 1, []); b.add_node(1, 1, 0, [[]])
-        >>> b.add_edge(Source(0, 0), Target(1, 0))
-        >>> tracker = b.build()
-        >>> tracker.propagate()
-        []
-        >>> tracker.update_source(Source(0, 0), 2, 1)
-        >>> tracker.propagate(), tracker.propagate()
-        ([(Target(node=1, port=0), 2, 1)], [])
-        """
-        if not self._pending and not self._pushed:
-            return []
-        self.propagate_all()
-        pushed, self._pushed = self._pushed, []
         return pushed
 
     def drain_pushed(self) -> list[tuple[Target, Any, int]]:
