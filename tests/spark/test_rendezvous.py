@@ -26,6 +26,7 @@ from timely_spark.spark.rendezvous import (
     failure_marker,
     meet,
     report_failure,
+    report_stats,
 )
 
 
@@ -321,6 +322,43 @@ def test_an_authenticated_request_off_the_protocol_gets_an_authenticated_answer_
     answer = authenticated_request(ticket, request_)
     assert json.loads(answer) == {"malformed": wrong}          # opened under the job's secret: the driver's
     assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]
+    service.close(ticket)
+
+
+SECRET = bytes(range(32))         # a job secret with a hex, a repr and a base64 form to hide
+
+
+def test_a_request_the_driver_fails_to_answer_is_told_so_at_once_naming_the_error(caplog):
+    import base64
+
+    service = DriverRendezvous("127.0.0.1")
+    calls = []
+
+    def on_stats(report):                 # the job's hook for timing reports raises, showing the secret
+        calls.append(report)
+        raise ZeroDivisionError(f"cannot average {report['n']} tasks; key {SECRET.hex()} {SECRET!r} "
+                                f"{base64.b64encode(SECRET).decode()}")
+
+    ticket = service.open(SECRET, wait=30, on_stats=on_stats)
+    with caplog.at_level("WARNING", logger="timely_spark.spark.rendezvous"):
+        report_stats(ticket, {"n": 3})    # the task's side: best effort, its RendezvousError logged
+    logged = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    told = [m for m in logged if m.startswith("timely_spark: could not send a task's timings")]
+    assert len(told) == 1 and "did not answer" not in told[0]
+    assert (f"(the driver's rendezvous at 127.0.0.1:{ticket.port} failed while answering this task's 'stats' "
+            f"request: ZeroDivisionError: cannot average 3 tasks; key <secret>") in told[0]
+    assert calls == [{"n": 3}]            # told at once: the task did not connect again (nor the hook run twice)
+    assert any("answering" in m and "'stats' request failed" in m and "Traceback" in m and "in on_stats" in m
+               and "ZeroDivisionError: cannot average 3 tasks" in m for m in logged)
+    for shown in logged:      # in no form, neither to the task nor in the driver's log
+        for form in (SECRET.hex(), repr(SECRET)[2:-1], base64.b64encode(SECRET).decode()):
+            assert form not in shown
+    service.attempt_of = lambda stage, task: {}[stage]        # the scheduler's answer itself raises
+    with pytest.raises(RendezvousError, match=f"rendezvous at 127.0.0.1:{ticket.port} failed while answering "
+                                              f"this task's 'meet' request: KeyError: 1 \\(the driver's log"):
+        meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)
+    service.attempt_of = lambda stage, task: None
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]     # the service goes on
     service.close(ticket)
 
 

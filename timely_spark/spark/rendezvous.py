@@ -34,7 +34,12 @@ data.  Addresses and error reports are thus confidential on the wire, always (th
 A wrong MAC or tag closes the connection without an answer; an authenticated request off
 the protocol's shape (not an object, an unknown ``kind``, a field missing or of the wrong
 JSON type) is answered ``{"malformed": what is wrong}``, which the task raises as a
-``RendezvousError`` (the driver logs it as a warning).  Until its request has checked,
+``RendezvousError`` (the driver logs it as a warning).  When answering a well-formed
+request raises on the driver (a job's ``on_stats`` raising, say), the driver logs the
+error as a warning with its traceback and answers ``{"driver_error": its type and
+message}`` (the job's secret in no form), which the task raises at once as a
+``RendezvousError`` naming the driver and the error, instead of connecting again
+until its wait runs out.  Until its request has checked,
 a connection has :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_AUTH_TIMEOUT` seconds and at
 most :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_MAX_REQUEST` bytes; at most
 :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_PENDING` connections authenticate at once, and
@@ -48,6 +53,7 @@ reading it) or whose tag does not check, and a request of its own over
 
 from __future__ import annotations
 
+import base64
 import hmac
 import json
 import logging
@@ -58,6 +64,7 @@ import socket
 import struct
 import threading
 import time
+import traceback
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -378,7 +385,13 @@ class DriverRendezvous:
                 log.warning("timely_spark rendezvous: %s sent a malformed request: %s", source, wrong)
                 answer: dict = {"malformed": wrong}
             else:
-                answer = self._answer(token, job, request)
+                try:
+                    answer = self._answer(token, job, request)
+                except Exception as exc:     # the driver's own failure (an on_stats raising, say): told, not retried
+                    log.warning("timely_spark rendezvous: answering %s's %r request failed:\n%s", source,
+                                request["kind"], _without_secret("".join(traceback.format_exception(
+                                    type(exc), exc, exc.__traceback__)), job.secret))
+                    answer = {"driver_error": _driver_error(exc, job.secret)}
             sock.settimeout(HANDSHAKE_TIMEOUT)
             _send_message(sock, down, answer)
         except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
@@ -481,6 +494,33 @@ def _malformed(request: Any) -> Optional[str]:
 
 
 _WANTED = {int: "an integer", str: "a string", dict: "an object"}
+
+#: The most characters of the driver's own error an answer carries to a task.
+DRIVER_ERROR_CHARS = 1000
+
+
+def _driver_error(exc: BaseException, secret: bytes) -> str:
+    """What a task is told when answering its request raised ``exc`` on the driver: its
+    type and message, cut to DRIVER_ERROR_CHARS, the job's ``secret`` in no form."""
+    try:
+        text = f"{type(exc).__qualname__}: {exc}"
+    except Exception:            # its __str__ raised too
+        text = f"{type(exc).__qualname__} (its message cannot be shown)"
+    text = _without_secret(text, secret)
+    return text if len(text) <= DRIVER_ERROR_CHARS else text[:DRIVER_ERROR_CHARS - 3] + "..."
+
+
+def _without_secret(text: str, secret: bytes) -> str:
+    """``text`` with the job's ``secret`` -- as its repr (whole or inside another's), hex,
+    base64 or Latin-1 text -- replaced by ``<secret>``.  (Forms under 8 characters are
+    left: a real secret is 32 random bytes, and short ones would garble the text.)"""
+    forms = {repr(secret), repr(secret)[2:-1], secret.hex(), secret.hex().upper(), secret.decode("latin-1"),
+             base64.b64encode(secret).decode(), base64.urlsafe_b64encode(secret).decode()}
+    forms |= {f.rstrip("=") for f in forms}
+    for form in sorted(forms, key=len, reverse=True):
+        if len(form) >= 8:
+            text = text.replace(form, "<secret>")
+    return text
 
 
 def _json_kind(value: Any) -> str:
@@ -628,6 +668,9 @@ def _exchange_once(ticket: Ticket, request: dict, deadline: float, where: str) -
     if "malformed" in answer:
         raise RendezvousError(f"{where} refused this task's request as malformed: {answer['malformed']} "
                               f"({_SAME_VERSION})")
+    if "driver_error" in answer:
+        raise RendezvousError(f"{where} failed while answering this task's {request.get('kind')!r} request: "
+                              f"{answer['driver_error']!s:.{DRIVER_ERROR_CHARS}} (the driver's log has its traceback)")
     return answer
 
 
