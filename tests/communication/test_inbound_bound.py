@@ -1,7 +1,9 @@
 """What a process reads ahead of its workers is bounded per peer (a receiver that does not
 step holds its sender back instead of buffering without limit), and two processes flooding
 each other past that bound on both sides still finish: a worker waiting for room to send
-reads every connection past the bound.  Real sockets, two meshes of one test process."""
+reads every connection past the bound.  Real sockets, meshes of one test process.  A
+worker's steps release what it took (through the allocator), a frozen peer fails a sender
+that waits while its connection is held, and heartbeats never wait behind a busy connection."""
 
 import threading
 import time
@@ -9,9 +11,13 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from timely_spark.communication.allocator import Inbox
 from timely_spark.communication.codec import encode
+from timely_spark.communication.tcp import Mesh, TcpAllocator
+from timely_spark.communication.thread import ThreadFabric
+from timely_spark.errors import WorkerFailure
 
-from .test_encryption import connected_pair
+from .test_encryption import bind_listener, connected_pair
 
 MB = 1 << 20
 
@@ -139,3 +145,135 @@ def test_a_receiver_busy_past_the_peer_timeout_holds_its_sender_back_without_fai
     assert len(got) == len(sent) and all(same(a, b) for a, b in zip(got, sent))
     shut(meshes)
     assert all(f.failure is None for f in fabrics)
+
+
+def test_a_worker_stepping_through_its_allocator_releases_what_it_took_and_gets_everything():
+    # The watchdog fills worker 0's mailbox up to the bound; the worker's own steps
+    # (TcpAllocator.receive: drain, then read) release it, so the rest flows in too.
+    meshes, fabrics = connected_pair(peer_timeout=30, inbound_limit=MB, wakeable=True)
+    sent = [arrow(i) for i in range(16)]
+    errors: list = []
+    t = sender(meshes[1].connections[0], 1, 0, sent, errors)
+    until = time.monotonic() + 30
+    while meshes[0].read_ahead(1) < MB and time.monotonic() < until:
+        time.sleep(0.01)                            # (only the watchdog reads: it stops at the bound)
+    assert meshes[0].read_ahead(1) >= MB
+    worker = TcpAllocator(0, fabrics[0], meshes[0], 2)
+    inbox = Inbox(lambda: None)
+    worker.allocate(7, inbox)
+    until = time.monotonic() + 60
+    while len(inbox.queue) < len(sent) and time.monotonic() < until:
+        worker.receive(0.1)
+    t.join(30)
+    assert not errors and not t.is_alive()
+    assert len(inbox.queue) == len(sent), "the worker's steps did not release the bound"
+    assert all(same(a, b) for a, b in zip(inbox.queue, sent))
+    assert meshes[0].read_ahead(1) == 0
+    shut(meshes)
+    assert all(f.failure is None for f in fabrics)
+
+
+def test_a_peer_frozen_while_a_worker_waits_to_send_to_it_fails_the_run_even_with_its_connection_held():
+    # Process 1 floods worker 0 (its connection held at the bound), then freezes: it reads
+    # nothing and sends nothing more (its locks held).  Worker 0 then waits for room to send
+    # to it, reading every connection meanwhile: the silence is process 1's own, and fails
+    # the run naming it -- the held connection must not pass for a peer heard from.
+    listeners = [bind_listener() for _ in range(2)]
+    addresses = [s.getsockname() for s in listeners]
+    fabrics = [ThreadFabric(1, offset=p) for p in range(2)]
+    meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], 1, connect_timeout=10,
+                   peer_timeout=(2 if p == 0 else 600), inbound_limit=MB) for p in range(2)]
+    joins = [threading.Thread(target=m.connect) for m in meshes]
+    for j in joins:
+        j.start()
+    for j in joins:
+        j.join(20)
+    flood: list = []
+    sender(meshes[1].connections[0], 1, 0, [arrow(i) for i in range(8)], flood).join(30)
+    until = time.monotonic() + 30
+    while meshes[0].read_ahead(1) < MB and time.monotonic() < until:
+        time.sleep(0.01)
+    frozen = meshes[1].connections[0]
+    frozen.read_lock.acquire()                      # process 1 reads nothing ...
+    frozen.lock.acquire()                           # ... and sends nothing (no heartbeat)
+    try:
+        until = time.monotonic() + 30
+        while fabrics[0].mailboxes[0].qsize() < 8 and time.monotonic() < until:   # (what it sent before)
+            meshes[0].read_all(force=True)
+            time.sleep(0.01)
+        errors: list = []
+        t = sender(meshes[0].connections[1], 0, 1, [arrow(i) for i in range(64)], errors)
+        t.join(60)
+        assert not t.is_alive(), "a worker waiting to send to a frozen peer hangs"
+        assert errors and fabrics[0].failure is not None
+        assert isinstance(fabrics[0].failure[1], WorkerFailure) and "process 1" in str(fabrics[0].failure[1])
+    finally:
+        frozen.lock.release()
+        frozen.read_lock.release()
+        for m in meshes:
+            m.shutdown(clean=False)
+
+
+def test_heartbeats_do_not_wait_behind_a_connection_a_worker_holds():
+    # Process 0's worker holds its connection to process 1 (it waits to send to a peer that
+    # does not read: its reading held); process 2 must still hear process 0's heartbeats.
+    listeners = [bind_listener() for _ in range(3)]
+    addresses = [s.getsockname() for s in listeners]
+    fabrics = [ThreadFabric(1, offset=p) for p in range(3)]
+    meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], 1, connect_timeout=10,
+                   peer_timeout=1) for p in range(3)]
+    joins = [threading.Thread(target=m.connect) for m in meshes]
+    for j in joins:
+        j.start()
+    for j in joins:
+        j.join(20)
+    assert all(len(m.connections) == 2 for m in meshes)
+    busy = meshes[0].connections[1].lock
+    held = meshes[1].connections[0].read_lock       # (process 1 reads nothing of process 0 meanwhile)
+    held.acquire()
+    busy.acquire()
+    try:
+        time.sleep(4)                               # four of process 2's peer timeouts
+        assert fabrics[2].failure is None, f"process 2 stopped hearing process 0: {fabrics[2].failure}"
+        assert fabrics[0].failure is None
+    finally:
+        busy.release()
+        held.release()
+        for m in meshes:
+            m.shutdown(clean=False)
+
+
+def test_an_idle_worker_does_not_spin_on_a_connection_held_for_its_busy_sibling():
+    # Two workers a process: worker 0 computes (takes nothing) while process 1 floods it,
+    # so the connection is held with bytes waiting in its socket.  Worker 1, idle, waits for
+    # messages: the held socket is out of its poll set, so its waits wait.
+    listeners = [bind_listener() for _ in range(2)]
+    addresses = [s.getsockname() for s in listeners]
+    fabrics = [ThreadFabric(2, offset=2 * p, wakeable=True) for p in range(2)]
+    meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], 2, connect_timeout=10,
+                   peer_timeout=30, inbound_limit=MB) for p in range(2)]
+    joins = [threading.Thread(target=m.connect) for m in meshes]
+    for j in joins:
+        j.start()
+    for j in joins:
+        j.join(20)
+    errors: list = []
+    t = sender(meshes[1].connections[0], 2, 0, [arrow(i) for i in range(16)], errors)
+    try:
+        until = time.monotonic() + 30
+        while meshes[0].read_ahead(1) < MB and time.monotonic() < until:
+            time.sleep(0.01)
+        idle = TcpAllocator(1, fabrics[0], meshes[0], 4)
+        idle.allocate(7, Inbox(lambda: None))
+        waits = 0
+        until = time.monotonic() + 2
+        while time.monotonic() < until:
+            idle.receive(1.0)
+            waits += 1
+        assert waits < 50, f"an idle worker woke {waits} times in 2 s on a held connection"
+        assert meshes[0].read_ahead(1) >= MB        # (still held: worker 0 took nothing)
+    finally:
+        while not fabrics[0].mailboxes[0].empty():
+            fabrics[0].mailboxes[0].get().release()
+        shut(meshes)
+    t.join(30)

@@ -292,12 +292,14 @@ class _Connection:
         self._receiving = BufferPool(RECEIVING_KEPT)  # where large frames are read (reused once their payload is gone)
         self._reader: Optional[Allocator] = None      # the worker reading now in its own thread (see pump)
         self._force = False                      # reading past the bound of what is read ahead (see pump)
+        self._no_wait = False                    # a heartbeat is sent: nothing waits (under lock)
         self._ahead_limit = mesh.inbound_limit
         self._ahead_in = 0                       # bytes of messages put into mailboxes (under read_lock) ...
         self._ahead_out = 0                      # ... and of those the workers took (under _taken_lock)
         self._taken_lock = threading.Lock()
         self._fabric_offset = mesh.fabric.offset
-        self.last_heard = time.monotonic()
+        self.last_heard = time.monotonic()       # a frame arrived, or the connection was held (below)
+        self.last_frame = self.last_heard        # a frame arrived (what a wait to send goes by)
         self._drained = False
         sock.settimeout(None)
         if sock.family != socket.AF_UNIX:
@@ -320,12 +322,21 @@ class _Connection:
         with self._taken_lock:
             self._ahead_out += nbytes
 
+    @property
+    def holding(self) -> bool:
+        """Whether :data:`INBOUND_BYTES` of this peer's messages wait in mailboxes (a read
+        that may not pass the bound stops here)."""
+        return self._ahead_in - self._ahead_out >= self._ahead_limit
+
     def _held(self) -> bool:
         """Whether reading stops here: the bound of what is read ahead is reached (and this
-        read may not pass it).  A held connection's silence does not count against its peer."""
+        read may not pass it).  A held connection's silence does not count against its peer
+        -- unless a worker of this process reads every connection past the bound now (it
+        waits to send): then what the peer sends is read, and its silence is its own."""
         if self._force or self._ahead_in - self._ahead_out < self._ahead_limit:
             return False
-        self.last_heard = time.monotonic()
+        if not self.mesh.forcing:
+            self.last_heard = time.monotonic()
         return True
 
     def describe(self) -> str:
@@ -413,12 +424,19 @@ class _Connection:
     def _queue(self, frames: list, nbytes: int) -> None:
         """Hand sealed frames to the writer thread (under ``lock``), waiting for room in
         its bounded queue while reading what the peer sends."""
-        self._behind.wait_room(nbytes, self._read_meanwhile, self._check_sending, self.mesh.read_fds())
+        forcing = self.mesh.forcing
+        me = threading.get_ident()
+        forcing.add(me)
+        try:
+            self._behind.wait_room(nbytes, self._read_meanwhile, self._check_sending, self.mesh.read_fds)
+        finally:
+            forcing.discard(me)
         self._behind.put(frames, nbytes)
 
     def _read_meanwhile(self) -> None:
         """While this worker waits to send: read every connection, past the bound of what is
-        read ahead (the invariant that keeps waits for room from waiting on each other)."""
+        read ahead (the invariant that keeps waits for room from waiting on each other; the
+        caller is in ``mesh.forcing`` meanwhile)."""
         self.mesh.read_all(force=True)
 
     def _check_sending(self) -> None:
@@ -491,36 +509,50 @@ class _Connection:
             if sent == total:
                 return
         views = [v for v in (memoryview(p).cast("B") for p in out) if v.nbytes]
+        if self._no_wait:                       # (a heartbeat: the writer thread writes the rest)
+            rest = views[advance(views, 0, sent):]
+            self._behind.put(rest, sum(v.nbytes for v in rest))
+            return
         waiter = select.poll()
         own = sock.fileno()
         waiter.register(own, select.POLLOUT | select.POLLIN)
-        for fd in self.mesh.read_fds():         # every connection is read while this one waits
-            if fd != own:
-                waiter.register(fd, select.POLLIN)
+        others: set[int] = set()
 
         def blocked() -> None:                  # the socket is full: read the peers until it takes more
             stuck = time.monotonic()
             while True:
+                live = set(self.mesh.read_fds())   # every connection still read is read meanwhile
+                live.discard(own)
+                for fd in others - live:        # (ended -- at its end of file too: no spin on it)
+                    waiter.unregister(fd)
+                for fd in live - others:
+                    waiter.register(fd, select.POLLIN)
+                others.clear()
+                others.update(live)
                 ready = 0
                 readable = False
                 for fd, ev in waiter.poll(POLL_INTERVAL * 1000.0):
                     if fd == own:
                         ready = ev
                         readable = readable or bool(ev & (select.POLLIN | select.POLLHUP | select.POLLERR))
-                        continue
-                    if ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
-                        waiter.unregister(fd)   # (that connection's reading ends: it is read once more)
-                    readable = True
+                    else:
+                        readable = True
                 if readable:
                     self._read_meanwhile()
                 if ready & (select.POLLOUT | select.POLLERR | select.POLLHUP):
                     return
                 if self.mesh.fabric.failure is not None or self.reader_done.is_set():
                     raise OSError("the connection failed while sending")
-                if time.monotonic() - max(stuck, self.last_heard) > self.mesh.peer_timeout:
+                if time.monotonic() - max(stuck, self.last_frame) > self.mesh.peer_timeout:
                     raise OSError(f"the peer took nothing and sent nothing for {self.mesh.peer_timeout} s")
 
-        write_all(sock, views, advance(views, 0, sent), blocked)
+        forcing = self.mesh.forcing
+        me = threading.get_ident()
+        forcing.add(me)
+        try:
+            write_all(sock, views, advance(views, 0, sent), blocked)
+        finally:
+            forcing.discard(me)
 
     def flush(self) -> None:
         """Write the gathered frames now."""
@@ -557,6 +589,30 @@ class _Connection:
         failure = WorkerFailure(f"cannot send to {self.describe()}: {exc}")
         self.mesh.fail(failure)
         raise failure from exc
+
+    def heartbeat(self) -> None:
+        """Tell the peer this process lives, unless that would wait: the heartbeat thread
+        never waits for a connection a worker holds (it waits to send to a busy peer: the
+        other peers must still hear us), never waits for room (frames are on their way
+        then), and never reads (what is read ahead stays bounded); what the socket does not
+        take at once goes to the writer thread."""
+        if self.mesh.closing or not self.lock.acquire(blocking=False):
+            return
+        try:
+            if self._behind.queued:
+                return
+            key = (CONTROL, 0, 0)           # (what send does, under the lock taken above)
+            seq = self.seq[key]
+            self.seq[key] = seq + 1
+            self._no_wait = True
+            try:
+                self._guarded(lambda: self._seal_and_write(CONTROL, 0, 0, seq, HEARTBEAT, [], 0, False), True)
+            except WorkerFailure:
+                pass
+            finally:
+                self._no_wait = False
+        finally:
+            self.lock.release()
 
     def control(self, kind: int, body: bytes = b"") -> None:
         if kind == HEARTBEAT and self.mesh.closing:
@@ -680,7 +736,7 @@ class _Connection:
             got = True
             self._end = end + n
         if got:
-            self.last_heard = time.monotonic()
+            self.last_heard = self.last_frame = time.monotonic()
         return got
 
     def _frame(self, header: bytes, sealed: memoryview, owned: bool = False) -> None:
@@ -774,8 +830,8 @@ class _Connection:
     def _hand_over(self, target: int, channel: int, payload: Any, nbytes: int) -> None:
         """Put a message for local worker ``target`` into its mailbox, counted as read ahead
         (``nbytes``) until the worker takes it (under ``read_lock``)."""
+        self._ahead_in += nbytes                 # (first: its worker may take it at once)
         self.mesh.fabric.mailboxes[target - self._fabric_offset].put(Counted(channel, payload, self, nbytes))
-        self._ahead_in += nbytes
 
     def _relayed_error(self, body: memoryview) -> BaseException:
         """The error a peer reported (its frame authenticated): timely_spark's errors as
@@ -880,6 +936,7 @@ class Mesh:
         if inbound_limit <= 0:
             raise ValueError(f"inbound_limit must be a positive number of bytes, not {inbound_limit!r}")
         self.inbound_limit = inbound_limit
+        self.forcing: set[int] = set()           # threads that wait to send, reading every connection past the bound
         self._pending = PendingHandshakes(MAX_HANDSHAKES)
         self._mismatch: Optional[str] = None     # an authenticated peer in the other encryption mode
         self.connections: dict[int, _Connection] = {}
@@ -1127,7 +1184,7 @@ class Mesh:
         interval = max(self.peer_timeout / HEARTBEATS_PER_PEER_TIMEOUT, MIN_HEARTBEAT_INTERVAL)
         while not self._stop.wait(interval):
             for conn in list(self.connections.values()):
-                conn.control(HEARTBEAT)
+                conn.heartbeat()
 
     def flush(self) -> None:
         """Write every connection's gathered frames: those of the connections that gathered
@@ -1300,6 +1357,7 @@ class TcpAllocator(Allocator):
         self.mesh = mesh
         self._poller: Optional[Any] = None
         self._polled: dict[int, _Connection] = {}
+        self._held: dict[int, _Connection] = {}    # held sockets, out of the poll set meanwhile
 
     def pushers(self, channel: int, inbox: Inbox) -> list[Any]:
         """One pusher per worker: this worker's inbox, local mailboxes, or the mesh."""
@@ -1349,6 +1407,8 @@ class TcpAllocator(Allocator):
         if fabric.failure is not None:
             self.check()
         empty = mailbox.empty                 # (a drain only when the mailbox holds something: no call else)
+        if self._held:
+            timeout = self._release_held(timeout)
         if not timeout:                       # a stepping worker: the sockets, then one pass over the mailbox
             got = self._read(poller.poll(0))
             return (not empty() and self.drain()) or got
@@ -1385,7 +1445,24 @@ class TcpAllocator(Allocator):
                     if not self.mailbox.empty():
                         self.drain()
                     got = conn.pump(self) or got
+                if conn.holding:                # (its socket stays readable: no spin on it while held)
+                    self._poller.unregister(fd)     # type: ignore[union-attr]
+                    self._held[fd] = self._polled.pop(fd)
         return got
+
+    def _release_held(self, timeout: Optional[float]) -> Optional[float]:
+        """Put the held sockets whose workers took enough back into the poll set; the wait
+        for what remains held: at most POLL_INTERVAL (no signal says when another worker
+        takes its messages; that worker reads the connection itself meanwhile)."""
+        for fd, conn in list(self._held.items()):
+            if conn.done_reading or not conn.holding:
+                del self._held[fd]
+                if not conn.done_reading:
+                    self._poller.register(fd, select.POLLIN)   # type: ignore[union-attr]
+                    self._polled[fd] = conn
+        if self._held and timeout:
+            return min(timeout, POLL_INTERVAL)
+        return timeout
 
     def close(self) -> None:
         """Write anything still gathered."""

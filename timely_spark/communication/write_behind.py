@@ -13,10 +13,10 @@ writing overlap the worker's own work and its reading of what the peer sends.
   message larger than the bound waits for an empty queue), reading the peer -- and the
   other connections it is given -- meanwhile (``on_readable``), so two processes filling
   each other's queues never wait on each other.
-* **Failure**: a write that fails, or that the peer takes nothing of for ``timeout``
-  seconds, ends the thread; ``on_error`` is called once with the error (the connection
-  fails the run naming the peer), :attr:`error` keeps it, and the next :meth:`wait_room`
-  raises it.
+* **Failure**: a write that fails, or that waits ``timeout`` seconds in which the peer
+  took nothing and sent nothing (``heard()``), ends the thread; ``on_error`` is called
+  once with the error (the connection fails the run naming the peer), :attr:`error`
+  keeps it, and the next :meth:`wait_room` raises it.
 * **Ending**: :meth:`close` lets the queue drain (bounded) or drops it, then joins the
   thread (bounded); nothing of the queue outlives the connection.
 """
@@ -77,9 +77,10 @@ def write_all(sock: socket.socket, views: list, at: int, blocked: Callable[[], N
 class WriteBehind:
     """The writer thread of one socket and its queue (at most ``limit`` bytes).
 
-    ``name``: the thread's; ``timeout``: seconds the peer may take nothing before the
-    write fails; ``on_error(exc)``: called from the thread when a write fails (not after
-    :meth:`close`)."""
+    ``name``: the thread's; ``timeout``: seconds the peer may take nothing, and send
+    nothing, before the write fails; ``heard()``: when the peer last sent anything
+    (``time.monotonic``); ``on_error(exc)``: called from the thread when a write fails
+    (not after :meth:`close`)."""
 
     def __init__(self, sock: socket.socket, name: str, timeout: float,
                  on_error: Callable[[BaseException], None], limit: int = WRITE_BEHIND_BYTES,
@@ -117,13 +118,15 @@ class WriteBehind:
                 self._thread.start()
 
     def wait_room(self, nbytes: int, on_readable: Callable[[], None], check: Callable[[], None],
-                  readable: Sequence[int] = ()) -> None:
+                  readable: Callable[[], Sequence[int]] = tuple) -> None:
         """Return once ``nbytes`` more fit in the queue (or it is empty).  Meanwhile call
-        ``on_readable()`` whenever the socket, or one of the descriptors ``readable`` (the
-        other connections' sockets), has something to read, and ``check()`` (which raises to
-        give up) at least every :data:`WAIT_SLICE` seconds; the thread's error is raised as
-        OSError."""
+        ``on_readable()`` whenever the socket, or one of the descriptors ``readable()``
+        names (the other connections' sockets still read, asked anew at each wake-up, so
+        that one at its end of file is not waited on again), has something to read, and
+        ``check()`` (which raises to give up) at least every :data:`WAIT_SLICE` seconds;
+        the thread's error is raised as OSError."""
         waiter = None
+        others: set[int] = set()
         while True:
             if self.error is not None:
                 raise OSError(str(self.error))
@@ -136,19 +139,22 @@ class WriteBehind:
                 waiter.register(self._room_r, select.POLLIN)
                 own = self._sock.fileno()
                 waiter.register(own, select.POLLIN)
-                for fd in readable:
-                    if fd != own and fd != self._room_r:
-                        waiter.register(fd, select.POLLIN)
+            live = set(readable())
+            live.discard(own)
+            live.discard(self._room_r)
+            for fd in others - live:
+                waiter.unregister(fd)
+            for fd in live - others:
+                waiter.register(fd, select.POLLIN)
+            others = live
             read = False
-            for fd, ev in waiter.poll(WAIT_SLICE * 1000.0):
+            for fd, _ in waiter.poll(WAIT_SLICE * 1000.0):
                 if fd == self._room_r:
                     try:
                         os.read(self._room_r, 4096)
                     except OSError:
                         pass
                     continue
-                if fd != own and ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
-                    waiter.unregister(fd)     # another connection ended: read once more, then no more
                 read = True
             if read:
                 on_readable()
