@@ -221,7 +221,7 @@ def test_heartbeats_do_not_wait_behind_a_connection_a_worker_holds():
     addresses = [s.getsockname() for s in listeners]
     fabrics = [ThreadFabric(1, offset=p) for p in range(3)]
     meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], 1, connect_timeout=10,
-                   peer_timeout=1) for p in range(3)]
+                   peer_timeout=2) for p in range(3)]
     joins = [threading.Thread(target=m.connect) for m in meshes]
     for j in joins:
         j.start()
@@ -233,7 +233,7 @@ def test_heartbeats_do_not_wait_behind_a_connection_a_worker_holds():
     held.acquire()
     busy.acquire()
     try:
-        time.sleep(4)                               # four of process 2's peer timeouts
+        time.sleep(5)                               # two and a half of process 2's peer timeouts
         assert fabrics[2].failure is None, f"process 2 stopped hearing process 0: {fabrics[2].failure}"
         assert fabrics[0].failure is None
     finally:
