@@ -194,8 +194,8 @@ def test_a_peer_frozen_while_a_worker_waits_to_send_to_it_fails_the_run_even_wit
     while meshes[0].read_ahead(1) < MB and time.monotonic() < until:
         time.sleep(0.01)
     frozen = meshes[1].connections[0]
-    frozen.read_lock.acquire()                      # process 1 reads nothing ...
-    frozen.lock.acquire()                           # ... and sends nothing (no heartbeat)
+    assert frozen.read_lock.acquire(timeout=10)     # process 1 reads nothing ...
+    assert frozen.lock.acquire(timeout=10)          # ... and sends nothing (no heartbeat)
     try:
         until = time.monotonic() + 30
         while fabrics[0].mailboxes[0].qsize() < 8 and time.monotonic() < until:   # (what it sent before)
@@ -230,8 +230,8 @@ def test_heartbeats_do_not_wait_behind_a_connection_a_worker_holds():
     assert all(len(m.connections) == 2 for m in meshes)
     busy = meshes[0].connections[1].lock
     held = meshes[1].connections[0].read_lock       # (process 1 reads nothing of process 0 meanwhile)
-    held.acquire()
-    busy.acquire()
+    assert held.acquire(timeout=10)
+    assert busy.acquire(timeout=10)
     try:
         time.sleep(5)                               # two and a half of process 2's peer timeouts
         assert fabrics[2].failure is None, f"process 2 stopped hearing process 0: {fabrics[2].failure}"
@@ -277,3 +277,47 @@ def test_an_idle_worker_does_not_spin_on_a_connection_held_for_its_busy_sibling(
             fabrics[0].mailboxes[0].get().release()
         shut(meshes)
     t.join(30)
+
+
+def test_two_busy_processes_holding_each_other_back_do_not_fail_the_run():
+    # Busy both ways is not stuck: process 0 (worker 0 busy, worker 1 idle and parked) and
+    # process 1 (busy) each take nothing while the other floods them past the bound, and
+    # neither process reads past it.  Their writers wait on each other for four peer
+    # timeouts; a held connection counts as heard whenever asked (its watchdog, slowed here
+    # as on a loaded host, need not have come by), so nobody fails.  Then all arrives.
+    listeners = [bind_listener() for _ in range(2)]
+    addresses = [s.getsockname() for s in listeners]
+    fabrics = [ThreadFabric(2 - p, offset=2 * p, wakeable=True) for p in range(2)]
+    meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], 2 - p, connect_timeout=10,
+                   peer_timeout=2, inbound_limit=MB) for p in range(2)]
+    joins = [threading.Thread(target=m.connect) for m in meshes]
+    for j in joins:
+        j.start()
+    for j in joins:
+        j.join(20)
+    rnd = np.random.default_rng(0)
+    for m in meshes:
+        wait = m.stop_wait
+        m.stop_wait = lambda s, wait=wait: wait(s + rnd.uniform(0, 0.1))     # the watchdogs wake late
+    errors: list = []
+    to_0 = [arrow(i) for i in range(12)]
+    to_2 = [arrow(100 + i) for i in range(12)]
+    senders = [sender(meshes[1].connections[0], 2, 0, to_0, errors),
+               sender(meshes[0].connections[1], 0, 2, to_2, errors)]
+    try:
+        idle = TcpAllocator(1, fabrics[0], meshes[0], 3)
+        idle.allocate(7, Inbox(lambda: None))
+        until = time.monotonic() + 8
+        while time.monotonic() < until and fabrics[0].failure is None and fabrics[1].failure is None:
+            idle.receive(1.0)
+        assert fabrics[0].failure is None and fabrics[1].failure is None, \
+            f"a busy run failed: {fabrics[0].failure or fabrics[1].failure}"
+        got_0 = take_all(meshes[0], fabrics[0].mailboxes[0], len(to_0), time.monotonic() + 60)
+        got_2 = take_all(meshes[1], fabrics[1].mailboxes[0], len(to_2), time.monotonic() + 60)
+        for t in senders:
+            t.join(30)
+        assert not errors and not any(t.is_alive() for t in senders)
+        assert len(got_0) == len(to_0) and all(same(a, b) for a, b in zip(got_0, to_0))
+        assert len(got_2) == len(to_2) and all(same(a, b) for a, b in zip(got_2, to_2))
+    finally:
+        shut(meshes)

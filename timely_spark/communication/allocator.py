@@ -221,7 +221,7 @@ class Allocator:
                 break
             if item is not WAKE:        # (a wake-up signal only: nothing to deliver)
                 self.deliver(*item)
-                if type(item) is not tuple:     # (a Counted: its source counts it until now)
+                if type(item) is Counted:       # (its source counts it until now)
                     item.release()
             got = True
         return got
@@ -237,7 +237,7 @@ class Allocator:
                 return False
             if item is not WAKE:
                 self.deliver(*item)
-                if type(item) is not tuple:
+                if type(item) is Counted:
                     item.release()
             self.check()
             self.drain()

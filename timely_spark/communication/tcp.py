@@ -281,7 +281,7 @@ class _Connection:
         self._gathered_bytes = 0                 # (0: nothing gathered)
         self._sealing = BufferPool(SEALING_KEPT)      # where large messages are sealed (reused once written)
         self._behind = WriteBehind(sock, f"timely-write-{mesh.process}-{peer}", mesh.peer_timeout,
-                                   self._write_failed, heard=lambda: self.last_heard)
+                                   self._write_failed, heard=self.heard)
         # reading state (under read_lock)
         self._buf = bytearray(STAGE)
         self._view = memoryview(self._buf)
@@ -327,6 +327,15 @@ class _Connection:
         """Whether :data:`INBOUND_BYTES` of this peer's messages wait in mailboxes (a read
         that may not pass the bound stops here)."""
         return self._ahead_in - self._ahead_out >= self._ahead_limit
+
+    def heard(self) -> float:
+        """When the peer was last heard (``time.monotonic``): now while the connection is
+        held and no worker of this process reads past the bound (its silence is ours then,
+        decided when asked, not when a read last came by); else when a frame last arrived
+        or the hold last began."""
+        if self._ahead_in - self._ahead_out >= self._ahead_limit and not self.mesh.forcing:
+            return time.monotonic()
+        return self.last_heard
 
     def _held(self) -> bool:
         """Whether reading stops here: the bound of what is read ahead is reached (and this
@@ -426,6 +435,7 @@ class _Connection:
         its bounded queue while reading what the peer sends."""
         forcing = self.mesh.forcing
         me = threading.get_ident()
+        assert me not in forcing, "a wait to send inside another"     # (its discard would end the outer one)
         forcing.add(me)
         try:
             self._behind.wait_room(nbytes, self._read_meanwhile, self._check_sending, self.mesh.read_fds)
@@ -548,6 +558,7 @@ class _Connection:
 
         forcing = self.mesh.forcing
         me = threading.get_ident()
+        assert me not in forcing, "a wait to send inside another"     # (its discard would end the outer one)
         forcing.add(me)
         try:
             write_all(sock, views, advance(views, 0, sent), blocked)
@@ -599,7 +610,7 @@ class _Connection:
         if self.mesh.closing or not self.lock.acquire(blocking=False):
             return
         try:
-            if self._behind.queued:
+            if self._behind.queued or self._behind.error is not None:
                 return
             key = (CONTROL, 0, 0)           # (what send does, under the lock taken above)
             seq = self.seq[key]
@@ -830,8 +841,12 @@ class _Connection:
     def _hand_over(self, target: int, channel: int, payload: Any, nbytes: int) -> None:
         """Put a message for local worker ``target`` into its mailbox, counted as read ahead
         (``nbytes``) until the worker takes it (under ``read_lock``)."""
+        mailboxes = self.mesh.fabric.mailboxes
+        at = target - self._fabric_offset
+        if not 0 <= at < len(mailboxes):
+            raise _BadFrame(f"a message for worker {target}, not a worker of this process")
         self._ahead_in += nbytes                 # (first: its worker may take it at once)
-        self.mesh.fabric.mailboxes[target - self._fabric_offset].put(Counted(channel, payload, self, nbytes))
+        mailboxes[at].put(Counted(channel, payload, self, nbytes))
 
     def _relayed_error(self, body: memoryview) -> BaseException:
         """The error a peer reported (its frame authenticated): timely_spark's errors as
@@ -860,10 +875,10 @@ class _Connection:
                 finally:
                     self.read_lock.release()
             if (not self.reader_done.is_set() and not self.goodbye.is_set()
-                    and time.monotonic() - self.last_heard > mesh.peer_timeout):
+                    and time.monotonic() - self.heard() > mesh.peer_timeout):
                 with self.read_lock:       # what came meanwhile counts
                     self.pump()
-                if time.monotonic() - self.last_heard > mesh.peer_timeout and not self.goodbye.is_set():
+                if time.monotonic() - self.heard() > mesh.peer_timeout and not self.goodbye.is_set():
                     mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.peer_timeout} s"))
                     self.done_reading = True
                     self.reader_done.set()
