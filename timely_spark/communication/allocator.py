@@ -8,8 +8,10 @@ per channel and peer), which progress tracking relies on.
 
 Messages from other workers are staged in the worker's mailbox until
 :meth:`Allocator.receive` moves them into their inboxes (and activates the
-inbox's consumer).  Messages for a channel this worker has not allocated yet
-wait until it does.  A pusher to the worker itself delivers at once.
+inbox's consumer); one a mailbox holds as a :class:`Counted` tells its source when
+the worker took it (the TCP mesh reads a peer only so far ahead of its workers).
+Messages for a channel this worker has not allocated yet wait until it does.  A
+pusher to the worker itself delivers at once.
 
 The layer knows nothing of dataflows: a payload is any Python object in one
 process, and bytes on the wire (see the TCP allocator).
@@ -22,7 +24,7 @@ import queue
 from collections import deque
 from typing import Any, Callable, Optional
 
-__all__ = ["Allocator", "Inbox", "LocalPusher", "MailboxPusher", "Mailbox", "WAKE"]
+__all__ = ["Allocator", "Counted", "Inbox", "LocalPusher", "MailboxPusher", "Mailbox", "WAKE"]
 
 WAKE = object()  # put into a mailbox to wake a parked worker (e.g. on failure)
 
@@ -76,6 +78,35 @@ class Mailbox(queue.SimpleQueue):
                 os.close(fd)
             except OSError:
                 pass
+
+
+class Counted(tuple):
+    """A message ``(channel, payload)`` in a mailbox that its ``source`` counts, ``nbytes``
+    of it, as read ahead of its worker until the worker takes it: :meth:`Allocator.drain`
+    then calls ``source.taken(nbytes)`` (the TCP mesh bounds what it reads ahead this way).
+    It unpacks and compares as the pair it is.
+
+    >>> class Source:
+    ...     def taken(self, n): print("taken", n)
+    >>> item = Counted(7, "x", Source(), 3)
+    >>> item == (7, "x")
+    True
+    >>> item.release()
+    taken 3
+    """
+
+    source: Any
+    nbytes: int
+
+    def __new__(cls, channel: int, payload: Any, source: Any, nbytes: int) -> "Counted":
+        item = tuple.__new__(cls, (channel, payload))
+        item.source = source
+        item.nbytes = nbytes
+        return item
+
+    def release(self) -> None:
+        """Tell the source that the worker took this message."""
+        self.source.taken(self.nbytes)
 
 
 class Inbox:
@@ -190,6 +221,8 @@ class Allocator:
                 break
             if item is not WAKE:        # (a wake-up signal only: nothing to deliver)
                 self.deliver(*item)
+                if type(item) is Counted:       # (its source counts it until now)
+                    item.release()
             got = True
         return got
 
@@ -204,6 +237,8 @@ class Allocator:
                 return False
             if item is not WAKE:
                 self.deliver(*item)
+                if type(item) is Counted:
+                    item.release()
             self.check()
             self.drain()
             return True

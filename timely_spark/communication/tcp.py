@@ -55,8 +55,23 @@ message and its worker.  A worker with nothing to do waits on its mailbox *and* 
 sockets at once and wakes as the bytes arrive; a stepping worker reads what has
 arrived (one ``poll``) at each step, taking its own messages straight into its inboxes
 (the others go to their workers' mailboxes); a worker whose write cannot go on (the peer's
-buffer, or its connection's write-behind queue, is full) reads meanwhile, so two
-processes sending each other large messages never wait on each other.  A large frame is
+buffer, or its connection's write-behind queue, is full) reads every connection meanwhile,
+so two processes sending each other large messages never wait on each other.
+
+Reading ahead is bounded: the messages of one peer that a thread other than their worker
+read (the watchdog below, another worker of this process, a worker waiting to send) wait
+in their worker's mailbox, counted (:class:`~.allocator.Counted`) until the worker takes
+them; once a connection has :data:`~timely_spark.communication.tcp.INBOUND_BYTES` of them
+waiting, it is not read (its peer's writes wait for room, TCP's back-pressure) until they
+are taken.  The invariant that keeps this from deadlocking: *a worker that waits for room
+to send reads every connection, past that bound*.  A wait for room thus never waits on a
+worker that waits itself (A waiting toward B while B waits toward A, or around any cycle of
+processes): each drains the others.  A worker that neither steps nor waits (busy in an
+operator) holds its peers up to the bound; they wait while its process still sends
+(heartbeats: busy is not stuck, and the run's own timeout bounds a worker that computes
+forever), and fail after ``peer_timeout`` seconds in which it took nothing and sent
+nothing, naming it -- never a hang.  While a
+connection is held so, its silence does not count against its peer.  A large frame is
 read into a buffer of the connection's pool (:mod:`.buffer_pool`) and opened where it
 lies; its Arrow batches use that memory as it is, and the buffer is read into again only
 once nothing refers to it.  A watchdog thread per connection reads what waits while
@@ -104,7 +119,7 @@ from .aead import (
     greeting,
     mode,
 )
-from .allocator import Allocator, Inbox, LocalPusher, Mailbox, MailboxPusher
+from .allocator import Allocator, Counted, Inbox, LocalPusher, Mailbox, MailboxPusher
 from .buffer_pool import BufferPool
 from .codec import ARROW, IN_BAND, PICKLE, decode, encode, pickle_parts
 from .local_socket import bind_local, connect_local, local_name, same_user
@@ -181,6 +196,12 @@ STAGE = 256 * 1024                    # bytes read at once; a larger frame is re
 SEALING_KEPT = 64 * 1024 * 1024       # bytes of buffers large messages are sealed into that a connection keeps
 RECEIVING_KEPT = 64 * 1024 * 1024     # bytes of buffers large frames are read into that a connection keeps
 PUMP_BULK = 16 * 1024 * 1024          # bytes of large frames one read delivers before its worker may use them
+
+#: Bytes of one peer's messages that this process reads ahead of its workers (read from the
+#: connection and waiting in their mailboxes, not yet taken).  Past it the connection is not
+#: read -- the peer's writes then wait, TCP's own back-pressure -- until the workers take
+#: them; only a worker that itself waits to send reads past it (see "Reading" above).
+INBOUND_BYTES = 64 * 1024 * 1024
 
 
 def mesh_magic(encrypt: Optional[bool] = None) -> bytes:
@@ -260,7 +281,7 @@ class _Connection:
         self._gathered_bytes = 0                 # (0: nothing gathered)
         self._sealing = BufferPool(SEALING_KEPT)      # where large messages are sealed (reused once written)
         self._behind = WriteBehind(sock, f"timely-write-{mesh.process}-{peer}", mesh.peer_timeout,
-                                   self._write_failed)
+                                   self._write_failed, heard=self.heard)
         # reading state (under read_lock)
         self._buf = bytearray(STAGE)
         self._view = memoryview(self._buf)
@@ -270,7 +291,15 @@ class _Connection:
         self._expected: dict[tuple[int, int, int], int] = defaultdict(int)
         self._receiving = BufferPool(RECEIVING_KEPT)  # where large frames are read (reused once their payload is gone)
         self._reader: Optional[Allocator] = None      # the worker reading now in its own thread (see pump)
-        self.last_heard = time.monotonic()
+        self._force = False                      # reading past the bound of what is read ahead (see pump)
+        self._no_wait = False                    # a heartbeat is sent: nothing waits (under lock)
+        self._ahead_limit = mesh.inbound_limit
+        self._ahead_in = 0                       # bytes of messages put into mailboxes (under read_lock) ...
+        self._ahead_out = 0                      # ... and of those the workers took (under _taken_lock)
+        self._taken_lock = threading.Lock()
+        self._fabric_offset = mesh.fabric.offset
+        self.last_heard = time.monotonic()       # a frame arrived, or the connection was held (below)
+        self.last_frame = self.last_heard        # a frame arrived (what a wait to send goes by)
         self._drained = False
         sock.settimeout(None)
         if sock.family != socket.AF_UNIX:
@@ -280,6 +309,44 @@ class _Connection:
     def frames_sealed(self) -> int:
         """Frames sealed so far in this connection's sending direction."""
         return self._sealer.frames
+
+    @property
+    def read_ahead(self) -> int:
+        """Bytes of this peer's messages read and waiting in workers' mailboxes, not yet taken
+        (the connection is not read while they are :data:`INBOUND_BYTES` or more, except by a
+        worker waiting to send)."""
+        return self._ahead_in - self._ahead_out
+
+    def taken(self, nbytes: int) -> None:
+        """A worker took ``nbytes`` of this peer's messages from its mailbox (see :class:`~.allocator.Counted`)."""
+        with self._taken_lock:
+            self._ahead_out += nbytes
+
+    @property
+    def holding(self) -> bool:
+        """Whether :data:`INBOUND_BYTES` of this peer's messages wait in mailboxes (a read
+        that may not pass the bound stops here)."""
+        return self._ahead_in - self._ahead_out >= self._ahead_limit
+
+    def heard(self) -> float:
+        """When the peer was last heard (``time.monotonic``): now while the connection is
+        held and no worker of this process reads past the bound (its silence is ours then,
+        decided when asked, not when a read last came by); else when a frame last arrived
+        or the hold last began."""
+        if self._ahead_in - self._ahead_out >= self._ahead_limit and not self.mesh.forcing:
+            return time.monotonic()
+        return self.last_heard
+
+    def _held(self) -> bool:
+        """Whether reading stops here: the bound of what is read ahead is reached (and this
+        read may not pass it).  A held connection's silence does not count against its peer
+        -- unless a worker of this process reads every connection past the bound now (it
+        waits to send): then what the peer sends is read, and its silence is its own."""
+        if self._force or self._ahead_in - self._ahead_out < self._ahead_limit:
+            return False
+        if not self.mesh.forcing:
+            self.last_heard = time.monotonic()
+        return True
 
     def describe(self) -> str:
         host, port = self.mesh.addresses[self.peer]
@@ -366,15 +433,21 @@ class _Connection:
     def _queue(self, frames: list, nbytes: int) -> None:
         """Hand sealed frames to the writer thread (under ``lock``), waiting for room in
         its bounded queue while reading what the peer sends."""
-        self._behind.wait_room(nbytes, self._read_meanwhile, self._check_sending)
+        forcing = self.mesh.forcing
+        me = threading.get_ident()
+        assert me not in forcing, "a wait to send inside another"     # (its discard would end the outer one)
+        forcing.add(me)
+        try:
+            self._behind.wait_room(nbytes, self._read_meanwhile, self._check_sending, self.mesh.read_fds)
+        finally:
+            forcing.discard(me)
         self._behind.put(frames, nbytes)
 
     def _read_meanwhile(self) -> None:
-        if not self.reader_done.is_set() and self.read_lock.acquire(blocking=False):
-            try:
-                self.pump()
-            finally:
-                self.read_lock.release()
+        """While this worker waits to send: read every connection, past the bound of what is
+        read ahead (the invariant that keeps waits for room from waiting on each other; the
+        caller is in ``mesh.forcing`` meanwhile)."""
+        self.mesh.read_all(force=True)
 
     def _check_sending(self) -> None:
         if self.mesh.fabric.failure is not None or self.reader_done.is_set():
@@ -446,25 +519,51 @@ class _Connection:
             if sent == total:
                 return
         views = [v for v in (memoryview(p).cast("B") for p in out) if v.nbytes]
+        if self._no_wait:                       # (a heartbeat: the writer thread writes the rest)
+            rest = views[advance(views, 0, sent):]
+            self._behind.put(rest, sum(v.nbytes for v in rest))
+            return
         waiter = select.poll()
-        waiter.register(sock.fileno(), select.POLLOUT | select.POLLIN)
+        own = sock.fileno()
+        waiter.register(own, select.POLLOUT | select.POLLIN)
+        others: set[int] = set()
 
-        def blocked() -> None:                  # the socket is full: read the peer until it takes more
+        def blocked() -> None:                  # the socket is full: read the peers until it takes more
             stuck = time.monotonic()
             while True:
+                live = set(self.mesh.read_fds())   # every connection still read is read meanwhile
+                live.discard(own)
+                for fd in others - live:        # (ended -- at its end of file too: no spin on it)
+                    waiter.unregister(fd)
+                for fd in live - others:
+                    waiter.register(fd, select.POLLIN)
+                others.clear()
+                others.update(live)
                 ready = 0
-                for _, ev in waiter.poll(POLL_INTERVAL * 1000.0):
-                    ready |= ev
-                if ready & (select.POLLIN | select.POLLHUP | select.POLLERR) and not self.reader_done.is_set():
+                readable = False
+                for fd, ev in waiter.poll(POLL_INTERVAL * 1000.0):
+                    if fd == own:
+                        ready = ev
+                        readable = readable or bool(ev & (select.POLLIN | select.POLLHUP | select.POLLERR))
+                    else:
+                        readable = True
+                if readable:
                     self._read_meanwhile()
                 if ready & (select.POLLOUT | select.POLLERR | select.POLLHUP):
                     return
                 if self.mesh.fabric.failure is not None or self.reader_done.is_set():
                     raise OSError("the connection failed while sending")
-                if time.monotonic() - stuck > self.mesh.peer_timeout:
-                    raise OSError(f"the peer took nothing for {self.mesh.peer_timeout} s")
+                if time.monotonic() - max(stuck, self.last_frame) > self.mesh.peer_timeout:
+                    raise OSError(f"the peer took nothing and sent nothing for {self.mesh.peer_timeout} s")
 
-        write_all(sock, views, advance(views, 0, sent), blocked)
+        forcing = self.mesh.forcing
+        me = threading.get_ident()
+        assert me not in forcing, "a wait to send inside another"     # (its discard would end the outer one)
+        forcing.add(me)
+        try:
+            write_all(sock, views, advance(views, 0, sent), blocked)
+        finally:
+            forcing.discard(me)
 
     def flush(self) -> None:
         """Write the gathered frames now."""
@@ -502,6 +601,30 @@ class _Connection:
         self.mesh.fail(failure)
         raise failure from exc
 
+    def heartbeat(self) -> None:
+        """Tell the peer this process lives, unless that would wait: the heartbeat thread
+        never waits for a connection a worker holds (it waits to send to a busy peer: the
+        other peers must still hear us), never waits for room (frames are on their way
+        then), and never reads (what is read ahead stays bounded); what the socket does not
+        take at once goes to the writer thread."""
+        if self.mesh.closing or not self.lock.acquire(blocking=False):
+            return
+        try:
+            if self._behind.queued or self._behind.error is not None:
+                return
+            key = (CONTROL, 0, 0)           # (what send does, under the lock taken above)
+            seq = self.seq[key]
+            self.seq[key] = seq + 1
+            self._no_wait = True
+            try:
+                self._guarded(lambda: self._seal_and_write(CONTROL, 0, 0, seq, HEARTBEAT, [], 0, False), True)
+            except WorkerFailure:
+                pass
+            finally:
+                self._no_wait = False
+        finally:
+            self.lock.release()
+
     def control(self, kind: int, body: bytes = b"") -> None:
         if kind == HEARTBEAT and self.mesh.closing:
             return                  # (the heartbeat thread may wake once more while the mesh closes)
@@ -511,19 +634,21 @@ class _Connection:
             pass
 
     # ---- reading --------------------------------------------------------------------
-    def pump(self, reader: Optional[Allocator] = None) -> bool:
+    def pump(self, reader: Optional[Allocator] = None, force: bool = False) -> bool:
         """Read whatever has arrived, without blocking, and deliver every whole message;
         whether anything was read.  ``reader``: the allocator of the worker whose thread
         reads, which takes the messages for itself straight into its inboxes (the others,
         and all of them when another thread reads, go to their workers' mailboxes; the
         reader empties its mailbox first, so that each channel stays in order).  Failures
-        of the connection fail the run (naming the peer) and end its reading.  Call under
-        ``read_lock``."""
+        of the connection fail the run (naming the peer) and end its reading.  Reading stops
+        once :data:`INBOUND_BYTES` of messages wait in mailboxes, unless ``force`` (a worker
+        waiting to send; the shutdown).  Call under ``read_lock``."""
         if self.done_reading:
             return False
         mesh = self.mesh
         self._drained = False
         self._reader = reader
+        self._force = force
         try:
             return self._pump()
         except _BadFrame as exc:
@@ -562,6 +687,8 @@ class _Connection:
         while True:
             if self._big is not None:
                 header, big, have = self._big
+                if self._ahead_in - self._ahead_out >= self._ahead_limit and self._held():
+                    break
                 n = self._recv(big[have:])
                 if not n:
                     break
@@ -607,6 +734,8 @@ class _Connection:
             self._start, self._end = start, end
             if self._drained:                  # the socket had no more a moment ago
                 break
+            if self._ahead_in - self._ahead_out >= self._ahead_limit and self._held():
+                break                          # (only a part of a frame is left in the stage)
             try:                               # (_recv inline: every frame read comes here)
                 n = self.sock.recv_into(view[end:], STAGE - end, socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
@@ -618,7 +747,7 @@ class _Connection:
             got = True
             self._end = end + n
         if got:
-            self.last_heard = time.monotonic()
+            self.last_heard = self.last_frame = time.monotonic()
         return got
 
     def _frame(self, header: bytes, sealed: memoryview, owned: bool = False) -> None:
@@ -673,7 +802,7 @@ class _Connection:
                     else:                                 # (a channel not allocated here yet)
                         reader.deliver(channel, payload)  # type: ignore[union-attr]
                 else:
-                    self.mesh.deliver(target, channel, payload)
+                    self._hand_over(target, channel, payload, at - start)
             return
         body = plain[INNER.size:]
         if kind & MORE:
@@ -707,7 +836,17 @@ class _Connection:
         if reader is not None and target == reader.index:
             reader.deliver(channel, payload)
         else:
-            self.mesh.deliver(target, channel, payload)
+            self._hand_over(target, channel, payload, body.nbytes)
+
+    def _hand_over(self, target: int, channel: int, payload: Any, nbytes: int) -> None:
+        """Put a message for local worker ``target`` into its mailbox, counted as read ahead
+        (``nbytes``) until the worker takes it (under ``read_lock``)."""
+        mailboxes = self.mesh.fabric.mailboxes
+        at = target - self._fabric_offset
+        if not 0 <= at < len(mailboxes):
+            raise _BadFrame(f"a message for worker {target}, not a worker of this process")
+        self._ahead_in += nbytes                 # (first: its worker may take it at once)
+        mailboxes[at].put(Counted(channel, payload, self, nbytes))
 
     def _relayed_error(self, body: memoryview) -> BaseException:
         """The error a peer reported (its frame authenticated): timely_spark's errors as
@@ -736,10 +875,10 @@ class _Connection:
                 finally:
                     self.read_lock.release()
             if (not self.reader_done.is_set() and not self.goodbye.is_set()
-                    and time.monotonic() - self.last_heard > mesh.peer_timeout):
+                    and time.monotonic() - self.heard() > mesh.peer_timeout):
                 with self.read_lock:       # what came meanwhile counts
                     self.pump()
-                if time.monotonic() - self.last_heard > mesh.peer_timeout and not self.goodbye.is_set():
+                if time.monotonic() - self.heard() > mesh.peer_timeout and not self.goodbye.is_set():
                     mesh.fail(WorkerFailure(f"{self.describe()} went silent for {mesh.peer_timeout} s"))
                     self.done_reading = True
                     self.reader_done.set()
@@ -784,14 +923,16 @@ class Mesh:
     bound listening socket (its address is ``addresses[process]``).  ``encrypt``: seal
     payloads (None: unless ``$TIMELY_SPARK_ENCRYPTION`` is ``off``; frames are
     authenticated either way); ``frame_limit``: frames per direction of a connection
-    before it closes (:data:`~timely_spark.communication.aead.MAX_FRAMES_PER_KEY`).
+    before it closes (:data:`~timely_spark.communication.aead.MAX_FRAMES_PER_KEY`);
+    ``inbound_limit``: bytes of a peer's messages read ahead of the workers
+    (:data:`INBOUND_BYTES`).
     """
 
     def __init__(self, process: int, addresses: list[tuple[str, int]], listener: socket.socket, secret: bytes,
                  fabric: ThreadFabric, threads: int, peer_timeout: float = DEFAULT_PEER_TIMEOUT,
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, max_frame: int = MAX_FRAME,
                  handshake_timeout: float = HANDSHAKE_TIMEOUT, encrypt: Optional[bool] = None,
-                 frame_limit: int = MAX_FRAMES_PER_KEY) -> None:
+                 frame_limit: int = MAX_FRAMES_PER_KEY, inbound_limit: int = INBOUND_BYTES) -> None:
         if not secret:
             raise ValueError("the mesh needs a non-empty secret")
         self.process = process
@@ -807,6 +948,10 @@ class Mesh:
         self.handshake_timeout = handshake_timeout
         self.magic = mesh_magic(encrypt)
         self.frame_limit = frame_limit
+        if inbound_limit <= 0:
+            raise ValueError(f"inbound_limit must be a positive number of bytes, not {inbound_limit!r}")
+        self.inbound_limit = inbound_limit
+        self.forcing: set[int] = set()           # threads that wait to send, reading every connection past the bound
         self._pending = PendingHandshakes(MAX_HANDSHAKES)
         self._mismatch: Optional[str] = None     # an authenticated peer in the other encryption mode
         self.connections: dict[int, _Connection] = {}
@@ -1054,7 +1199,7 @@ class Mesh:
         interval = max(self.peer_timeout / HEARTBEATS_PER_PEER_TIMEOUT, MIN_HEARTBEAT_INTERVAL)
         while not self._stop.wait(interval):
             for conn in list(self.connections.values()):
-                conn.control(HEARTBEAT)
+                conn.heartbeat()
 
     def flush(self) -> None:
         """Write every connection's gathered frames: those of the connections that gathered
@@ -1075,6 +1220,27 @@ class Mesh:
                 with conn.read_lock:
                     conn.pump()
 
+    def read_all(self, force: bool = False) -> None:
+        """Read every connection that no other thread reads now, without blocking (``force``:
+        past the bound of what is read ahead: see :meth:`_Connection.pump`)."""
+        for conn in list(self.connections.values()):
+            if not conn.done_reading and conn.read_lock.acquire(blocking=False):
+                try:
+                    conn.pump(None, force)
+                finally:
+                    conn.read_lock.release()
+
+    def read_fds(self) -> list[int]:
+        """The sockets of the connections still read."""
+        return [fd for fd in (c.sock.fileno() for c in list(self.connections.values()) if not c.done_reading)
+                if fd >= 0]
+
+    def read_ahead(self, peer: int) -> int:
+        """Bytes of process ``peer``'s messages read and waiting in this process's mailboxes,
+        not yet taken by their workers (at most about ``inbound_limit`` while no worker here
+        waits to send)."""
+        return self.connections[peer].read_ahead
+
     def wait_readable(self, conns: list, done: Any, deadline: float) -> None:
         """Read the connections ``conns`` as data arrives until ``done(conn)`` holds for
         each (or it ended), or until ``deadline``."""
@@ -1092,17 +1258,13 @@ class Mesh:
             for fd, _ in waiter.poll(min(deadline - now, POLL_INTERVAL) * 1000.0):
                 c = by_fd[fd]
                 with c.read_lock:
-                    c.pump()
+                    c.pump(None, True)          # (the shutdown: nobody takes what waits any more)
                 if c.reader_done.is_set():
                     waiter.unregister(fd)
 
     def connection_for(self, worker: int) -> _Connection:
         """The connection to the process that hosts global worker ``worker``."""
         return self.connections[worker // self.threads]
-
-    def deliver(self, target: int, channel: int, payload: Any) -> None:
-        """Hand a message that arrived for local worker ``target`` to its mailbox."""
-        self.fabric.mailboxes[target - self.fabric.offset].put((channel, payload))
 
     def fail(self, exc: BaseException, remote: bool = False) -> None:
         """Fail the run with ``exc``; ``remote``: a peer reported it (it names its worker)."""
@@ -1210,6 +1372,7 @@ class TcpAllocator(Allocator):
         self.mesh = mesh
         self._poller: Optional[Any] = None
         self._polled: dict[int, _Connection] = {}
+        self._held: dict[int, _Connection] = {}    # held sockets, out of the poll set meanwhile
 
     def pushers(self, channel: int, inbox: Inbox) -> list[Any]:
         """One pusher per worker: this worker's inbox, local mailboxes, or the mesh."""
@@ -1259,6 +1422,8 @@ class TcpAllocator(Allocator):
         if fabric.failure is not None:
             self.check()
         empty = mailbox.empty                 # (a drain only when the mailbox holds something: no call else)
+        if self._held:
+            timeout = self._release_held(timeout)
         if not timeout:                       # a stepping worker: the sockets, then one pass over the mailbox
             got = self._read(poller.poll(0))
             return (not empty() and self.drain()) or got
@@ -1295,7 +1460,24 @@ class TcpAllocator(Allocator):
                     if not self.mailbox.empty():
                         self.drain()
                     got = conn.pump(self) or got
+                if conn.holding:                # (its socket stays readable: no spin on it while held)
+                    self._poller.unregister(fd)     # type: ignore[union-attr]
+                    self._held[fd] = self._polled.pop(fd)
         return got
+
+    def _release_held(self, timeout: Optional[float]) -> Optional[float]:
+        """Put the held sockets whose workers took enough back into the poll set; the wait
+        for what remains held: at most POLL_INTERVAL (no signal says when another worker
+        takes its messages; that worker reads the connection itself meanwhile)."""
+        for fd, conn in list(self._held.items()):
+            if conn.done_reading or not conn.holding:
+                del self._held[fd]
+                if not conn.done_reading:
+                    self._poller.register(fd, select.POLLIN)   # type: ignore[union-attr]
+                    self._polled[fd] = conn
+        if self._held and timeout:
+            return min(timeout, POLL_INTERVAL)
+        return timeout
 
     def close(self) -> None:
         """Write anything still gathered."""

@@ -10,12 +10,13 @@ writing overlap the worker's own work and its reading of what the peer sends.
   frame, small ones included, while anything is queued or being written
   (:attr:`queued` is not 0), so frames stay in the order they were sealed.
 * **Back-pressure**: :meth:`wait_room` holds the caller until the queue has room (a
-  message larger than the bound waits for an empty queue), reading the peer meanwhile
-  (``on_readable``), so two processes filling each other's queues never wait on each other.
-* **Failure**: a write that fails, or that the peer takes nothing of for ``timeout``
-  seconds, ends the thread; ``on_error`` is called once with the error (the connection
-  fails the run naming the peer), :attr:`error` keeps it, and the next :meth:`wait_room`
-  raises it.
+  message larger than the bound waits for an empty queue), reading the peer -- and the
+  other connections it is given -- meanwhile (``on_readable``), so two processes filling
+  each other's queues never wait on each other.
+* **Failure**: a write that fails, or that waits ``timeout`` seconds in which the peer
+  took nothing and sent nothing (``heard()``), ends the thread; ``on_error`` is called
+  once with the error (the connection fails the run naming the peer), :attr:`error`
+  keeps it, and the next :meth:`wait_room` raises it.
 * **Ending**: :meth:`close` lets the queue drain (bounded) or drops it, then joins the
   thread (bounded); nothing of the queue outlives the connection.
 """
@@ -28,7 +29,7 @@ import socket
 import threading
 import time
 from collections import deque
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 __all__ = ["WriteBehind", "WRITE_BEHIND_BYTES", "advance", "write_all"]
 
@@ -76,13 +77,16 @@ def write_all(sock: socket.socket, views: list, at: int, blocked: Callable[[], N
 class WriteBehind:
     """The writer thread of one socket and its queue (at most ``limit`` bytes).
 
-    ``name``: the thread's; ``timeout``: seconds the peer may take nothing before the
-    write fails; ``on_error(exc)``: called from the thread when a write fails (not after
-    :meth:`close`)."""
+    ``name``: the thread's; ``timeout``: seconds the peer may take nothing, and send
+    nothing, before the write fails; ``heard()``: when the peer last sent anything
+    (``time.monotonic``); ``on_error(exc)``: called from the thread when a write fails
+    (not after :meth:`close`)."""
 
     def __init__(self, sock: socket.socket, name: str, timeout: float,
-                 on_error: Callable[[BaseException], None], limit: int = WRITE_BEHIND_BYTES) -> None:
+                 on_error: Callable[[BaseException], None], limit: int = WRITE_BEHIND_BYTES,
+                 heard: Callable[[], float] = lambda: 0.0) -> None:
         self.limit = limit
+        self._heard = heard              # when the peer last sent anything (time.monotonic)
         self.error: Optional[BaseException] = None
         self._sock = sock
         self._name = name
@@ -113,12 +117,16 @@ class WriteBehind:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
 
-    def wait_room(self, nbytes: int, on_readable: Callable[[], None], check: Callable[[], None]) -> None:
+    def wait_room(self, nbytes: int, on_readable: Callable[[], None], check: Callable[[], None],
+                  readable: Callable[[], Sequence[int]] = tuple) -> None:
         """Return once ``nbytes`` more fit in the queue (or it is empty).  Meanwhile call
-        ``on_readable()`` whenever the socket has something to read, and ``check()`` (which
-        raises to give up) at least every :data:`WAIT_SLICE` seconds; the thread's error is
-        raised as OSError."""
+        ``on_readable()`` whenever the socket, or one of the descriptors ``readable()``
+        names (the other connections' sockets still read, asked anew at each wake-up, so
+        that one at its end of file is not waited on again), has something to read, and
+        ``check()`` (which raises to give up) at least every :data:`WAIT_SLICE` seconds;
+        the thread's error is raised as OSError."""
         waiter = None
+        others: set[int] = set()
         while True:
             if self.error is not None:
                 raise OSError(str(self.error))
@@ -129,15 +137,27 @@ class WriteBehind:
             if waiter is None:
                 waiter = select.poll()
                 waiter.register(self._room_r, select.POLLIN)
-                waiter.register(self._sock.fileno(), select.POLLIN)
+                own = self._sock.fileno()
+                waiter.register(own, select.POLLIN)
+            live = set(readable())
+            live.discard(own)
+            live.discard(self._room_r)
+            for fd in others - live:
+                waiter.unregister(fd)
+            for fd in live - others:
+                waiter.register(fd, select.POLLIN)
+            others = live
+            read = False
             for fd, _ in waiter.poll(WAIT_SLICE * 1000.0):
                 if fd == self._room_r:
                     try:
                         os.read(self._room_r, 4096)
                     except OSError:
                         pass
-                else:
-                    on_readable()
+                    continue
+                read = True
+            if read:
+                on_readable()
 
     def _run(self) -> None:
         cond = self._cond
@@ -184,8 +204,8 @@ class WriteBehind:
             while not waiter.poll(WAIT_SLICE * 1000.0):
                 if self._stop:
                     raise OSError("the connection closed while writing")
-                if time.monotonic() - stuck > self._timeout:
-                    raise OSError(f"the peer took nothing for {self._timeout} s")
+                if time.monotonic() - max(stuck, self._heard()) > self._timeout:
+                    raise OSError(f"the peer took nothing and sent nothing for {self._timeout} s")
 
         write_all(self._sock, [v for v in (memoryview(p).cast("B") for p in frames) if v.nbytes], 0, blocked)
 
