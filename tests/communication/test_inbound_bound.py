@@ -70,6 +70,25 @@ def shut(meshes):
         t.join(30)
 
 
+def connected(threads, peer_timeout, wakeable=False, **kw):
+    """Meshes of one test process, connected: ``threads[p]`` workers in process ``p``
+    (numbered on from process to process), ``peer_timeout`` one for all or one a process."""
+    n = len(threads)
+    listeners = [bind_listener() for _ in range(n)]
+    addresses = [s.getsockname() for s in listeners]
+    timeouts = peer_timeout if isinstance(peer_timeout, list) else [peer_timeout] * n
+    fabrics = [ThreadFabric(threads[p], offset=sum(threads[:p]), wakeable=wakeable) for p in range(n)]
+    meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], threads[p], connect_timeout=10,
+                   peer_timeout=timeouts[p], **kw) for p in range(n)]
+    joins = [threading.Thread(target=m.connect) for m in meshes]
+    for j in joins:
+        j.start()
+    for j in joins:
+        j.join(20)
+    assert all(len(m.connections) == n - 1 for m in meshes)
+    return meshes, fabrics
+
+
 def test_a_receiver_that_does_not_step_holds_its_sender_back_within_the_bound():
     limit = MB
     meshes, fabrics = connected_pair(peer_timeout=30, inbound_limit=limit)
@@ -178,16 +197,7 @@ def test_a_peer_frozen_while_a_worker_waits_to_send_to_it_fails_the_run_even_wit
     # nothing and sends nothing more (its locks held).  Worker 0 then waits for room to send
     # to it, reading every connection meanwhile: the silence is process 1's own, and fails
     # the run naming it -- the held connection must not pass for a peer heard from.
-    listeners = [bind_listener() for _ in range(2)]
-    addresses = [s.getsockname() for s in listeners]
-    fabrics = [ThreadFabric(1, offset=p) for p in range(2)]
-    meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], 1, connect_timeout=10,
-                   peer_timeout=(2 if p == 0 else 600), inbound_limit=MB) for p in range(2)]
-    joins = [threading.Thread(target=m.connect) for m in meshes]
-    for j in joins:
-        j.start()
-    for j in joins:
-        j.join(20)
+    meshes, fabrics = connected([1, 1], [2, 600], inbound_limit=MB)
     flood: list = []
     sender(meshes[1].connections[0], 1, 0, [arrow(i) for i in range(8)], flood).join(30)
     until = time.monotonic() + 30
@@ -217,17 +227,7 @@ def test_a_peer_frozen_while_a_worker_waits_to_send_to_it_fails_the_run_even_wit
 def test_heartbeats_do_not_wait_behind_a_connection_a_worker_holds():
     # Process 0's worker holds its connection to process 1 (it waits to send to a peer that
     # does not read: its reading held); process 2 must still hear process 0's heartbeats.
-    listeners = [bind_listener() for _ in range(3)]
-    addresses = [s.getsockname() for s in listeners]
-    fabrics = [ThreadFabric(1, offset=p) for p in range(3)]
-    meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], 1, connect_timeout=10,
-                   peer_timeout=2) for p in range(3)]
-    joins = [threading.Thread(target=m.connect) for m in meshes]
-    for j in joins:
-        j.start()
-    for j in joins:
-        j.join(20)
-    assert all(len(m.connections) == 2 for m in meshes)
+    meshes, fabrics = connected([1, 1, 1], 2)
     busy = meshes[0].connections[1].lock
     held = meshes[1].connections[0].read_lock       # (process 1 reads nothing of process 0 meanwhile)
     assert held.acquire(timeout=10)
@@ -247,16 +247,7 @@ def test_an_idle_worker_does_not_spin_on_a_connection_held_for_its_busy_sibling(
     # Two workers a process: worker 0 computes (takes nothing) while process 1 floods it,
     # so the connection is held with bytes waiting in its socket.  Worker 1, idle, waits for
     # messages: the held socket is out of its poll set, so its waits wait.
-    listeners = [bind_listener() for _ in range(2)]
-    addresses = [s.getsockname() for s in listeners]
-    fabrics = [ThreadFabric(2, offset=2 * p, wakeable=True) for p in range(2)]
-    meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], 2, connect_timeout=10,
-                   peer_timeout=30, inbound_limit=MB) for p in range(2)]
-    joins = [threading.Thread(target=m.connect) for m in meshes]
-    for j in joins:
-        j.start()
-    for j in joins:
-        j.join(20)
+    meshes, fabrics = connected([2, 2], 30, wakeable=True, inbound_limit=MB)
     errors: list = []
     t = sender(meshes[1].connections[0], 2, 0, [arrow(i) for i in range(16)], errors)
     try:
@@ -285,16 +276,7 @@ def test_two_busy_processes_holding_each_other_back_do_not_fail_the_run():
     # neither process reads past it.  Their writers wait on each other for four peer
     # timeouts; a held connection counts as heard whenever asked (its watchdog, slowed here
     # as on a loaded host, need not have come by), so nobody fails.  Then all arrives.
-    listeners = [bind_listener() for _ in range(2)]
-    addresses = [s.getsockname() for s in listeners]
-    fabrics = [ThreadFabric(2 - p, offset=2 * p, wakeable=True) for p in range(2)]
-    meshes = [Mesh(p, addresses, listeners[p], b"k", fabrics[p], 2 - p, connect_timeout=10,
-                   peer_timeout=2, inbound_limit=MB) for p in range(2)]
-    joins = [threading.Thread(target=m.connect) for m in meshes]
-    for j in joins:
-        j.start()
-    for j in joins:
-        j.join(20)
+    meshes, fabrics = connected([2, 1], 2, wakeable=True, inbound_limit=MB)
     rnd = np.random.default_rng(0)
     for m in meshes:
         wait = m.stop_wait
