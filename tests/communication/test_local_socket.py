@@ -9,6 +9,7 @@ import select
 import socket
 import sys
 import threading
+import time
 
 import pytest
 
@@ -16,6 +17,7 @@ from timely_spark.communication.allocator import Inbox
 from timely_spark.communication.codec import encode
 from timely_spark.communication.local_socket import local_name
 from timely_spark.communication.tcp import MAGIC, TcpAllocator, bind_listener
+from timely_spark.runtime import POLL_INTERVAL
 
 from .test_encryption import connected_pair
 
@@ -90,18 +92,22 @@ def test_a_worker_reading_its_sockets_takes_its_messages_straight_into_its_inbox
     try:
         inbox = Inbox(lambda: woken.append(threading.get_ident()))
         allocator.allocate(7, inbox)
+        meshes[0].parked.add(-1)                        # the watchdog leaves reading to the workers (it reads
+        time.sleep(2 * POLL_INTERVAL)                   # only while none waits; a read begun before has ended)
         sender = meshes[1].connections[0]
         sender.send(7, 1, 0, *encode((0, ["first"])))
-        while not puts:                                 # read by another thread (as the watchdog does): the mailbox
+        until = time.monotonic() + 20
+        while not puts and time.monotonic() < until:    # read by another thread (as the watchdog does): the mailbox
             with meshes[0].connections[1].read_lock:
                 meshes[0].connections[1].pump()
-        meshes[0].parked.add(-1)                        # from now on the watchdog leaves reading to the workers
-        for i in range(3):                              # (it reads only while none waits on the sockets)
+        assert puts, "the message never arrived"
+        for i in range(3):
             sender.send(7, 1, 0, *encode((0, [f"then {i}"])))
         select.select([meshes[0].connections[1].sock], [], [], 20)
         allocator.receive()                             # a stepping worker: its sockets first, but "first" before
         got = []
-        while len(got) < 4:
+        until = time.monotonic() + 20
+        while len(got) < 4 and time.monotonic() < until and fabrics[0].failure is None:
             allocator.receive(0.1)
             while inbox.queue:
                 got.extend(inbox.queue.popleft()[1])

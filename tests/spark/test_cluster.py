@@ -37,8 +37,9 @@ def env():
 
 
 def run_program(args: list, what: str) -> tuple[int, str, str]:
-    """``python ARGS`` (``what`` names it) in a process group of its own -- its JVMs and
-    Python workers too -- ended whatever happens: ``(return code, stdout, stderr)``.  Past
+    """``python ARGS`` (``what`` names it) in a process group of its own -- its JVMs too
+    (PySpark's Python worker daemons start groups of their own, and end with their JVM's
+    stdin) -- ended whatever happens: ``(return code, stdout, stderr)``.  Past
     PROGRAM_TIMEOUT it fails the test naming the last ``stage: ...`` line the program
     printed to stderr (the stage that did not end)."""
     proc = subprocess.Popen([sys.executable, *args], env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -48,7 +49,10 @@ def run_program(args: list, what: str) -> tuple[int, str, str]:
             out, err = proc.communicate(timeout=PROGRAM_TIMEOUT)
         except subprocess.TimeoutExpired:
             end_group(proc)
-            out, err = proc.communicate(timeout=MARGIN / 2)
+            try:
+                out, err = proc.communicate(timeout=MARGIN / 2)
+            except subprocess.TimeoutExpired:      # (its pipes held open still: the stage is unknown)
+                err = ""
         else:
             return proc.returncode, out, err
     finally:
