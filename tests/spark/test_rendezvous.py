@@ -328,6 +328,38 @@ def test_an_authenticated_request_off_the_protocol_gets_an_authenticated_answer_
 SECRET = bytes(range(32))         # a job secret with a hex, a repr and a base64 form to hide
 
 
+class HookExit(BaseException):
+    """A BaseException of a job's own, neither SystemExit nor KeyboardInterrupt."""
+
+
+@pytest.mark.parametrize("raised", [SystemExit(f"leaving, key {SECRET.hex()}"), KeyboardInterrupt(),
+                                    HookExit(f"stop {SECRET!r}"), GeneratorExit()])
+def test_a_hook_raising_a_base_exception_is_answered_and_the_service_goes_on(caplog, raised):
+    # a serving thread answers any BaseException: nothing above it would act on a
+    # SystemExit or KeyboardInterrupt (threading drops the one; Ctrl-C goes to the main thread)
+    service = DriverRendezvous("127.0.0.1")
+    calls = []
+
+    def on_stats(report):
+        calls.append(report)
+        raise raised
+
+    ticket = service.open(SECRET, wait=30, on_stats=on_stats)
+    with caplog.at_level("WARNING", logger="timely_spark.spark.rendezvous"):
+        report_stats(ticket, {"n": 3})
+    logged = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    told = [m for m in logged if m.startswith("timely_spark: could not send a task's timings")]
+    name = type(raised).__qualname__
+    assert len(told) == 1 and "did not answer" not in told[0], logged
+    assert (f"failed while answering this task's 'stats' request: {name}" in told[0]), told[0]
+    assert calls == [{"n": 3}]            # told at once: no second connection
+    assert any("'stats' request failed" in m and "Traceback" in m and name in m for m in logged)
+    for shown in logged:
+        assert SECRET.hex() not in shown and repr(SECRET)[2:-1] not in shown
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]     # the service goes on
+    service.close(ticket)
+
+
 def test_a_request_the_driver_fails_to_answer_is_told_so_at_once_naming_the_error(caplog):
     import base64
 
