@@ -62,14 +62,15 @@ def meet_all(ticket, workers, **kwargs):
 
 def authenticated_request(ticket, request, length=None):
     """Send ``request`` as a task holding ``ticket`` would, the protocol written out here
-    (an attacker who knows the job's secret); the raw answer's bytes, b"" if none.
+    (an attacker who knows the job's secret; bytes are sent as they are, sealed); the raw
+    answer's bytes, b"" if none.
     ``length`` announces another length than the request's."""
     with socket.create_connection((ticket.host, ticket.port), timeout=10) as sock:
         nonce = os.urandom(32)
         sock.sendall(MAGIC + ticket.token + nonce)
         hello = bytes(recv_exact(sock, 1 + 32 + 32, time.monotonic() + 10))
         nonces = nonce + hello[1:33]
-        body = json.dumps(request).encode()
+        body = request if isinstance(request, bytes) else json.dumps(request).encode()
         header = struct.pack("<I", len(body) if length is None else length)
         up, down = rendezvous.message_keys(ticket.secret, ticket.token, nonces, MAGIC)
         sock.sendall(header + b"".join(bytes(p) for p in up.seal(header, [body])))
@@ -322,6 +323,34 @@ def test_an_authenticated_request_off_the_protocol_gets_an_authenticated_answer_
     answer = authenticated_request(ticket, request_)
     assert json.loads(answer) == {"malformed": wrong}          # opened under the job's secret: the driver's
     assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]
+    service.close(ticket)
+
+
+@pytest.mark.parametrize("body, wrong", [
+    (b'{"kind": "meet", "host": "h\xff"}', "30 bytes that are not UTF-8 text (byte 27: b'\\xff', invalid start byte)"),
+    (b"\xc3", "1 bytes that are not UTF-8 text (byte 0: b'\\xc3', unexpected end of data)"),
+    (b'{"kind": "meet",', "16 bytes of text that are not JSON (Expecting property name enclosed in double quotes: "
+                         "line 1 column 17 (char 16))"),
+    (b"", "0 bytes of text that are not JSON (Expecting value: line 1 column 1 (char 0))"),
+])
+def test_an_authenticated_request_that_is_not_utf8_json_gets_an_authenticated_answer_naming_it(service, caplog,
+                                                                                                body, wrong):
+    ticket = service.open(b"k" * 32, wait=5)
+    with caplog.at_level("WARNING", logger="timely_spark.spark.rendezvous"):
+        answer = authenticated_request(ticket, body)
+    assert json.loads(answer) == {"malformed": wrong}          # opened under the job's secret: the driver's
+    assert any(r.levelname == "WARNING" and f"sent a malformed request: {wrong}" in r.getMessage()
+               for r in caplog.records)
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]
+    service.close(ticket)
+
+
+def test_a_request_that_is_not_json_under_another_secret_gets_no_answer(service, caplog):
+    # the same bytes sealed without the job's secret: closed, nothing told
+    ticket = service.open(b"k" * 32, wait=5)
+    with caplog.at_level("DEBUG", logger="timely_spark.spark.rendezvous"):
+        assert authenticated_request(Ticket(ticket.host, ticket.port, ticket.token, b"x" * 32), b"\xff") == b""
+    assert not any("malformed" in r.getMessage() for r in caplog.records)
     service.close(ticket)
 
 

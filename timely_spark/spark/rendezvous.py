@@ -180,6 +180,9 @@ class _Unproven(Exception):
     """A message's tag did not check: its sender does not know the job's secret."""
 
 
+class _NotJSON(ValueError):
+    """An authenticated message that is not UTF-8 JSON; the message says what is wrong."""
+
 def _recv_message(sock: socket.socket, opener: Opener, deadline: float, limit: int, what: str) -> Any:
     """The peer's ``what`` (``"request"`` or ``"answer"``), authenticated JSON of any kind
     (its reader checks the shape): _TooLong when it announces more than ``limit`` bytes
@@ -192,7 +195,20 @@ def _recv_message(sock: socket.socket, opener: Opener, deadline: float, limit: i
     body = opener.open(header, memoryview(_read(sock, n + TAG, deadline, f"all of its {n}-byte {what}")))
     if body is None:
         raise _Unproven(f"the tag of its {n}-byte {what} does not check")
-    return json.loads(bytes(body))
+    return _json(bytes(body))
+
+
+def _json(body: bytes) -> Any:
+    """The JSON value of an authenticated ``body``; _NotJSON saying what is wrong with it."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _NotJSON(f"{len(body)} bytes that are not UTF-8 text (byte {exc.start}: "
+                       f"{body[exc.start:exc.start + 1]!r}, {exc.reason})") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise _NotJSON(f"{len(body)} bytes of text that are not JSON ({exc})") from None
 
 
 def _opener(sealer: Sealer) -> Opener:
@@ -377,6 +393,7 @@ class DriverRendezvous:
             nonces = task_nonce + nonce
             sock.sendall(KNOWN + nonce + handshake_mac(job.secret, b"hello", token, nonces))
             up, down = message_keys(job.secret, token, nonces, magic)
+            unreadable: Optional[str] = None
             try:
                 request = _recv_message(sock, _opener(up), deadline, RENDEZVOUS_MAX_REQUEST, "request")
             except _TooLong as exc:
@@ -386,11 +403,13 @@ class DriverRendezvous:
             except _Unproven as exc:
                 log.debug("timely_spark rendezvous: refused %s's request: %s (not the job's secret)", source, exc)
                 return
+            except _NotJSON as exc:       # authenticated (its tag checked), yet not JSON: told so below
+                request, unreadable = None, str(exc)
             if not self._pending.authenticated(sock):
                 return
             with self._cond:
                 job.used = time.monotonic()
-            wrong = _malformed(request)
+            wrong = unreadable if unreadable is not None else _malformed(request)
             if wrong is not None:       # authenticated, yet off the protocol: told so, not left to time out
                 log.warning("timely_spark rendezvous: %s sent a malformed request: %s", source, wrong)
                 answer: dict = {"malformed": wrong}
