@@ -285,6 +285,46 @@ def test_a_task_of_another_protocol_version_is_told_so(service, monkeypatch):
     service.close(ticket)
 
 
+def test_a_task_of_the_version_before_driver_error_answers_is_told_on_both_sides(caplog, monkeypatch):
+    # version 03 tasks took a {"driver_error": ...} answer to a report for success: they
+    # must not reach a driver that sends one, and the driver says so in its log
+    assert rendezvous.PREFIX != b"TSRDV03"
+    service = DriverRendezvous("127.0.0.1")
+    ticket = service.open(b"s" * 32, wait=5)
+    monkeypatch.setattr(rendezvous, "MAGIC", b"TSRDV03" + MAGIC[-1:])     # as a task of the older package sends
+    with caplog.at_level("WARNING", logger="timely_spark.spark.rendezvous"):
+        for _ in range(2):
+            with pytest.raises(RendezvousError, match="speaks another version of the rendezvous protocol "
+                                                      f"\\(b'{rendezvous.PREFIX.decode()}'; this task sends "
+                                                      "b'TSRDV03.*must run the same timely_spark version"):
+                meet(ticket, 1, 0, 0, 1, "127.0.0.1", 1)
+    warned = [r.getMessage() for r in caplog.records
+              if r.levelname == "WARNING" and "greeted with b'TSRDV03'" in r.getMessage()]
+    assert len(warned) == 1 and "another timely_spark version" in warned[0]       # once per greeting
+    monkeypatch.undo()
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]
+    service.close(ticket)
+
+
+def test_a_task_meeting_a_driver_of_another_version_is_told_so():
+    # the driver of another version, written from the protocol: it answers "!" and its own prefix
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        def old_driver():
+            sock, _ = listener.accept()
+            with sock:
+                recv_exact(sock, len(MAGIC) + 16 + 32, time.monotonic() + 10)
+                sock.sendall(b"!TSRDV03")
+
+        thread = threading.Thread(target=old_driver)
+        thread.start()
+        ticket = Ticket("127.0.0.1", listener.getsockname()[1], b"t" * 16, b"s" * 32, 5)
+        with pytest.raises(RendezvousError, match="speaks another version of the rendezvous protocol "
+                                                  f"\\(b'TSRDV03'; this task sends b'{rendezvous.PREFIX.decode()}"):
+            meet(ticket, 1, 0, 0, 1, "127.0.0.1", 1)
+        thread.join(10)
+        assert not thread.is_alive()
+
+
 @pytest.mark.parametrize("stage, host, port, wrong", [
     (1, "127.0.0.1", "a port", "a 'meet' request whose 'port' is a JSON string ('a port'), not an integer"),
     (1, 7, 5000, "a 'meet' request whose 'host' is a JSON number (7), not a string"),

@@ -31,14 +31,18 @@ Request and answer are sealed as the worker mesh seals its frames (see
 derived with HKDF from the job's secret and both nonces, the length as associated
 data.  Addresses and error reports are thus confidential on the wire, always (the
 ``TIMELY_SPARK_ENCRYPTION`` switch does not apply to these few small messages).
-A wrong MAC or tag closes the connection without an answer; an authenticated request off
-the protocol's shape (not an object, an unknown ``kind``, a field missing or of the wrong
-JSON type) is answered ``{"malformed": what is wrong}``, which the task raises as a
-``RendezvousError`` (the driver logs it as a warning).  When answering a well-formed
-request raises on the driver (a job's ``on_stats`` raising, say), the driver logs the
-error as a warning with its traceback and answers ``{"driver_error": its type and
-message}`` (the job's secret in no form), which the task raises at once as a
-``RendezvousError`` naming the driver and the error, instead of connecting again
+A task greeting in another protocol version (another package version) is answered its
+own ``PREFIX`` and raises a ``RendezvousError`` saying so; the driver warns of it (once
+per greeting).  A wrong MAC or tag closes the connection without an answer; an
+authenticated request off the protocol's shape (not UTF-8 text, not JSON, not an
+object, an unknown ``kind``, a field missing or of the wrong JSON type) is answered
+``{"malformed": what is wrong}``, which the task raises as a ``RendezvousError`` (the
+driver logs it as a warning).  When answering a well-formed request raises on the
+driver (a job's ``on_stats`` raising, say: any BaseException, SystemExit and
+KeyboardInterrupt too, see ``DriverRendezvous._serve``), the driver logs the error as
+a warning with its traceback and answers ``{"driver_error": its type and message}``
+(the job's secret in no form), which the task raises at once as a ``RendezvousError``
+naming the driver and the error, instead of connecting again
 until its wait runs out.  Until its request has checked,
 a connection has :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_AUTH_TIMEOUT` seconds and at
 most :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_MAX_REQUEST` bytes; at most
@@ -116,10 +120,15 @@ MAX_ANSWER = 16 * 1024 * 1024
 """Largest answer (an address list) a task reads from the driver, which has already
 proved the job's secret."""
 
+OTHER_VERSIONS_LOGGED = 16
+"""How many distinct greetings of another protocol version the driver warns of (once each)."""
+
 REMEMBERED_FAILURES = 256
 """How many reported task failures the driver keeps for :mod:`.job_errors` to claim."""
 
-PREFIX = b"TSRDV03"
+#: The protocol's name and version, the start of a task's greeting.  04: the driver may
+#: answer ``{"driver_error": ...}``, which a task speaking 03 would take for success.
+PREFIX = b"TSRDV04"
 MAGIC = greeting(PREFIX, True)        # this process's greeting as a task (its last byte names the cipher)
 TOKEN = 16
 NONCE = 32
@@ -182,6 +191,7 @@ class _Unproven(Exception):
 
 class _NotJSON(ValueError):
     """An authenticated message that is not UTF-8 JSON; the message says what is wrong."""
+
 
 def _recv_message(sock: socket.socket, opener: Opener, deadline: float, limit: int, what: str) -> Any:
     """The peer's ``what`` (``"request"`` or ``"answer"``), authenticated JSON of any kind
@@ -290,6 +300,7 @@ class DriverRendezvous:
         self._failures: deque[tuple[tuple[str, int, int], int, BaseException]] = deque(maxlen=REMEMBERED_FAILURES)
         self._cond = threading.Condition()
         self._pending = PendingHandshakes(RENDEZVOUS_PENDING)      # not yet authenticated
+        self._versions_logged: set[bytes] = set()        # greetings of another version already warned of
         threading.Thread(target=self._accept_loop, name="timely-rendezvous", daemon=True).start()
 
     # ---- the driver's side -------------------------------------------------------
@@ -383,6 +394,7 @@ class DriverRendezvous:
             magic = hello[:len(MAGIC)]
             if not magic.startswith(PREFIX) or mode(magic) is None or not mode(magic)[1]:   # type: ignore[index]
                 sock.sendall(OTHER_VERSION + PREFIX)      # so that the task can say so (nothing secret)
+                self._other_version(magic[:len(PREFIX)], source)
                 return
             token, task_nonce = hello[len(MAGIC):len(MAGIC) + TOKEN], hello[len(MAGIC) + TOKEN:]
             job = self._job(token)
@@ -431,6 +443,17 @@ class DriverRendezvous:
             sock.close()
         if reraise is not None:
             raise reraise
+
+    def _other_version(self, theirs: bytes, source: str) -> None:
+        """Warn, once per greeting (of at most OTHER_VERSIONS_LOGGED; the greeting is not
+        authenticated, so anyone can send one), that a task speaks another protocol version."""
+        with self._cond:
+            if theirs in self._versions_logged or len(self._versions_logged) >= OTHER_VERSIONS_LOGGED:
+                return
+            self._versions_logged.add(theirs)
+        log.warning("timely_spark rendezvous: %s greeted with %r, not this driver's %r: a task of another "
+                    "timely_spark version (told so; the driver and the executors must run the same version)",
+                    source, theirs, PREFIX)
 
     def _answer(self, token: bytes, job: _Job, request: dict) -> dict:
         if request["kind"] == "stats":
