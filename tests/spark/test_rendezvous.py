@@ -62,14 +62,15 @@ def meet_all(ticket, workers, **kwargs):
 
 def authenticated_request(ticket, request, length=None):
     """Send ``request`` as a task holding ``ticket`` would, the protocol written out here
-    (an attacker who knows the job's secret); the raw answer's bytes, b"" if none.
+    (an attacker who knows the job's secret; bytes are sent as they are, sealed); the raw
+    answer's bytes, b"" if none.
     ``length`` announces another length than the request's."""
     with socket.create_connection((ticket.host, ticket.port), timeout=10) as sock:
         nonce = os.urandom(32)
         sock.sendall(MAGIC + ticket.token + nonce)
         hello = bytes(recv_exact(sock, 1 + 32 + 32, time.monotonic() + 10))
         nonces = nonce + hello[1:33]
-        body = json.dumps(request).encode()
+        body = request if isinstance(request, bytes) else json.dumps(request).encode()
         header = struct.pack("<I", len(body) if length is None else length)
         up, down = rendezvous.message_keys(ticket.secret, ticket.token, nonces, MAGIC)
         sock.sendall(header + b"".join(bytes(p) for p in up.seal(header, [body])))
@@ -284,6 +285,46 @@ def test_a_task_of_another_protocol_version_is_told_so(service, monkeypatch):
     service.close(ticket)
 
 
+def test_a_task_of_the_version_before_driver_error_answers_is_told_on_both_sides(caplog, monkeypatch):
+    # version 03 tasks took a {"driver_error": ...} answer to a report for success: they
+    # must not reach a driver that sends one, and the driver says so in its log
+    assert rendezvous.PREFIX != b"TSRDV03"
+    service = DriverRendezvous("127.0.0.1")
+    ticket = service.open(b"s" * 32, wait=5)
+    monkeypatch.setattr(rendezvous, "MAGIC", b"TSRDV03" + MAGIC[-1:])     # as a task of the older package sends
+    with caplog.at_level("WARNING", logger="timely_spark.spark.rendezvous"):
+        for _ in range(2):
+            with pytest.raises(RendezvousError, match="speaks another version of the rendezvous protocol "
+                                                      f"\\(b'{rendezvous.PREFIX.decode()}'; this task sends "
+                                                      "b'TSRDV03.*must run the same timely_spark version"):
+                meet(ticket, 1, 0, 0, 1, "127.0.0.1", 1)
+    warned = [r.getMessage() for r in caplog.records
+              if r.levelname == "WARNING" and "greeted with b'TSRDV03'" in r.getMessage()]
+    assert len(warned) == 1 and "another timely_spark version" in warned[0]       # once per greeting
+    monkeypatch.undo()
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]
+    service.close(ticket)
+
+
+def test_a_task_meeting_a_driver_of_another_version_is_told_so():
+    # the driver of another version, written from the protocol: it answers "!" and its own prefix
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        def old_driver():
+            sock, _ = listener.accept()
+            with sock:
+                recv_exact(sock, len(MAGIC) + 16 + 32, time.monotonic() + 10)
+                sock.sendall(b"!TSRDV03")
+
+        thread = threading.Thread(target=old_driver)
+        thread.start()
+        ticket = Ticket("127.0.0.1", listener.getsockname()[1], b"t" * 16, b"s" * 32, 5)
+        with pytest.raises(RendezvousError, match="speaks another version of the rendezvous protocol "
+                                                  f"\\(b'TSRDV03'; this task sends b'{rendezvous.PREFIX.decode()}"):
+            meet(ticket, 1, 0, 0, 1, "127.0.0.1", 1)
+        thread.join(10)
+        assert not thread.is_alive()
+
+
 @pytest.mark.parametrize("stage, host, port, wrong", [
     (1, "127.0.0.1", "a port", "a 'meet' request whose 'port' is a JSON string ('a port'), not an integer"),
     (1, 7, 5000, "a 'meet' request whose 'host' is a JSON number (7), not a string"),
@@ -325,7 +366,67 @@ def test_an_authenticated_request_off_the_protocol_gets_an_authenticated_answer_
     service.close(ticket)
 
 
+@pytest.mark.parametrize("body, wrong", [
+    (b'{"kind": "meet", "host": "h\xff"}', "30 bytes that are not UTF-8 text (byte 27: b'\\xff', invalid start byte)"),
+    (b"\xc3", "1 bytes that are not UTF-8 text (byte 0: b'\\xc3', unexpected end of data)"),
+    (b'{"kind": "meet",', "16 bytes of text that are not JSON (Expecting property name enclosed in double quotes: "
+                         "line 1 column 17 (char 16))"),
+    (b"", "0 bytes of text that are not JSON (Expecting value: line 1 column 1 (char 0))"),
+])
+def test_an_authenticated_request_that_is_not_utf8_json_gets_an_authenticated_answer_naming_it(service, caplog,
+                                                                                                body, wrong):
+    ticket = service.open(b"k" * 32, wait=5)
+    with caplog.at_level("WARNING", logger="timely_spark.spark.rendezvous"):
+        answer = authenticated_request(ticket, body)
+    assert json.loads(answer) == {"malformed": wrong}          # opened under the job's secret: the driver's
+    assert any(r.levelname == "WARNING" and f"sent a malformed request: {wrong}" in r.getMessage()
+               for r in caplog.records)
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]
+    service.close(ticket)
+
+
+def test_a_request_that_is_not_json_under_another_secret_gets_no_answer(service, caplog):
+    # the same bytes sealed without the job's secret: closed, nothing told
+    ticket = service.open(b"k" * 32, wait=5)
+    with caplog.at_level("DEBUG", logger="timely_spark.spark.rendezvous"):
+        assert authenticated_request(Ticket(ticket.host, ticket.port, ticket.token, b"x" * 32), b"\xff") == b""
+    assert not any("malformed" in r.getMessage() for r in caplog.records)
+    service.close(ticket)
+
+
 SECRET = bytes(range(32))         # a job secret with a hex, a repr and a base64 form to hide
+
+
+class HookExit(BaseException):
+    """A BaseException of a job's own, neither SystemExit nor KeyboardInterrupt."""
+
+
+@pytest.mark.parametrize("raised", [SystemExit(f"leaving, key {SECRET.hex()}"), KeyboardInterrupt(),
+                                    HookExit(f"stop {SECRET!r}"), GeneratorExit()])
+def test_a_hook_raising_a_base_exception_is_answered_and_the_service_goes_on(caplog, raised):
+    # a serving thread answers any BaseException: nothing above it would act on a
+    # SystemExit or KeyboardInterrupt (threading drops the one; Ctrl-C goes to the main thread)
+    service = DriverRendezvous("127.0.0.1")
+    calls = []
+
+    def on_stats(report):
+        calls.append(report)
+        raise raised
+
+    ticket = service.open(SECRET, wait=30, on_stats=on_stats)
+    with caplog.at_level("WARNING", logger="timely_spark.spark.rendezvous"):
+        report_stats(ticket, {"n": 3})
+    logged = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    told = [m for m in logged if m.startswith("timely_spark: could not send a task's timings")]
+    name = type(raised).__qualname__
+    assert len(told) == 1 and "did not answer" not in told[0], logged
+    assert (f"failed while answering this task's 'stats' request: {name}" in told[0]), told[0]
+    assert calls == [{"n": 3}]            # told at once: no second connection
+    assert any("'stats' request failed" in m and "Traceback" in m and name in m for m in logged)
+    for shown in logged:
+        assert SECRET.hex() not in shown and repr(SECRET)[2:-1] not in shown
+    assert meet(ticket, 1, 0, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]     # the service goes on
+    service.close(ticket)
 
 
 def test_a_request_the_driver_fails_to_answer_is_told_so_at_once_naming_the_error(caplog):

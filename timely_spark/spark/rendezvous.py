@@ -31,14 +31,18 @@ Request and answer are sealed as the worker mesh seals its frames (see
 derived with HKDF from the job's secret and both nonces, the length as associated
 data.  Addresses and error reports are thus confidential on the wire, always (the
 ``TIMELY_SPARK_ENCRYPTION`` switch does not apply to these few small messages).
-A wrong MAC or tag closes the connection without an answer; an authenticated request off
-the protocol's shape (not an object, an unknown ``kind``, a field missing or of the wrong
-JSON type) is answered ``{"malformed": what is wrong}``, which the task raises as a
-``RendezvousError`` (the driver logs it as a warning).  When answering a well-formed
-request raises on the driver (a job's ``on_stats`` raising, say), the driver logs the
-error as a warning with its traceback and answers ``{"driver_error": its type and
-message}`` (the job's secret in no form), which the task raises at once as a
-``RendezvousError`` naming the driver and the error, instead of connecting again
+A task greeting in another protocol version (another package version) is answered its
+own ``PREFIX`` and raises a ``RendezvousError`` saying so; the driver warns of it (once
+per greeting).  A wrong MAC or tag closes the connection without an answer; an
+authenticated request off the protocol's shape (not UTF-8 text, not JSON, not an
+object, an unknown ``kind``, a field missing or of the wrong JSON type) is answered
+``{"malformed": what is wrong}``, which the task raises as a ``RendezvousError`` (the
+driver logs it as a warning).  When answering a well-formed request raises on the
+driver (a job's ``on_stats`` raising, say: any BaseException, SystemExit and
+KeyboardInterrupt too, see ``DriverRendezvous._serve``), the driver logs the error as
+a warning with its traceback and answers ``{"driver_error": its type and message}``
+(the job's secret in no form), which the task raises at once as a ``RendezvousError``
+naming the driver and the error, instead of connecting again
 until its wait runs out.  Until its request has checked,
 a connection has :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_AUTH_TIMEOUT` seconds and at
 most :data:`~timely_spark.spark.rendezvous.RENDEZVOUS_MAX_REQUEST` bytes; at most
@@ -116,10 +120,15 @@ MAX_ANSWER = 16 * 1024 * 1024
 """Largest answer (an address list) a task reads from the driver, which has already
 proved the job's secret."""
 
+OTHER_VERSIONS_LOGGED = 16
+"""How many distinct greetings of another protocol version the driver warns of (once each)."""
+
 REMEMBERED_FAILURES = 256
 """How many reported task failures the driver keeps for :mod:`.job_errors` to claim."""
 
-PREFIX = b"TSRDV03"
+#: The protocol's name and version, the start of a task's greeting.  04: the driver may
+#: answer ``{"driver_error": ...}``, which a task speaking 03 would take for success.
+PREFIX = b"TSRDV04"
 MAGIC = greeting(PREFIX, True)        # this process's greeting as a task (its last byte names the cipher)
 TOKEN = 16
 NONCE = 32
@@ -180,6 +189,10 @@ class _Unproven(Exception):
     """A message's tag did not check: its sender does not know the job's secret."""
 
 
+class _NotJSON(ValueError):
+    """An authenticated message that is not UTF-8 JSON; the message says what is wrong."""
+
+
 def _recv_message(sock: socket.socket, opener: Opener, deadline: float, limit: int, what: str) -> Any:
     """The peer's ``what`` (``"request"`` or ``"answer"``), authenticated JSON of any kind
     (its reader checks the shape): _TooLong when it announces more than ``limit`` bytes
@@ -192,7 +205,20 @@ def _recv_message(sock: socket.socket, opener: Opener, deadline: float, limit: i
     body = opener.open(header, memoryview(_read(sock, n + TAG, deadline, f"all of its {n}-byte {what}")))
     if body is None:
         raise _Unproven(f"the tag of its {n}-byte {what} does not check")
-    return json.loads(bytes(body))
+    return _json(bytes(body))
+
+
+def _json(body: bytes) -> Any:
+    """The JSON value of an authenticated ``body``; _NotJSON saying what is wrong with it."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _NotJSON(f"{len(body)} bytes that are not UTF-8 text (byte {exc.start}: "
+                       f"{body[exc.start:exc.start + 1]!r}, {exc.reason})") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise _NotJSON(f"{len(body)} bytes of text that are not JSON ({exc})") from None
 
 
 def _opener(sealer: Sealer) -> Opener:
@@ -274,6 +300,7 @@ class DriverRendezvous:
         self._failures: deque[tuple[tuple[str, int, int], int, BaseException]] = deque(maxlen=REMEMBERED_FAILURES)
         self._cond = threading.Condition()
         self._pending = PendingHandshakes(RENDEZVOUS_PENDING)      # not yet authenticated
+        self._versions_logged: set[bytes] = set()        # greetings of another version already warned of
         threading.Thread(target=self._accept_loop, name="timely-rendezvous", daemon=True).start()
 
     # ---- the driver's side -------------------------------------------------------
@@ -351,12 +378,23 @@ class DriverRendezvous:
                              name="timely-rendezvous-task", daemon=True).start()
 
     def _serve(self, sock: socket.socket, source: str) -> None:
+        """Serve one connection.  Whatever answering its request raises on the driver --
+        any BaseException, SystemExit and KeyboardInterrupt included (a job's ``on_stats``
+        calling ``sys.exit``, say) -- is logged and answered ``{"driver_error": ...}``, so
+        the task is told at once.  It is then swallowed: this runs in a serving thread of
+        its own, where ``threading`` would drop a SystemExit without a word and nothing
+        would act on a KeyboardInterrupt (Python delivers a real Ctrl-C to the main
+        thread only); only when called in the main thread does it raise a
+        KeyboardInterrupt or SystemExit again, after answering, so that it stops the
+        driver as it would have without the rendezvous."""
+        reraise: Optional[BaseException] = None
         try:
             deadline = time.monotonic() + RENDEZVOUS_AUTH_TIMEOUT
             hello = bytes(recv_exact(sock, len(MAGIC) + TOKEN + NONCE, deadline))
             magic = hello[:len(MAGIC)]
             if not magic.startswith(PREFIX) or mode(magic) is None or not mode(magic)[1]:   # type: ignore[index]
                 sock.sendall(OTHER_VERSION + PREFIX)      # so that the task can say so (nothing secret)
+                self._other_version(magic[:len(PREFIX)], source)
                 return
             token, task_nonce = hello[len(MAGIC):len(MAGIC) + TOKEN], hello[len(MAGIC) + TOKEN:]
             job = self._job(token)
@@ -367,6 +405,7 @@ class DriverRendezvous:
             nonces = task_nonce + nonce
             sock.sendall(KNOWN + nonce + handshake_mac(job.secret, b"hello", token, nonces))
             up, down = message_keys(job.secret, token, nonces, magic)
+            unreadable: Optional[str] = None
             try:
                 request = _recv_message(sock, _opener(up), deadline, RENDEZVOUS_MAX_REQUEST, "request")
             except _TooLong as exc:
@@ -376,22 +415,25 @@ class DriverRendezvous:
             except _Unproven as exc:
                 log.debug("timely_spark rendezvous: refused %s's request: %s (not the job's secret)", source, exc)
                 return
+            except _NotJSON as exc:       # authenticated (its tag checked), yet not JSON: told so below
+                request, unreadable = None, str(exc)
             if not self._pending.authenticated(sock):
                 return
             with self._cond:
                 job.used = time.monotonic()
-            wrong = _malformed(request)
+            wrong = unreadable if unreadable is not None else _malformed(request)
             if wrong is not None:       # authenticated, yet off the protocol: told so, not left to time out
                 log.warning("timely_spark rendezvous: %s sent a malformed request: %s", source, wrong)
                 answer: dict = {"malformed": wrong}
             else:
                 try:
                     answer = self._answer(token, job, request)
-                except Exception as exc:     # the driver's own failure (an on_stats raising, say): told, not retried
+                except BaseException as exc:     # the driver's own failure (an on_stats raising, say): told
                     log.warning("timely_spark rendezvous: answering %s's %r request failed:\n%s", source,
                                 request["kind"], _without_secret("".join(traceback.format_exception(
                                     type(exc), exc, exc.__traceback__)), job.secret))
                     answer = {"driver_error": _driver_error(exc, job.secret)}
+                    reraise = _reraised(exc)
             sock.settimeout(HANDSHAKE_TIMEOUT)
             _send_message(sock, down, answer)
         except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
@@ -399,6 +441,19 @@ class DriverRendezvous:
         finally:
             self._pending.authenticated(sock)
             sock.close()
+        if reraise is not None:
+            raise reraise
+
+    def _other_version(self, theirs: bytes, source: str) -> None:
+        """Warn, once per greeting (of at most OTHER_VERSIONS_LOGGED; the greeting is not
+        authenticated, so anyone can send one), that a task speaks another protocol version."""
+        with self._cond:
+            if theirs in self._versions_logged or len(self._versions_logged) >= OTHER_VERSIONS_LOGGED:
+                return
+            self._versions_logged.add(theirs)
+        log.warning("timely_spark rendezvous: %s greeted with %r, not this driver's %r: a task of another "
+                    "timely_spark version (told so; the driver and the executors must run the same version)",
+                    source, theirs, PREFIX)
 
     def _answer(self, token: bytes, job: _Job, request: dict) -> dict:
         if request["kind"] == "stats":
@@ -508,6 +563,14 @@ def _driver_error(exc: BaseException, secret: bytes) -> str:
         text = f"{type(exc).__qualname__} (its message cannot be shown)"
     text = _without_secret(text, secret)
     return text if len(text) <= DRIVER_ERROR_CHARS else text[:DRIVER_ERROR_CHARS - 3] + "..."
+
+
+def _reraised(exc: BaseException) -> Optional[BaseException]:
+    """``exc`` when it must go on after being answered (a KeyboardInterrupt or SystemExit
+    raised in the main thread: it stops the driver), else None (see ``_serve``)."""
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)) and threading.current_thread() is threading.main_thread():
+        return exc
+    return None
 
 
 def _without_secret(text: str, secret: bytes) -> str:
