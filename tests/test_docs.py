@@ -160,6 +160,7 @@ def test_no_page_names_an_issue_number_or_a_folder_of_one_machine():
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_the_guide_builds_with_warnings_as_errors(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
                           capture_output=True, text=True, cwd=ROOT, timeout=280,

@@ -48,6 +48,7 @@ def test_bench_engine_runs_small():
     assert "timely/plain" in out and "us per round" in out
 
 
+@pytest.mark.slow
 def test_bench_mesh_runs_small():
     out = run_job("benchmarks/bench_mesh.py", "--records", "40000", "--arrow-mb", "16", "--trips", "50",
                   "--epochs", "50", timeout=90)
@@ -123,6 +124,7 @@ def test_bench_graph_runs_small_and_every_method_agrees(tmp_path):
         assert method in out
 
 
+@pytest.mark.slow
 def test_bench_graph_string_id_methods_run_and_agree(tmp_path):
     out = run_job("benchmarks/bench_graph.py", "--sizes", "3000", "--data", str(tmp_path),
                   "--only", "cc-local,cc-local-strings,pagerank-local,pagerank-local-strings", timeout=300)
@@ -148,6 +150,7 @@ def test_bench_nexmark_runs_small():
     assert [line.split()[0] for line in out.splitlines()[-3:]] == ["q0", "q4", "q5"]
 
 
+@pytest.mark.slow
 def test_bench_tpch_runs_small():
     out = run_job("benchmarks/bench_tpch.py", "--sf", "0.01", "--refreshes", "2", "--queries", "q1,q14",
                   "--no-spark", timeout=90)

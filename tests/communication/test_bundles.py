@@ -12,6 +12,7 @@ from .test_encryption import connected_pair
 
 
 @pytest.mark.parametrize("encrypt", [True, False])
+@pytest.mark.slow
 def test_gathered_messages_go_as_one_frame_and_arrive_in_order_around_a_large_one(encrypt):
     meshes, fabrics = connected_pair(max_frame=1 << 20, encrypt=encrypt)
     conn = meshes[1].connections[0]

@@ -233,6 +233,7 @@ def test_the_driver_rendezvous_shows_a_recorder_no_address_or_error():
     assert MARKER.encode() not in bytes(recorder.captured)
 
 
+@pytest.mark.slow
 def test_large_messages_and_messages_split_in_several_frames_arrive_intact():
     meshes, fabrics = connected_pair(max_frame=1 << 20)       # 1 MiB frames: a 3 MiB message goes in 4
     conn = meshes[1].connections[0]
@@ -248,6 +249,7 @@ def test_large_messages_and_messages_split_in_several_frames_arrive_intact():
 
 
 @pytest.mark.parametrize("encrypt", [True, False])
+@pytest.mark.slow
 def test_large_messages_kept_by_the_receiver_stay_intact_while_more_arrive(encrypt):
     # A large frame is sealed into a buffer the sender reuses and opened where it was read:
     # what a receiver keeps must not change when the next messages come.

@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from timely_spark.communication.allocator import Inbox
 from timely_spark.communication.codec import encode
@@ -89,6 +90,7 @@ def connected(threads, peer_timeout, wakeable=False, **kw):
     return meshes, fabrics
 
 
+@pytest.mark.slow
 def test_a_receiver_that_does_not_step_holds_its_sender_back_within_the_bound():
     limit = MB
     meshes, fabrics = connected_pair(peer_timeout=30, inbound_limit=limit)
@@ -111,6 +113,7 @@ def test_a_receiver_that_does_not_step_holds_its_sender_back_within_the_bound():
     assert all(f.failure is None for f in fabrics)
 
 
+@pytest.mark.slow
 def test_two_processes_flooding_each_other_past_both_bounds_finish_with_everything_once():
     limit = 2 * MB
     meshes, fabrics = connected_pair(peer_timeout=5, inbound_limit=limit)
@@ -148,6 +151,7 @@ def test_two_processes_flooding_each_other_past_both_bounds_finish_with_everythi
     assert all(f.failure is None for f in fabrics)
 
 
+@pytest.mark.slow
 def test_a_receiver_busy_past_the_peer_timeout_holds_its_sender_back_without_failing_it():
     # Busy is not stuck: process 0 takes nothing for 2.5 peer timeouts, but its heartbeats
     # still reach process 1, whose sends wait (held by the bound) and then all arrive.
@@ -192,6 +196,7 @@ def test_a_worker_stepping_through_its_allocator_releases_what_it_took_and_gets_
     assert all(f.failure is None for f in fabrics)
 
 
+@pytest.mark.slow
 def test_a_peer_frozen_while_a_worker_waits_to_send_to_it_fails_the_run_even_with_its_connection_held():
     # Process 1 floods worker 0 (its connection held at the bound), then freezes: it reads
     # nothing and sends nothing more (its locks held).  Worker 0 then waits for room to send
@@ -224,6 +229,7 @@ def test_a_peer_frozen_while_a_worker_waits_to_send_to_it_fails_the_run_even_wit
             m.shutdown(clean=False)
 
 
+@pytest.mark.slow
 def test_heartbeats_do_not_wait_behind_a_connection_a_worker_holds():
     # Process 0's worker holds its connection to process 1 (it waits to send to a peer that
     # does not read: its reading held); process 2 must still hear process 0's heartbeats.
@@ -243,6 +249,7 @@ def test_heartbeats_do_not_wait_behind_a_connection_a_worker_holds():
             m.shutdown(clean=False)
 
 
+@pytest.mark.slow
 def test_an_idle_worker_does_not_spin_on_a_connection_held_for_its_busy_sibling():
     # Two workers a process: worker 0 computes (takes nothing) while process 1 floods it,
     # so the connection is held with bytes waiting in its socket.  Worker 1, idle, waits for
@@ -270,6 +277,7 @@ def test_an_idle_worker_does_not_spin_on_a_connection_held_for_its_busy_sibling(
     t.join(30)
 
 
+@pytest.mark.slow
 def test_two_busy_processes_holding_each_other_back_do_not_fail_the_run():
     # Busy both ways is not stuck: process 0 (worker 0 busy, worker 1 idle and parked) and
     # process 1 (busy) each take nothing while the other floods them past the bound, and

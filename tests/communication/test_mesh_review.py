@@ -190,6 +190,7 @@ def test_a_step_that_sends_thousands_of_small_messages_to_a_process_delivers_the
     assert results == [[True], [True]]
 
 
+@pytest.mark.slow
 def test_a_peer_sending_a_lot_to_a_worker_busy_in_its_own_code_is_not_failed_as_stuck():
     import time
 
@@ -241,6 +242,7 @@ def test_two_processes_sending_each_other_more_than_the_sockets_hold_at_once_bot
     assert results == [[2], [2]]
 
 
+@pytest.mark.slow
 def test_a_process_finishing_long_after_its_peer_said_goodbye_and_closed_still_succeeds():
     import time
 

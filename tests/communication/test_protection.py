@@ -331,6 +331,7 @@ def test_handshakes_in_flight_are_bounded_by_dropping_the_oldest_and_the_real_pe
     m.shutdown(clean=False)
 
 
+@pytest.mark.slow
 def test_a_connecting_process_whose_handshake_is_closed_connects_again_until_its_deadline():
     """Process 1's first connection is accepted and closed before any greeting (as a
     listener dropping a pending handshake does): it connects again and gets in."""

@@ -26,6 +26,7 @@ def stepping_forever(worker):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("layout", [dict(threads=1), dict(threads=2), dict(processes=2)],
                          ids=["1 thread", "2 threads", "2 processes"])
+@pytest.mark.slow
 def test_a_run_that_never_ends_stops_at_its_timeout(layout):
     start = time.monotonic()
     with pytest.raises(ts.RunTimeout) as err:
@@ -38,6 +39,7 @@ def test_a_run_that_never_ends_stops_at_its_timeout(layout):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("layout", [dict(threads=2), dict(processes=2)], ids=["threads", "processes"])
+@pytest.mark.slow
 def test_a_worker_stuck_in_its_own_code_is_reported_and_no_process_is_left(tmp_path, layout):
     folder = str(tmp_path)
 

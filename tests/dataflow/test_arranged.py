@@ -37,6 +37,7 @@ def changes(table: pa.Table) -> list:
 
 @pytest.mark.parametrize("layout", [dict(threads=1), dict(threads=2), dict(processes=2)],
                          ids=["1 thread", "2 threads", "2 processes"])
+@pytest.mark.slow
 def test_joins_and_a_reduce_reading_one_arrangement_equal_their_unshared_forms_at_every_time(layout):
     left, right = random_log(21, left_row, SCHEMA), random_log(22, right_row, RIGHT)
     shared = run(lambda scope, ls, rs: operators(ls, rs.arrange("k")), [left, right], **layout)

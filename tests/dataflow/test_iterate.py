@@ -144,6 +144,7 @@ def folded(times: dict, t: int) -> dict:
 
 @pytest.mark.parametrize("layout", [dict(threads=1), dict(threads=2), dict(processes=2)],
                          ids=["1 thread", "2 threads", "2 processes"])
+@pytest.mark.slow
 def test_fixpoints_of_random_changelogs_equal_a_naive_fixpoint_at_every_outer_time(layout):
     log = edge_log(3)
     got = run(build, [log, ROOTS, ALLOWED, BLOCKED], timeout=120, **layout)
@@ -194,6 +195,7 @@ def test_rounds_stop_when_a_round_changes_nothing():
     assert max(r[1] for r in rounds) <= 7 and Product(0, 5) in rounds, rounds
 
 
+@pytest.mark.slow
 def test_a_running_aggregate_inside_iterate_equals_a_naive_fixpoint_at_every_outer_time():
     """Min-label propagation with the running aggregate (min, and a count of the offers)
     in the loop body: the labels equal the naive components at every outer time."""

@@ -29,6 +29,7 @@ def frontier_after(previous, proposed, dims):
        cuts=st.lists(st.tuples(st.integers(0, 40), st.lists(st.lists(st.integers(0, 3), min_size=3, max_size=3),
                                                            min_size=1, max_size=3)), max_size=4),
        batch=st.integers(1, 7))
+@pytest.mark.slow
 def test_accumulation_at_every_time_beyond_the_frontier_is_the_fold_of_earlier_changes(dims, changes, cuts, batch):
     like = SHAPES[dims]
     trace = Trace(["k"], like, "Prop")

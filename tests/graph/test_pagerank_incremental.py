@@ -41,6 +41,7 @@ def check_every_epoch(epochs: list, out: dict, tolerance: float, output_toleranc
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.slow
 def test_every_epoch_within_the_bound_of_exact_pagerank(layout):
     epochs = [t.select(["src", "dst", "diff"]) for t in random_changelog(3)]
     tolerance = 1e-6
@@ -53,6 +54,7 @@ def test_every_epoch_within_the_bound_of_exact_pagerank(layout):
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), tolerance=st.sampled_from([1e-4, 1e-8]),
        output_tolerance=st.sampled_from([0.0, 0.1, 0.3]))
+@pytest.mark.slow
 def test_random_changelogs_property(seed, tolerance, output_tolerance):
     epochs = [t.select(["src", "dst", "diff"]) for t in random_changelog(seed, epochs=20)]
     out = run_epochs(epochs, lambda e: pagerank_stream(e, tolerance=tolerance, output_tolerance=output_tolerance),
@@ -61,6 +63,7 @@ def test_random_changelogs_property(seed, tolerance, output_tolerance):
 
 
 @pytest.mark.parametrize("output_tolerance", [0.1, 0.3])
+@pytest.mark.slow
 def test_the_output_tolerance_holds_back_small_moves_within_its_bound(output_tolerance):
     # random changelogs with withdrawals, 2 workers: each folded rank within the stated
     # share of itself (plus the computation's bound), while some rank is really held back

@@ -64,6 +64,7 @@ def test_an_edge_added_while_its_end_is_invalidated_does_not_hide_the_old_suppor
         assert got == {(0, 0): 0.0, (z, 0): 1.0}, layout
 
 
+@pytest.mark.slow
 def test_inserts_touch_only_what_they_improve():
     path = np.arange(3000, dtype=np.int64)
     epochs = [pa.table({"src": path[:-1], "dst": path[1:]}),

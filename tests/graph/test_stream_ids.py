@@ -63,6 +63,7 @@ def test_shortest_paths_stream_of_any_ids(kind):
 
 
 @pytest.mark.parametrize("kind", ["string", "binary", "uint64"])
+@pytest.mark.slow
 def test_pagerank_stream_of_any_ids(kind):
     epochs = random_changelog(5)
 
@@ -152,6 +153,7 @@ def dictionary_rows(epochs: list, threads: int = 2) -> tuple[dict, int]:
     return {t: pa.Table.from_batches(b) for t, b in per_time.items()}, max(rows.values(), default=0)
 
 
+@pytest.mark.slow
 def test_the_id_dictionary_drops_ids_that_left(monkeypatch):
     # Small levels pile up to SMALL_LEVEL x SMALL_LEVELS rows before they merge (and drop dead ids):
     # made small here, so that this short churn shows the dictionary following the live ids.

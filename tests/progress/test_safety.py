@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -194,6 +195,7 @@ class Simulation:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=graphs(), workers=st.integers(1, 3), data=st.data())
+@pytest.mark.slow
 def test_safety_property(graph, workers, data):
     sim = Simulation(graph, workers)
     # Most operators (map, filter, ...) drop their initial capability at once.

@@ -4,6 +4,7 @@ a cache not loaded, or of another partition count, is spread as any other input.
 
 import pyarrow as pa
 import pyspark.sql.functions as F
+import pytest
 
 import timely_spark as ts
 from timely_spark.graph import connected_components, union_find
@@ -25,6 +26,7 @@ def _before_the_cache(df):
     return df._jdf.queryExecution().executedPlan().toString().split("InMemoryRelation")[0]
 
 
+@pytest.mark.slow
 def test_a_loaded_cache_of_one_partition_a_worker_is_read_as_it_is(spark):
     edges = _edges(spark).repartition(2).withColumn("p", F.spark_partition_id()).cache()
     edges.count()
@@ -40,6 +42,7 @@ def test_a_loaded_cache_of_one_partition_a_worker_is_read_as_it_is(spark):
     edges.unpersist()
 
 
+@pytest.mark.slow
 def test_components_of_a_cached_dataframe_equal_the_uncached_ones(spark):
     plain = _edges(spark)
     edges = plain.repartition(2).cache()
@@ -55,6 +58,7 @@ def test_components_of_a_cached_dataframe_equal_the_uncached_ones(spark):
     edges.unpersist()
 
 
+@pytest.mark.slow
 def test_a_cache_not_loaded_or_of_other_partitions_is_spread(spark):
     want = sorted(tuple(r) for r in _edges(spark).collect())
     not_loaded = _edges(spark).repartition(2).cache()

@@ -7,6 +7,7 @@ import timely_spark as ts
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_keyed_aggregation_through_the_bridge_matches_spark_group_by(spark):
     from pyspark.sql import functions as F
 

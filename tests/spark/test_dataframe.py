@@ -38,6 +38,7 @@ def test_connected_components_through_the_bridge(spark):
     assert got == components(edges)
 
 
+@pytest.mark.slow
 def test_worker_errors_in_the_bridge_name_the_worker(any_spark):
     df = any_spark.createDataFrame([(i,) for i in range(4)], "x long").repartition(2)
 
@@ -49,12 +50,14 @@ def test_worker_errors_in_the_bridge_name_the_worker(any_spark):
     assert err.value.worker == 1 and "1 // (scope.index - 1)" in str(err.value)    # the original traceback
 
 
+@pytest.mark.slow
 def test_wrong_output_records_are_a_clear_error(spark):
     df = spark.createDataFrame([(1,)], "x long")
     with pytest.raises(TypeError, match="^ts.spark.transform: the output stream must carry pyarrow.RecordBatch"):
         ts.spark.transform(df, lambda scope, s: s.map(lambda rb: "nope"), "x long").collect()
 
 
+@pytest.mark.slow
 def test_output_reaches_spark_while_the_worker_runs(spark):
     """A worker's output is taken by its task as it is made, not when the worker ends:
     here the worker waits (bounded) for its first row to be taken before it finishes."""

@@ -22,6 +22,7 @@ def epochs_log(path, open_epoch):
             writer.flush()
 
 
+@pytest.mark.slow
 def test_spark_reads_the_layout_directly(spark, tmp_path):
     epochs_log(tmp_path, open_epoch=False)
     raw = spark.read.parquet(str(tmp_path))
@@ -31,6 +32,7 @@ def test_spark_reads_the_layout_directly(spark, tmp_path):
     assert ts.spark.event_log_frontier(spark, tmp_path).is_empty()
 
 
+@pytest.mark.slow
 def test_complete_only_leaves_out_the_open_epoch(any_spark, tmp_path):
     epochs_log(tmp_path, open_epoch=True)
     assert ts.spark.event_log_frontier(any_spark, tmp_path).elements() == [2]

@@ -44,6 +44,7 @@ def test_a_damaged_row_fails_a_spark_read_naming_the_file(spark, tmp_path):
         ts.spark.read_event_log(spark, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_stream_without_a_schema_over_a_log_not_started_says_how_to_give_one(spark, tmp_path):
     for path in (tmp_path / "not-yet", tmp_path / "empty", tmp_path / "no-files"):
         if path.name == "empty":
@@ -60,6 +61,7 @@ def test_a_stream_without_a_schema_over_a_log_not_started_says_how_to_give_one(s
         spark.readStream.format("timely").load(str(tmp_path / "plain"))
 
 
+@pytest.mark.slow
 def test_a_stream_given_its_schema_waits_for_a_worker_that_has_not_started(spark, tmp_path):
     log = tmp_path / "log"
     epochs(ParquetEventWriter(log, 0, 2, flush_seconds=0.0), 0, 0, 2)      # worker 1 of 2: no directory yet

@@ -135,6 +135,7 @@ def rows_of(epoch):
     return sorted((epoch, w, epoch * 10 + k) for w in range(2) for k in range(3))
 
 
+@pytest.mark.slow
 def test_a_live_two_worker_log_streams_each_epoch_once_as_it_completes(spark, tmp_path):
     log = tmp_path / "log"
     job = LiveJob(log)
@@ -181,6 +182,7 @@ def epochs_log(path, epochs, start=0, writers=None, records=None):
     return writers
 
 
+@pytest.mark.slow
 def test_restart_from_the_checkpoint_neither_loses_nor_repeats(spark, tmp_path):
     log, out, checkpoint = tmp_path / "log", tmp_path / "out", tmp_path / "checkpoint"
     writers = epochs_log(log, 2)
@@ -198,6 +200,7 @@ def test_restart_from_the_checkpoint_neither_loses_nor_repeats(spark, tmp_path):
     assert run() == sorted(r for e in range(5) for r in rows_of(e))      # nothing new: nothing added
 
 
+@pytest.mark.slow
 def test_processing_time_trigger_and_the_console_sink(spark, tmp_path):
     log = tmp_path / "log"
     epochs_log(log, 2)
@@ -224,6 +227,7 @@ def test_an_open_last_epoch_is_not_streamed(spark, tmp_path):
     assert sink.rows() == sorted(r for e in range(2) for r in rows_of(e))
 
 
+@pytest.mark.slow
 def test_product_times_stream_in_the_partial_order(spark, tmp_path):
     writer = ParquetEventWriter(tmp_path / "log", 0, 1, flush_seconds=0.0)
     writer.push(Messages(Product(0, 1), [{"n": 1}]))
@@ -245,6 +249,7 @@ def test_product_times_stream_in_the_partial_order(spark, tmp_path):
         query.stop()
 
 
+@pytest.mark.slow
 def test_tuple_times_and_arrow_records(spark, tmp_path):
     writer = ParquetEventWriter(tmp_path / "log", 0, 1, flush_seconds=0.0)
     batch = pa.record_batch({"name": ["a", "b"], "score": [1.5, None], "ok": [True, False]})
@@ -265,6 +270,7 @@ def test_tuple_times_and_arrow_records(spark, tmp_path):
         query.stop()
 
 
+@pytest.mark.slow
 def test_stray_foreign_and_temporary_files_change_nothing_in_a_stream(spark, tmp_path):
     log, other = tmp_path / "log", tmp_path / "other"
     writers = epochs_log(log, 1)
@@ -315,6 +321,7 @@ def test_a_bad_file_stops_a_stream_naming_it(spark, tmp_path, damage):
         query.stop()
 
 
+@pytest.mark.slow
 def test_a_checkpoint_is_refused_by_another_log_at_its_path(spark, tmp_path):
     from pyspark.errors import StreamingQueryException
 
@@ -336,6 +343,7 @@ def test_a_checkpoint_is_refused_by_another_log_at_its_path(spark, tmp_path):
     assert sink.rows() == sorted(r for e in range(2) for r in rows_of(e))
 
 
+@pytest.mark.slow
 def test_an_epoch_completed_then_idle_reaches_the_stream(spark, tmp_path):
     log = tmp_path / "log"
     job = LiveJob(log, flush_seconds=1.0)          # the writer's default delay

@@ -64,6 +64,7 @@ def test_any_other_plan_is_read_by_spark_behind_a_shuffle(spark, edge_files, tmp
     assert [t["input_from"] for t in stats["tasks"]] == ["spark", "spark"]
 
 
+@pytest.mark.slow
 def test_a_file_changed_after_planning_is_a_clear_error(spark, tmp_path):
     path = tmp_path / "e.parquet"
     pq.write_table(pa.table({"src": np.arange(10), "dst": np.arange(10)}), path, row_group_size=5)

@@ -38,6 +38,7 @@ def test_shortest_paths_on_spark_match_dijkstra(any_spark):
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.slow
 def test_null_ids_on_spark_raise_the_workers_error_naming_the_column(any_spark):
     import timely_spark as ts
 
@@ -61,6 +62,7 @@ def test_ids_of_a_type_not_taken_on_spark_are_refused_before_any_job(spark, sche
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.slow
 def test_weights_on_spark_are_checked_under_the_users_column_name(spark):
     import timely_spark as ts
     from timely_spark.graph import shortest_paths
@@ -121,6 +123,7 @@ def test_dotted_column_names_on_spark(spark):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow
 def test_shortest_paths_on_spark_checks_sources_in_the_run_not_at_the_call(spark):
     import timely_spark as ts
     from timely_spark.graph import shortest_paths

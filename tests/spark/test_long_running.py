@@ -70,6 +70,7 @@ def cancel_group(spark, name):
         spark.sparkContext.cancelJobGroup(name)
 
 
+@pytest.mark.slow
 def test_a_cancelled_job_group_stops_it_and_held_slots_fail_a_second_job_at_once(any_spark, tmp_path):
     inp, out = str(tmp_path / "in"), str(tmp_path / "out")
     source = ParquetEventWriter(inp, flush_seconds=0.0)       # stays open: the job would run forever

@@ -81,6 +81,7 @@ def recover(spark, tmp_path, kills, epochs, interval, hold=None, per_attempt=0, 
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_one_sigkill_then_restore_writes_every_epoch_once(spark, tmp_path, reference):
     # snapshots a second apart: the crashed run completes epochs after the one restored (the log is ahead of it)
     counts, outputs, streamed = recover(spark, tmp_path, [("batch", 1, 3, True)], EPOCHS, 0.1, hold=EPOCHS - 3,

@@ -652,6 +652,7 @@ def test_256_tasks_registering_at_once_meet_though_each_is_slow_to_answer(servic
     service.close(ticket)
 
 
+@pytest.mark.slow
 def test_run_meets_through_the_driver_and_falls_back_to_allgather(spark):
     stats = {}
     assert ts.spark.run(spark, lambda w: w.index * 10, workers=2, stats=stats) == [0, 10]

@@ -14,6 +14,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 import timely_spark as ts
 from timely_spark.spark.rendezvous import driver_rendezvous, meet
 
@@ -50,6 +52,7 @@ def impostor(service, ticket, tries):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_task_that_cannot_prove_the_secret_neither_registers_nor_reports(spark):
     service = driver_rendezvous("127.0.0.1")
     secret = os.urandom(32)

@@ -30,6 +30,7 @@ def test_a_batch_read_given_other_columns_names_the_column_the_file_and_the_time
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.slow
 def test_a_stream_whose_log_comes_with_other_columns_fails_naming_the_column(spark, tmp_path):
     """The stream starts on a log with no files, given its schema; the writer then writes
     other columns: the micro-batch fails with EventLogError, not a KeyError from a Python worker."""

@@ -103,6 +103,7 @@ def files(log):
     return {str(p.relative_to(log)): p.read_bytes() for p in sorted(log.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_a_batch_run_again_after_its_commit_succeeded_leaves_the_log_as_it_was(spark, tmp_path):
     """The driver stopped after batch 1's commit reached the log but before Spark
     recorded it in the checkpoint: the restarted query runs batch 1 again, and the
@@ -186,6 +187,7 @@ def test_a_path_holding_another_log_fails_naming_it(spark, tmp_path):
     shutil.rmtree(log)
 
 
+@pytest.mark.slow
 def test_compaction_in_the_sink_while_a_readstream_reads_each_epoch_once(spark, tmp_path):
     src, log = tmp_path / "src", tmp_path / "log"
     src.mkdir()
@@ -219,6 +221,7 @@ def test_compaction_in_the_sink_while_a_readstream_reads_each_epoch_once(spark, 
     assert epochs(spark, log) == {n: [n * 10 + i for i in range(3)] for n in range(4)}
 
 
+@pytest.mark.slow
 def test_a_second_query_on_the_path_fails_instead_of_being_skipped(spark, tmp_path):
     """Its batch ids start at 0 again: before, its first batches were taken for epochs
     complete already and dropped without a word."""

@@ -145,6 +145,7 @@ def test_bad_input_is_refused_at_the_call_before_anything_starts(any_spark, tmp_
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_an_output_that_does_not_fit_the_schema_is_named_and_the_pipeline_stops(any_spark, tmp_path):
     spark = any_spark               # the classic session, then Spark Connect
     write_files(tmp_path / "src", 0, 2)

@@ -5,10 +5,32 @@ import pyarrow as pa
 import pytest
 
 import timely_spark as ts
+from timely_spark.spark.output_schema import arrow_schema, conform, rows_batch
 
 
 def output_of(batch):
     return lambda scope, s: s.map(lambda rb: batch)
+
+
+def first_on_spark(cases):
+    """The cases of a misfit test, each with whether it also runs on Spark: the first does."""
+    return [(i == 0, *case) for i, case in enumerate(cases)]
+
+
+def does_not_fit(df, schema, match, *, batch=None, records=None, on_spark=False):
+    """The check each worker runs on its output (``conform`` a batch, ``rows_batch`` rows)
+    raises SchemaMismatch matching ``match``; ``on_spark``: so does ``ts.spark.transform`` on
+    Spark, the error reaching the driver as itself.  (Each Spark run of a failing transform
+    costs seconds, Spark retrying the stage, so one case a test goes through Spark.)"""
+    _, arrow = arrow_schema(df, schema)
+    with pytest.raises(ts.spark.SchemaMismatch, match=r"^worker \d: " + match):
+        conform(batch, arrow, 0) if records is None else rows_batch(records, arrow, 0)
+    if not on_spark:
+        return None
+    build = output_of(batch) if records is None else (lambda scope, s: s.flat_map(lambda r: records))
+    with pytest.raises(ts.spark.SchemaMismatch, match=r"^worker \d: " + match) as err:
+        ts.spark.transform(df, build, schema, rows=records is not None).collect()
+    return err
 
 
 def test_batches_of_another_layout_are_cast_and_reordered(spark):
@@ -18,20 +40,19 @@ def test_batches_of_another_layout_are_cast_and_reordered(spark):
     assert [tuple(r) for r in rows] == [(7, "x")]
 
 
-@pytest.mark.parametrize("batch,match", [
-    (pa.record_batch({"a": [1], "b": ["x"], "c": [2.5]}), r"worker \d: the output has column\(s\) \['c'\]"),
-    (pa.record_batch({"a": [1]}), r"worker \d: the output has no column\(s\) \['b'\]"),
-    (pa.record_batch({"a": [2**40], "b": ["x"]}), r"worker \d: column 'a' is int64, which does not fit int32"),
-])
-def test_a_missing_extra_or_unfitting_column_is_an_error_naming_it(any_spark, batch, match):
+@pytest.mark.parametrize("on_spark,batch,match", first_on_spark([
+    (pa.record_batch({"a": [1], "b": ["x"], "c": [2.5]}), r"the output has column\(s\) \['c'\]"),
+    (pa.record_batch({"a": [1]}), r"the output has no column\(s\) \['b'\]"),
+    (pa.record_batch({"a": [2**40], "b": ["x"]}), r"column 'a' is int64, which does not fit int32"),
+]))
+def test_a_missing_extra_or_unfitting_column_is_an_error_naming_it(any_spark, on_spark, batch, match):
     df = any_spark.createDataFrame([(1,)], "x long")
-    with pytest.raises(ts.spark.SchemaMismatch, match="^" + match) as err:    # the cause first, as itself
-        ts.spark.transform(df, output_of(batch), "a int, b string").collect()
-    if not ts.spark.is_connect(any_spark):     # the Connect client raises its errors "from None"
+    err = does_not_fit(df, "a int, b string", match, batch=batch, on_spark=on_spark)   # the cause first, as itself
+    if err is not None and not ts.spark.is_connect(any_spark):     # the Connect client raises "from None"
         assert err.value.__cause__ is not None     # Spark's own error stays reachable
 
 
-@pytest.mark.parametrize("row,match", [
+@pytest.mark.parametrize("on_spark,row,match", first_on_spark([
     ({"wrong": 1}, r"an output row \{'wrong': 1\} lacks column\(s\) \['n', 'word'\] or has column\(s\) \['wrong'\]"),
     ({"word": "a"}, r"an output row \{'word': 'a'\} lacks column\(s\) \['n'\]"),
     (("a",), r"an output row \('a',\) has 1 value\(s\), the schema \(word, n\) 2"),
@@ -39,11 +60,10 @@ def test_a_missing_extra_or_unfitting_column_is_an_error_naming_it(any_spark, ba
     ({"word": "a", "n": 1.5}, r"column 'n' is double, which does not fit int64"),
     ({"word": "a", "n": "12"}, r"column 'n' is string, which does not fit int64"),
     ({"word": 3, "n": 1}, r"column 'word' is int64, which does not fit string"),
-])
-def test_rows_that_do_not_fit_the_schema_are_an_error_naming_it(spark, row, match):
+]))
+def test_rows_that_do_not_fit_the_schema_are_an_error_naming_it(spark, on_spark, row, match):
     df = spark.createDataFrame([(1,)], "x long")
-    with pytest.raises(ts.spark.SchemaMismatch, match=r"^worker \d: " + match):
-        ts.spark.transform(df, lambda scope, s: s.map(lambda r: row), "word string, n long", rows=True).collect()
+    does_not_fit(df, "word string, n long", match, records=[row], on_spark=on_spark)
 
 
 def test_rows_as_dicts_tuples_and_rows_fit_the_schema(spark):
@@ -72,7 +92,7 @@ def test_transform_after_a_shuffle_with_200_partitions(spark):
 MAP_SL = pa.map_(pa.string(), pa.int64())
 
 
-@pytest.mark.parametrize("column,schema,match", [
+@pytest.mark.parametrize("on_spark,column,schema,match", first_on_spark([
     (pa.array([["7"]]), "a array<long>", r"column 'a\[\]' is string, which does not fit int64 \(text"),
     (pa.array([[7]]), "a array<string>", r"column 'a\[\]' is int64, which does not fit string \(text"),
     (pa.array([{"b": 5}]), "a struct<b: string>", r"column 'a\.b' is int64, which does not fit string \(text"),
@@ -86,14 +106,13 @@ MAP_SL = pa.map_(pa.string(), pa.int64())
     (pa.array([{"b": 1, "c": 2}]), "a struct<b: long>", r"column 'a' is struct<b: int64, c: int64>, which does not "
                                                        r"fit struct<b: int64> \(extra field\(s\) \['c'\]\)"),
     (pa.array([{"b": 1}]), "a struct<b: long, d: long>", r"column 'a' .* \(no field\(s\) \['d'\]\)"),
-])
-def test_nested_parts_that_do_not_fit_are_an_error_naming_their_path(spark, column, schema, match):
+]))
+def test_nested_parts_that_do_not_fit_are_an_error_naming_their_path(spark, on_spark, column, schema, match):
     df = spark.createDataFrame([(1,)], "x long")
-    with pytest.raises(ts.spark.SchemaMismatch, match=r"^worker \d: " + match):
-        ts.spark.transform(df, output_of(pa.record_batch({"a": column})), schema).collect()
+    does_not_fit(df, schema, match, batch=pa.record_batch({"a": column}), on_spark=on_spark)
 
 
-@pytest.mark.parametrize("value,schema,match", [
+@pytest.mark.parametrize("on_spark,value,schema,match", first_on_spark([
     (["7"], "a array<long>", r"column 'a\[\]' is string, which does not fit int64"),
     ({"b": 5}, "a struct<b: string>", r"column 'a\.b' is int64, which does not fit string"),
     ({"k": 5}, "a map<string, string>", r"column 'a\{value\}' is int64, which does not fit string"),
@@ -103,11 +122,10 @@ def test_nested_parts_that_do_not_fit_are_an_error_naming_their_path(spark, colu
                                             r"fields \(b\): extra field\(s\) \['c'\]"),
     ([{"b": 1.5}], "a array<struct<b: long>>", r"column 'a\[\]\.b' is double, which does not fit int64"),
     ("xy", "a array<struct<b: long>>", r"column 'a' has a value 'xy' that is not a list"),
-])
-def test_nested_row_values_that_do_not_fit_are_an_error_naming_their_path(spark, value, schema, match):
+]))
+def test_nested_row_values_that_do_not_fit_are_an_error_naming_their_path(spark, on_spark, value, schema, match):
     df = spark.createDataFrame([(1,)], "x long")
-    with pytest.raises(ts.spark.SchemaMismatch, match=r"^worker \d: " + match):
-        ts.spark.transform(df, lambda scope, s: s.map(lambda r: {"a": value}), schema, rows=True).collect()
+    does_not_fit(df, schema, match, records=[{"a": value}], on_spark=on_spark)
 
 
 NESTED = "a array<struct<b: long, tags: map<string, array<double>>>>, m map<string, struct<c: string>>"
@@ -162,7 +180,7 @@ def test_timestamp_and_timestamp_ntz_go_in_and_out(new_york, rows):
     assert [tuple(r) for r in got] == [("2024-01-01 07:00:00", "2024-01-01 12:00:00", "2024-01-01 07:00:00")]
 
 
-@pytest.mark.parametrize("rows,value,schema,match", [
+@pytest.mark.parametrize("on_spark,rows,value,schema,match", first_on_spark([
     (True, "naive", "t timestamp", r"column 't' is timestamp\[us\], which does not fit timestamp\[us, "
                                    r"tz=America/New_York\] \(a time without a time zone is not an instant"),
     (True, "aware", "t timestamp_ntz", r"column 't' is timestamp\[us, tz=UTC\], which does not fit timestamp\[us\]"),
@@ -172,8 +190,8 @@ def test_timestamp_and_timestamp_ntz_go_in_and_out(new_york, rows):
                                         r"\(.*would lose data"),
     (False, "number", "t timestamp", r"column 't' is int64, which does not fit timestamp\[us, tz=America/New_York\] "
                                      r"\(a number does not become an instant\)"),
-])
-def test_a_time_that_does_not_fit_is_an_error_naming_the_column(new_york, rows, value, schema, match):
+]))
+def test_a_time_that_does_not_fit_is_an_error_naming_the_column(new_york, on_spark, rows, value, schema, match):
     import datetime as dt
 
     naive, aware = dt.datetime(2024, 1, 1, 12), dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc)
@@ -181,9 +199,7 @@ def test_a_time_that_does_not_fit_is_an_error_naming_the_column(new_york, rows, 
               "nanos": pa.array([1_000_000_000_000_000_001], pa.timestamp("ns"))}[value]
     df = new_york.createDataFrame([(1,)], "x long")
     if rows:
-        build = lambda scope, s: s.flat_map(lambda r: [{"t": v} for v in values])     # noqa: E731
+        does_not_fit(df, schema, match, records=[{"t": v} for v in values], on_spark=on_spark)
     else:
         column = pa.array([values]) if schema.startswith("t array") else pa.array(values)
-        build = output_of(pa.record_batch({"t": column}))
-    with pytest.raises(ts.spark.SchemaMismatch, match=r"^worker \d: " + match):
-        ts.spark.transform(df, build, schema, rows=rows).collect()
+        does_not_fit(df, schema, match, batch=pa.record_batch({"t": column}), on_spark=on_spark)

@@ -183,6 +183,7 @@ EDGES = [_edges([(1, 2, 1), (2, 3, 1), (3, 1, 1), (4, 5, 1)]), _edges([(5, 6, 1)
 
 
 @pytest.mark.parametrize("after", [2, 3])
+@pytest.mark.slow
 def test_pagerank_stream(after):
     def build(s, x):
         ranks = ts.graph.pagerank_stream(x, tolerance=1e-12)

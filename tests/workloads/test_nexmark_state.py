@@ -96,6 +96,7 @@ def test_q4_q6_stopped_and_restored_equal_duckdb(tmp_path, expected, uninterrupt
     assert ts.state.read_snapshot(checkpoint, "Q4Join").num_rows > 0     # the open auctions were saved
 
 
+@pytest.mark.slow
 def test_open_auctions_stay_bounded(tmp_path):
     """The open auctions held (Q4Join's snapshot; q4 and q6 share the join) do not grow
     with the auctions seen: an auction leaves once the logical time passes its expiry."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import queue
 from collections import deque
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 __all__ = ["Allocator", "Counted", "Inbox", "LocalPusher", "MailboxPusher", "Mailbox", "WAKE"]
 
@@ -80,29 +80,40 @@ class Mailbox(queue.SimpleQueue):
                 pass
 
 
-class Counted(tuple):
+class Counted:
     """A message ``(channel, payload)`` in a mailbox that its ``source`` counts, ``nbytes``
     of it, as read ahead of its worker until the worker takes it: :meth:`Allocator.drain`
     then calls ``source.taken(nbytes)`` (the TCP mesh bounds what it reads ahead this way).
-    It unpacks and compares as the pair it is.
+    It unpacks, indexes and compares as the pair it is; slotted, as a mesh may hold many
+    of them read ahead (72 bytes each, not the 264 of a tuple with attributes).
 
     >>> class Source:
     ...     def taken(self, n): print("taken", n)
     >>> item = Counted(7, "x", Source(), 3)
-    >>> item == (7, "x")
-    True
+    >>> item == (7, "x"), item[1]
+    (True, 'x')
     >>> item.release()
     taken 3
     """
 
-    source: Any
-    nbytes: int
+    __slots__ = ("channel", "payload", "source", "nbytes")
 
-    def __new__(cls, channel: int, payload: Any, source: Any, nbytes: int) -> "Counted":
-        item = tuple.__new__(cls, (channel, payload))
-        item.source = source
-        item.nbytes = nbytes
-        return item
+    def __init__(self, channel: int, payload: Any, source: Any, nbytes: int) -> None:
+        self.channel = channel
+        self.payload = payload
+        self.source = source
+        self.nbytes = nbytes
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.channel, self.payload))
+
+    def __getitem__(self, index: int) -> Any:
+        return (self.channel, self.payload)[index]
+
+    def __eq__(self, other: object) -> bool:
+        return (self.channel, self.payload) == other
+
+    __hash__ = None  # type: ignore[assignment]     # (mutable: compares by content)
 
     def release(self) -> None:
         """Tell the source that the worker took this message."""
@@ -219,10 +230,11 @@ class Allocator:
                 item = get()
             except queue.Empty:         # another consumer took it (not in this package)
                 break
-            if item is not WAKE:        # (a wake-up signal only: nothing to deliver)
+            if type(item) is Counted:   # (its source counts it until now)
+                self.deliver(item.channel, item.payload)
+                item.release()
+            elif item is not WAKE:      # (a wake-up signal only: nothing to deliver)
                 self.deliver(*item)
-                if type(item) is Counted:       # (its source counts it until now)
-                    item.release()
             got = True
         return got
 
@@ -235,10 +247,11 @@ class Allocator:
                 item = self.mailbox.get(timeout=timeout)
             except queue.Empty:
                 return False
-            if item is not WAKE:
+            if type(item) is Counted:
+                self.deliver(item.channel, item.payload)
+                item.release()
+            elif item is not WAKE:
                 self.deliver(*item)
-                if type(item) is Counted:
-                    item.release()
             self.check()
             self.drain()
             return True
