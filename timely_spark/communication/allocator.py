@@ -95,6 +95,9 @@ class Counted(tuple):
     taken 3
     """
 
+    # No ``__slots__ = ()``: a tuple subtype cannot have slots of its own, and ``source`` and
+    # ``nbytes`` are set on each message (in its ``__dict__``: about 256 bytes a message in
+    # all against 80 for a bare 4-tuple, but consumers unpack and compare it as the pair).
     source: Any
     nbytes: int
 
