@@ -71,7 +71,12 @@ operator) holds its peers up to the bound; they wait while its process still sen
 (heartbeats: busy is not stuck, and the run's own timeout bounds a worker that computes
 forever), and fail after ``peer_timeout`` seconds in which it took nothing and sent
 nothing, naming it -- never a hang.  While a
-connection is held so, its silence does not count against its peer.  A large frame is
+connection is held so, its silence does not count against its peer, and what it sends waits
+in the socket -- its data, and behind it its goodbye or error (frames too); but the socket is
+still polled for its end (:data:`HANG_UP`, no data read), by an idle worker waiting on the
+sockets and by the watchdog: a peer that hung up or reset is read to its end at once, past
+the bound (it sends nothing more: what is left is what the kernel holds), so its death fails
+the run naming it while the busy worker computes, and its goodbye or error is seen as such.  A large frame is
 read into a buffer of the connection's pool (:mod:`.buffer_pool`) and opened where it
 lies; its Arrow batches use that memory as it is, and the buffer is read into again only
 once nothing refers to it.  A watchdog thread per connection reads what waits while
@@ -203,6 +208,11 @@ PUMP_BULK = 16 * 1024 * 1024          # bytes of large frames one read delivers 
 #: them; only a worker that itself waits to send reads past it (see "Reading" above).
 INBOUND_BYTES = 64 * 1024 * 1024
 
+#: What a held connection's socket is polled for (its data left unread): the peer hung up
+#: (``POLLRDHUP``: Linux only; elsewhere a peer's closing is seen as the data is read again)
+#: or the connection failed.
+HANG_UP = getattr(select, "POLLRDHUP", 0) | select.POLLERR | select.POLLHUP
+
 
 def mesh_magic(encrypt: Optional[bool] = None) -> bytes:
     """This process's greeting (``encrypt`` None: as ``$TIMELY_SPARK_ENCRYPTION`` says)."""
@@ -301,6 +311,7 @@ class _Connection:
         self.last_heard = time.monotonic()       # a frame arrived, or the connection was held (below)
         self.last_frame = self.last_heard        # a frame arrived (what a wait to send goes by)
         self._drained = False
+        self._hang_up: Optional[Any] = None      # a poll for HANG_UP only (see hung_up)
         sock.settimeout(None)
         if sock.family != socket.AF_UNIX:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -347,6 +358,25 @@ class _Connection:
         if not self.mesh.forcing:
             self.last_heard = time.monotonic()
         return True
+
+    def hung_up(self) -> bool:
+        """Whether the peer hung up or the connection failed, seen without reading (a held
+        connection's data waits; its end is known at once): ``poll`` for :data:`HANG_UP`."""
+        if self.done_reading:
+            return False
+        watch = self._hang_up
+        if watch is None:
+            watch = self._hang_up = select.poll()
+            watch.register(self.sock, HANG_UP)
+        return bool(watch.poll(0))
+
+    def read_to_end(self, reader: Optional[Allocator] = None) -> None:
+        """Read a hung-up connection to its end, past the bound of what is read ahead: the
+        peer sends nothing more, so what is left is what the kernel holds (its goodbye or
+        error, after the data before it, is seen as on a connection not held; else the
+        peer's death fails the run naming it).  Call under ``read_lock``."""
+        while not self.done_reading and self.pump(reader, True):
+            pass
 
     def describe(self) -> str:
         host, port = self.mesh.addresses[self.peer]
@@ -874,6 +904,9 @@ class _Connection:
                     self.pump()
                 finally:
                     self.read_lock.release()
+            if self.holding and self.hung_up():     # held: its end is seen without reading its data
+                with self.read_lock:
+                    self.read_to_end()
             if (not self.reader_done.is_set() and not self.goodbye.is_set()
                     and time.monotonic() - self.heard() > mesh.peer_timeout):
                 with self.read_lock:       # what came meanwhile counts
@@ -1450,7 +1483,15 @@ class TcpAllocator(Allocator):
         got = False
         for fd, _ in events:
             conn = self._polled.get(fd)
-            if conn is None:
+            if conn is None and fd in self._held:   # a held socket hung up (its data unread)
+                conn = self._held.pop(fd)
+                self._poller.unregister(fd)     # type: ignore[union-attr]
+                with conn.read_lock:
+                    if not self.mailbox.empty():
+                        self.drain()
+                    conn.read_to_end(self)
+                got = True
+            elif conn is None:
                 self.mailbox.clear_signal()     # type: ignore[attr-defined]
             elif conn.done_reading:
                 self._poller.unregister(fd)     # type: ignore[union-attr]   # ended: nothing more to read there
@@ -1460,8 +1501,8 @@ class TcpAllocator(Allocator):
                     if not self.mailbox.empty():
                         self.drain()
                     got = conn.pump(self) or got
-                if conn.holding:                # (its socket stays readable: no spin on it while held)
-                    self._poller.unregister(fd)     # type: ignore[union-attr]
+                if conn.holding:                # (its socket stays readable: watched for its end only)
+                    self._poller.register(fd, HANG_UP)     # type: ignore[union-attr]
                     self._held[fd] = self._polled.pop(fd)
         return got
 
@@ -1475,6 +1516,8 @@ class TcpAllocator(Allocator):
                 if not conn.done_reading:
                     self._poller.register(fd, select.POLLIN)   # type: ignore[union-attr]
                     self._polled[fd] = conn
+                else:
+                    self._poller.unregister(fd)                # type: ignore[union-attr]
         if self._held and timeout:
             return min(timeout, POLL_INTERVAL)
         return timeout
