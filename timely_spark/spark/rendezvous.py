@@ -378,16 +378,12 @@ class DriverRendezvous:
                              name="timely-rendezvous-task", daemon=True).start()
 
     def _serve(self, sock: socket.socket, source: str) -> None:
-        """Serve one connection.  Whatever answering its request raises on the driver --
-        any BaseException, SystemExit and KeyboardInterrupt included (a job's ``on_stats``
-        calling ``sys.exit``, say) -- is logged and answered ``{"driver_error": ...}``, so
-        the task is told at once.  It is then swallowed: this runs in a serving thread of
-        its own, where ``threading`` would drop a SystemExit without a word and nothing
-        would act on a KeyboardInterrupt (Python delivers a real Ctrl-C to the main
-        thread only); only when called in the main thread does it raise a
-        KeyboardInterrupt or SystemExit again, after answering, so that it stops the
-        driver as it would have without the rendezvous."""
-        reraise: Optional[BaseException] = None
+        """Serve one connection, in a thread of its own.  Whatever answering its request
+        raises on the driver -- any BaseException, SystemExit and KeyboardInterrupt included
+        (a job's ``on_stats`` calling ``sys.exit``, say) -- is logged and answered
+        ``{"driver_error": ...}``, so the task is told at once, and goes no further: in
+        this thread ``threading`` would drop a SystemExit without a word, and nothing would
+        act on a KeyboardInterrupt (Python delivers a real Ctrl-C to the main thread)."""
         try:
             deadline = time.monotonic() + RENDEZVOUS_AUTH_TIMEOUT
             hello = bytes(recv_exact(sock, len(MAGIC) + TOKEN + NONCE, deadline))
@@ -433,7 +429,6 @@ class DriverRendezvous:
                                 request["kind"], _without_secret("".join(traceback.format_exception(
                                     type(exc), exc, exc.__traceback__)), job.secret))
                     answer = {"driver_error": _driver_error(exc, job.secret)}
-                    reraise = _reraised(exc)
             sock.settimeout(HANDSHAKE_TIMEOUT)
             _send_message(sock, down, answer)
         except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
@@ -441,8 +436,6 @@ class DriverRendezvous:
         finally:
             self._pending.authenticated(sock)
             sock.close()
-        if reraise is not None:
-            raise reraise
 
     def _other_version(self, theirs: bytes, source: str) -> None:
         """Warn, once per greeting (of at most OTHER_VERSIONS_LOGGED; the greeting is not
@@ -563,14 +556,6 @@ def _driver_error(exc: BaseException, secret: bytes) -> str:
         text = f"{type(exc).__qualname__} (its message cannot be shown)"
     text = _without_secret(text, secret)
     return text if len(text) <= DRIVER_ERROR_CHARS else text[:DRIVER_ERROR_CHARS - 3] + "..."
-
-
-def _reraised(exc: BaseException) -> Optional[BaseException]:
-    """``exc`` when it must go on after being answered (a KeyboardInterrupt or SystemExit
-    raised in the main thread: it stops the driver), else None (see ``_serve``)."""
-    if isinstance(exc, (KeyboardInterrupt, SystemExit)) and threading.current_thread() is threading.main_thread():
-        return exc
-    return None
 
 
 def _without_secret(text: str, secret: bytes) -> str:
