@@ -2,6 +2,7 @@
 
 import io
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -88,12 +89,31 @@ def test_over_a_real_tcp_socket():
     listener.close()
 
 
-def test_capture_send_and_recv_five_into_three(tmp_path):
-    from timely_spark.communication.tcp import bind_listener
+def free_ports(count):
+    """A base port with ``count`` ports free from it, below the kernel's ephemeral range (where
+    connections take their local ports, so a free port there may be taken a moment later)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    for base in random.Random().sample(range(10000, low - count), 100):
+        held = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket()
+                held.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    raise AssertionError(f"no {count} free ports in a row below {low}")
 
-    probe = bind_listener("127.0.0.1", 0)
-    base = probe.getsockname()[1] + 1000 if probe.getsockname()[1] < 60000 else 20000
-    probe.close()
+
+def test_capture_send_and_recv_five_into_three(tmp_path):
+    base = free_ports(5)
     env = dict(os.environ, TIMELY_SPARK_SECRET="capture-test", PYTHONPATH=str(ROOT))
     recv = subprocess.Popen([sys.executable, str(ROOT / "jobs" / "examples" / "capture_recv.py"), "5", "-w", "3",
                              "--port-base", str(base)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -101,8 +121,7 @@ def test_capture_send_and_recv_five_into_three(tmp_path):
     send = subprocess.run([sys.executable, str(ROOT / "jobs" / "examples" / "capture_send.py"), "-w", "5",
                            "--port-base", str(base)], capture_output=True, text=True, env=env, timeout=120)
     out, err = recv.communicate(timeout=120)
-    assert send.returncode == 0, send.stderr
-    assert recv.returncode == 0, err
+    assert send.returncode == 0 and recv.returncode == 0, f"sender:\n{send.stderr}\nreceiver:\n{err}"
     lines = out.splitlines()
     assert len(lines) == 50
     assert Counter(lines) == Counter(f"replayed: {x}" for x in range(10) for _ in range(5))
