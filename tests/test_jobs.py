@@ -124,6 +124,7 @@ def test_bench_graph_runs_small_and_every_method_agrees(tmp_path):
         assert method in out
 
 
+@pytest.mark.timeout(330)
 @pytest.mark.slow
 def test_bench_graph_string_id_methods_run_and_agree(tmp_path):
     out = run_job("benchmarks/bench_graph.py", "--sizes", "3000", "--data", str(tmp_path),

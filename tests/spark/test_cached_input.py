@@ -26,7 +26,6 @@ def _before_the_cache(df):
     return df._jdf.queryExecution().executedPlan().toString().split("InMemoryRelation")[0]
 
 
-@pytest.mark.slow
 def test_a_loaded_cache_of_one_partition_a_worker_is_read_as_it_is(spark):
     edges = _edges(spark).repartition(2).withColumn("p", F.spark_partition_id()).cache()
     edges.count()

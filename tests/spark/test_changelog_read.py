@@ -45,7 +45,6 @@ def rows(table) -> list:
     return sorted(map(str, table.to_pylist()))
 
 
-@pytest.mark.slow
 def test_the_consolidated_read_is_the_collection_as_of_the_frontier(spark, tmp_path):
     written = pa.concat_tables(write_log(tmp_path))
     changes = spark.read.format("timely").load(str(tmp_path))

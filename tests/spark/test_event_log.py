@@ -32,7 +32,6 @@ def test_spark_reads_the_layout_directly(spark, tmp_path):
     assert ts.spark.event_log_frontier(spark, tmp_path).is_empty()
 
 
-@pytest.mark.slow
 def test_complete_only_leaves_out_the_open_epoch(any_spark, tmp_path):
     epochs_log(tmp_path, open_epoch=True)
     assert ts.spark.event_log_frontier(any_spark, tmp_path).elements() == [2]

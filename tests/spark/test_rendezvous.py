@@ -306,6 +306,29 @@ def test_a_task_of_the_version_before_driver_error_answers_is_told_on_both_sides
     service.close(ticket)
 
 
+def test_greetings_that_are_not_the_protocols_use_up_none_of_the_warnings(service, caplog, monkeypatch):
+    # a port scan's greetings are logged at debug level: the warnings are kept for tasks of another version
+    ticket = service.open(b"s" * 32, wait=5)
+    hello = len(MAGIC) + 16 + 32
+    with caplog.at_level("DEBUG", logger="timely_spark.spark.rendezvous"):
+        for i in range(rendezvous.OTHER_VERSIONS_LOGGED + 1):
+            with socket.create_connection((ticket.host, ticket.port), timeout=5) as junk:
+                junk.sendall(f"{i:02d}GET / HTTP/1.1\r\n".encode().ljust(hello, b"x"))
+                assert recv_exact(junk, 1, time.monotonic() + 5) == b"!"
+        monkeypatch.setattr(rendezvous, "MAGIC", b"TSRDV03" + MAGIC[-1:])
+        with pytest.raises(RendezvousError, match="speaks another version"):
+            meet(ticket, 1, 0, 0, 1, "127.0.0.1", 1)
+        deadline = time.monotonic() + 10             # the driver warns just after it answers
+        while time.monotonic() < deadline and not any("greeted with b'TSRDV03'" in r.getMessage()
+                                                          for r in caplog.records):
+            time.sleep(0.02)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "greeted" in r.getMessage()]
+    assert len(warned) == 1 and "b'TSRDV03'" in warned[0]
+    assert sum("not a rendezvous greeting" in r.getMessage() for r in caplog.records) > 0
+    monkeypatch.undo()
+    service.close(ticket)
+
+
 def test_a_task_meeting_a_driver_of_another_version_is_told_so():
     # the driver of another version, written from the protocol: it answers "!" and its own prefix
     with socket.create_server(("127.0.0.1", 0)) as listener:
@@ -372,6 +395,7 @@ def test_an_authenticated_request_off_the_protocol_gets_an_authenticated_answer_
     (b'{"kind": "meet",', "16 bytes of text that are not JSON (Expecting property name enclosed in double quotes: "
                          "line 1 column 17 (char 16))"),
     (b"", "0 bytes of text that are not JSON (Expecting value: line 1 column 1 (char 0))"),
+    (b"[" * 5000 + b"]" * 5000, "10000 bytes of JSON nested deeper than this Python parses"),   # not a RecursionError
 ])
 def test_an_authenticated_request_that_is_not_utf8_json_gets_an_authenticated_answer_naming_it(service, caplog,
                                                                                                 body, wrong):
@@ -652,7 +676,6 @@ def test_256_tasks_registering_at_once_meet_though_each_is_slow_to_answer(servic
     service.close(ticket)
 
 
-@pytest.mark.slow
 def test_run_meets_through_the_driver_and_falls_back_to_allgather(spark):
     stats = {}
     assert ts.spark.run(spark, lambda w: w.index * 10, workers=2, stats=stats) == [0, 10]

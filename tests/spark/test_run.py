@@ -84,7 +84,6 @@ def test_preflight_refuses_more_workers_than_slots_at_once(any_spark):
 
 
 @pytest.mark.timeout(90)
-@pytest.mark.slow
 def test_a_hung_worker_function_ends_at_its_timeout(any_spark):
     import time
 

@@ -81,7 +81,6 @@ def test_last_progress_has_its_figures_and_no_lag_once_the_output_caught_up(any_
 
 @pytest.mark.timeout(300)
 @OVER_CONNECT
-@pytest.mark.slow
 def test_over_connect_a_pipeline_stopped_as_soon_as_it_started_leaves_nothing_running(any_spark, tmp_path):
     write_files(tmp_path / "src", 0, 2)
     pipe = ts.spark.stream(source(any_spark, tmp_path / "src"), counts, OUTPUT, checkpoint=str(tmp_path / "ckpt"))
