@@ -126,9 +126,10 @@ OTHER_VERSIONS_LOGGED = 16
 REMEMBERED_FAILURES = 256
 """How many reported task failures the driver keeps for :mod:`.job_errors` to claim."""
 
+FAMILY = b"TSRDV"                      # every version's greeting starts so
 #: The protocol's name and version, the start of a task's greeting.  04: the driver may
 #: answer ``{"driver_error": ...}``, which a task speaking 03 would take for success.
-PREFIX = b"TSRDV04"
+PREFIX = FAMILY + b"04"
 MAGIC = greeting(PREFIX, True)        # this process's greeting as a task (its last byte names the cipher)
 TOKEN = 16
 NONCE = 32
@@ -219,6 +220,8 @@ def _json(body: bytes) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise _NotJSON(f"{len(body)} bytes of text that are not JSON ({exc})") from None
+    except RecursionError:
+        raise _NotJSON(f"{len(body)} bytes of JSON nested deeper than this Python parses") from None
 
 
 def _opener(sealer: Sealer) -> Opener:
@@ -301,6 +304,7 @@ class DriverRendezvous:
         self._cond = threading.Condition()
         self._pending = PendingHandshakes(RENDEZVOUS_PENDING)      # not yet authenticated
         self._versions_logged: set[bytes] = set()        # greetings of another version already warned of
+        self._versions_lock = threading.Lock()
         threading.Thread(target=self._accept_loop, name="timely-rendezvous", daemon=True).start()
 
     # ---- the driver's side -------------------------------------------------------
@@ -439,8 +443,13 @@ class DriverRendezvous:
 
     def _other_version(self, theirs: bytes, source: str) -> None:
         """Warn, once per greeting (of at most OTHER_VERSIONS_LOGGED; the greeting is not
-        authenticated, so anyone can send one), that a task speaks another protocol version."""
-        with self._cond:
+        authenticated, so anyone can send one), that a task speaks another protocol version;
+        a greeting not of this protocol's family (not starting ``TSRDV``) is logged at debug
+        level only: a port scan, not a task."""
+        if not theirs.startswith(FAMILY):
+            log.debug("timely_spark rendezvous: %s greeted with %r, not a rendezvous greeting", source, theirs)
+            return
+        with self._versions_lock:
             if theirs in self._versions_logged or len(self._versions_logged) >= OTHER_VERSIONS_LOGGED:
                 return
             self._versions_logged.add(theirs)
