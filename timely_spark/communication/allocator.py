@@ -90,8 +90,8 @@ class Counted:
     >>> class Source:
     ...     def taken(self, n): print("taken", n)
     >>> item = Counted(7, "x", Source(), 3)
-    >>> item == (7, "x"), item[1]
-    (True, 'x')
+    >>> item == (7, "x"), item[1], item
+    (True, 'x', (7, 'x'))
     >>> item.release()
     taken 3
     """
@@ -114,6 +114,9 @@ class Counted:
         return (self.channel, self.payload) == other
 
     __hash__ = None  # type: ignore[assignment]     # (mutable: compares by content)
+
+    def __repr__(self) -> str:
+        return repr((self.channel, self.payload))
 
     def release(self) -> None:
         """Tell the source that the worker took this message."""

@@ -70,16 +70,17 @@ processes): each drains the others.  A worker that neither steps nor waits (busy
 operator) holds its peers up to the bound; they wait while its process still sends
 (heartbeats: busy is not stuck, and the run's own timeout bounds a worker that computes
 forever), and fail after ``peer_timeout`` seconds in which it took nothing and sent
-nothing, naming it -- never a hang.  While a
-connection is held so, its silence does not count against its peer, and what it sends waits
-in the socket -- its data, and behind it its goodbye or error (frames too); but the socket is
-still polled for its end (:data:`HANG_UP`, no data read), by an idle worker waiting on the
-sockets and by the watchdog: a peer that hung up or reset is read to its end at once, past
-the bound (it sends nothing more: what is left is what the kernel holds), so its death fails
-the run naming it while the busy worker computes, and its goodbye or error is seen as such.  A large frame is
-read into a buffer of the connection's pool (:mod:`.buffer_pool`) and opened where it
-lies; its Arrow batches use that memory as it is, and the buffer is read into again only
-once nothing refers to it.  A watchdog thread per connection reads what waits while
+nothing, naming it -- never a hang.  While a connection is held so, its silence does not
+count against its peer, and what it sends waits in the socket -- its data, and behind it
+its goodbye or error (frames too); but the socket is still polled for its end
+(:data:`HANG_UP`, no data read), by an idle worker waiting on the sockets and by the
+watchdog: a peer that hung up or reset is read to its end at once, past the bound (it
+sends nothing more: what is left is what the kernel holds), so its death fails the run
+naming it while the busy worker computes, and its goodbye or error is seen as such.
+
+A large frame is read into a buffer of the connection's pool (:mod:`.buffer_pool`) and
+opened where it lies; its Arrow batches use that memory as it is, and the buffer is read
+into again only once nothing refers to it.  A watchdog thread per connection reads what waits while
 no worker does (a quarter of ``peer_timeout`` at most apart: a peer's error, goodbye
 or closing is seen while the workers compute) and watches for silence.
 
@@ -1405,7 +1406,7 @@ class TcpAllocator(Allocator):
         self.mesh = mesh
         self._poller: Optional[Any] = None
         self._polled: dict[int, _Connection] = {}
-        self._held: dict[int, _Connection] = {}    # held sockets, out of the poll set meanwhile
+        self._held: dict[int, _Connection] = {}    # held sockets, polled for HANG_UP only meanwhile
 
     def pushers(self, channel: int, inbox: Inbox) -> list[Any]:
         """One pusher per worker: this worker's inbox, local mailboxes, or the mesh."""
@@ -1490,6 +1491,9 @@ class TcpAllocator(Allocator):
                     if not self.mailbox.empty():
                         self.drain()
                     conn.read_to_end(self)
+                if not conn.done_reading:       # (not seen to its end: watched for data again, as any socket)
+                    self._poller.register(fd, select.POLLIN)     # type: ignore[union-attr]
+                    self._polled[fd] = conn
                 got = True
             elif conn is None:
                 self.mailbox.clear_signal()     # type: ignore[attr-defined]
@@ -1507,7 +1511,8 @@ class TcpAllocator(Allocator):
         return got
 
     def _release_held(self, timeout: Optional[float]) -> Optional[float]:
-        """Put the held sockets whose workers took enough back into the poll set; the wait
+        """Poll the held sockets whose workers took enough for data again (held, they are
+        polled for HANG_UP only), and stop polling those read to their end; the wait
         for what remains held: at most POLL_INTERVAL (no signal says when another worker
         takes its messages; that worker reads the connection itself meanwhile)."""
         for fd, conn in list(self._held.items()):
