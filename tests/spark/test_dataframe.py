@@ -50,6 +50,24 @@ def test_worker_errors_in_the_bridge_name_the_worker(any_spark):
     assert err.value.worker == 1 and "1 // (scope.index - 1)" in str(err.value)    # the original traceback
 
 
+def test_a_worker_error_ends_the_stage_without_spark_re_running_it(spark):
+    # a re-run would fail the same way (and a partial one is refused): the driver cancels
+    # the stage at the first report, so the barrier stage has one attempt, not Spark's four
+    sc = spark.sparkContext
+    df = spark.range(4).repartition(2)
+    sc.setJobGroup("a worker error", "fails once")
+    try:
+        with pytest.raises(ts.WorkerError, match="^worker 1, operator 'Map' failed: ZeroDivisionError"):
+            ts.spark.transform(df, lambda scope, s: s.map(lambda rb: rb if scope.index == 0 else 1 // 0),
+                               "id long").collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    tracker = sc.statusTracker()
+    stages = [s for j in tracker.getJobIdsForGroup("a worker error") for s in tracker.getJobInfo(j).stageIds]
+    attempts = [tracker.getStageInfo(s).currentAttemptId for s in stages if tracker.getStageInfo(s) is not None]
+    assert attempts and max(attempts) == 0, attempts
+
+
 @pytest.mark.slow
 def test_wrong_output_records_are_a_clear_error(spark):
     df = spark.createDataFrame([(1,)], "x long")

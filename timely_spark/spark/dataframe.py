@@ -25,7 +25,7 @@ from .output_schema import SchemaMismatch, arrow_schema, conform, rows_batch
 from .output_stream import OutputStream
 from .packed_rows import pack, packable, packed_struct, unpack
 from .preflight import check_session, refuse_streaming, task_slots
-from .rendezvous import TICKET_IDLE_TIMEOUT, Ticket, report_stats, session_rendezvous
+from .rendezvous import TICKET_IDLE_TIMEOUT, Ticket, report_stats, session_rendezvous, stage_canceller
 from .stage_boundary import after_barrier
 from .task_input import chunked
 from .task_stats import TaskStats, task_report
@@ -99,8 +99,10 @@ def _ticket(df: Any, secret: bytes, config: Config, on_stats: Optional[Callable[
         service = session_rendezvous(checked if is_connect(checked) else connect_session(spark))
     else:
         service = session_rendezvous(spark.sparkContext, spark.conf)
-    return None if service is None else service.open(secret, config.connect_timeout, idle=TICKET_IDLE_TIMEOUT,
-                                                     on_stats=on_stats)
+    if service is None:
+        return None
+    return service.open(secret, config.connect_timeout, idle=TICKET_IDLE_TIMEOUT, on_stats=on_stats,
+                        cancel_stage=None if is_connect(spark) else stage_canceller(spark.sparkContext))
 
 
 def _accumulator(df: Any, stats: Optional[dict]) -> Any:

@@ -83,12 +83,21 @@ from ..communication.tcp import (
     handshake_mac,
     recv_exact,
 )
-from ..errors import RendezvousError, WorkerFailure, describe_error, most_telling, rebuild_error
+from ..errors import (
+    RendezvousError,
+    SchemaMismatch,
+    WorkerError,
+    WorkerFailure,
+    describe_error,
+    most_telling,
+    rebuild_error,
+)
 from ..runtime import DEFAULT_CONNECT_TIMEOUT, POLL_INTERVAL
 from .connect import client_on_driver_host, conf_get, endpoint_host, is_connect
 
 __all__ = ["Ticket", "DriverRendezvous", "RendezvousError", "driver_rendezvous", "session_rendezvous",
-           "scheduler_attempts", "meet", "report_failure", "report_stats", "failure_marker", "reported_failure",
+           "scheduler_attempts", "stage_canceller", "REPEATED_FAILURES", "meet", "report_failure", "report_stats",
+           "failure_marker", "reported_failure",
            "RENDEZVOUS_CONF", "MAX_ANSWER", "REMEMBERED_FAILURES"]
 
 #: Seconds a connection to the driver's rendezvous has to authenticate (send its hello
@@ -236,6 +245,7 @@ class _Job:
     idle: Optional[float]          # closed after this many seconds unused (None: when closed)
     used: float                    # monotonic time of the last authenticated message
     on_stats: Optional[Callable[[dict], Any]] = None     # takes a task's timings (plain data)
+    cancel_stage: Optional[Callable[[int, str], None]] = None    # ends a stage that would fail again
 
     def expired(self, now: float) -> bool:
         return self.idle is not None and now - self.used > self.idle
@@ -262,6 +272,25 @@ def scheduler_attempts(sc: Any) -> Callable[[int, int], Optional[int]]:
             return None
 
     return attempt_of
+
+
+def stage_canceller(sc: Any) -> Callable[[int, str], None]:
+    """``cancel(stage, reason)``: cancel ``stage`` of SparkContext ``sc`` (and the jobs
+    using it), Spark's error then ending ``Job N cancelled because <reason>``."""
+    def cancel(stage: int, reason: str) -> None:
+        try:
+            sc._jsc.sc().cancelStage(stage, reason)
+        except Exception as exc:  # a stopped context: Spark's own retries then end the stage
+            log.debug("timely_spark rendezvous: cannot cancel stage %d (%s)", stage, exc)
+
+    return cancel
+
+
+#: Reported failures a re-run of the stage would repeat: a worker's own error (user code
+#: raised), an output that does not fit its schema.  The driver cancels the stage at the
+#: first one, sparing Spark's re-runs (each a partial one, refused: seconds each).  A
+#: peer's death (WorkerFailure) is not one: Spark re-runs the stage after an executor loss.
+REPEATED_FAILURES = (WorkerError, SchemaMismatch)
 
 
 #: The stage attempt of a task Spark's scheduler could not place (before any task it could).
@@ -309,19 +338,23 @@ class DriverRendezvous:
 
     # ---- the driver's side -------------------------------------------------------
     def open(self, secret: bytes, wait: float = DEFAULT_CONNECT_TIMEOUT, idle: Optional[float] = None,
-             on_stats: Optional[Callable[[dict], Any]] = None) -> Ticket:
+             on_stats: Optional[Callable[[dict], Any]] = None,
+             cancel_stage: Optional[Callable[[int, str], None]] = None) -> Ticket:
         """A new job's ticket: tasks showing it (and proving ``secret``) may meet here,
         each group waiting at most ``wait`` seconds for its last task.  With ``idle``,
         the ticket closes by itself after that many seconds without a task using it.
         ``on_stats(report)`` is called with each timing report a task of the job sends
-        (:func:`report_stats`; a dict of plain values)."""
+        (:func:`report_stats`; a dict of plain values).  ``cancel_stage(stage, reason)``
+        (:func:`stage_canceller`) ends a stage whose task reported one of
+        :data:`REPEATED_FAILURES`, at once: its reason names the report
+        (:func:`failure_marker`), by which :mod:`.job_errors` still finds it."""
         token = os.urandom(TOKEN)
         job = os.urandom(8).hex()
         now = time.monotonic()
         with self._cond:
             for old in [t for t, j in self._jobs.items() if j.expired(now)]:
                 self._forget(old)
-            self._jobs[token] = _Job(secret, wait, job, idle, now, on_stats)
+            self._jobs[token] = _Job(secret, wait, job, idle, now, on_stats, cancel_stage)
         return Ticket(self.host, self.port, token, secret, wait, job)
 
     def close(self, ticket: Ticket) -> None:
@@ -472,6 +505,9 @@ class DriverRendezvous:
             failure = rebuild_error(request["error"])        # plain data: nothing is unpickled
             with self._cond:
                 self._failures.append(((job.id, stage, attempt), task, failure))
+            if job.cancel_stage is not None and isinstance(failure, REPEATED_FAILURES):
+                job.cancel_stage(stage, f"{_marker(job.id, stage, task)} failed: {type(failure).__name__} "
+                                         "(Spark does not re-run the stage: it would fail the same way)")
             return {"ok": True}
         index, workers = int(request["index"]), int(request["workers"])
         if not 0 <= index < workers:
@@ -640,7 +676,11 @@ def _client_rendezvous(spark: Any) -> Optional[DriverRendezvous]:
 def failure_marker(ticket: Ticket, stage: int, task: int) -> str:
     """The text by which a task's error in Spark's error names the report it sent
     (``task``: its ``taskAttemptId()``)."""
-    return f"timely_spark job {ticket.job}, stage {stage}, task {task}"
+    return _marker(ticket.job, stage, task)
+
+
+def _marker(job: str, stage: int, task: int) -> str:
+    return f"timely_spark job {job}, stage {stage}, task {task}"
 
 
 def reported_failure(text: str) -> Optional[BaseException]:
