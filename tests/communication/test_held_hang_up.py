@@ -102,6 +102,8 @@ def test_a_peer_killed_while_its_connection_is_held_fails_the_run_before_the_bus
         if sibling == "idle":
             threads[1].join(30)
             assert idle_errors and "process 1" in str(idle_errors[0])    # the sibling learnt of it
+        assert busy_done.wait(30)
+        assert mesh.read_ahead(1) == 0       # what was read past the bound was counted, and released when taken
     finally:
         go.set()
         stop.set()
