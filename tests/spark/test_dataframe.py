@@ -50,22 +50,30 @@ def test_worker_errors_in_the_bridge_name_the_worker(any_spark):
     assert err.value.worker == 1 and "1 // (scope.index - 1)" in str(err.value)    # the original traceback
 
 
-def test_a_worker_error_ends_the_stage_without_spark_re_running_it(spark):
-    # a re-run would fail the same way (and a partial one is refused): the driver cancels
-    # the stage at the first report, so the barrier stage has one attempt, not Spark's four
-    sc = spark.sparkContext
-    df = spark.range(4).repartition(2)
-    sc.setJobGroup("a worker error", "fails once")
+def last_stage_attempt(sc, group, action):
+    """The highest stage attempt of the jobs ``action()`` ran (in job group ``group``)."""
+    sc.setJobGroup(group, group)
     try:
-        with pytest.raises(ts.WorkerError, match="^worker 1, operator 'Map' failed: ZeroDivisionError"):
-            ts.spark.transform(df, lambda scope, s: s.map(lambda rb: rb if scope.index == 0 else 1 // 0),
-                               "id long").collect()
+        action()
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     tracker = sc.statusTracker()
-    stages = [s for j in tracker.getJobIdsForGroup("a worker error") for s in tracker.getJobInfo(j).stageIds]
+    stages = [s for j in tracker.getJobIdsForGroup(group) for s in tracker.getJobInfo(j).stageIds]
     attempts = [tracker.getStageInfo(s).currentAttemptId for s in stages if tracker.getStageInfo(s) is not None]
-    assert attempts and max(attempts) == 0, attempts
+    assert attempts, f"no stage of job group {group!r} is known"
+    return max(attempts)
+
+
+def test_a_worker_error_ends_the_stage_without_spark_re_running_it(spark):
+    # a re-run would fail the same way (and a partial one is refused): the driver cancels
+    # the stage at the first report, so the barrier stage has one attempt, not Spark's four
+    def fails():
+        with pytest.raises(ts.WorkerError, match="^worker 1, operator 'Map' failed: ZeroDivisionError"):
+            ts.spark.transform(spark.range(4).repartition(2),
+                               lambda scope, s: s.map(lambda rb: rb if scope.index == 0 else 1 // 0),
+                               "id long").collect()
+
+    assert last_stage_attempt(spark.sparkContext, "a worker error", fails) == 0
 
 
 @pytest.mark.slow
@@ -124,9 +132,12 @@ def test_a_transform_that_never_completes_ends_at_its_timeout(spark):
             return logic
         return rows.unary(None, "Holds", holds)
 
-    with pytest.raises(ts.RunTimeout) as err:
-        ts.spark.transform(spark.range(4).repartition(2), build, "id long", rows=True, timeout=5).collect()
-    assert sorted(err.value.incomplete) == [0, 1] and "Dataflow0" in str(err.value)
+    def times_out():
+        with pytest.raises(ts.RunTimeout) as err:
+            ts.spark.transform(spark.range(4).repartition(2), build, "id long", rows=True, timeout=5).collect()
+        assert sorted(err.value.incomplete) == [0, 1] and "Dataflow0" in str(err.value)   # each worker's own
+
+    assert last_stage_attempt(spark.sparkContext, "a timeout", times_out) == 0      # not four timeouts
 
 
 @pytest.mark.slow

@@ -85,6 +85,7 @@ from ..communication.tcp import (
 )
 from ..errors import (
     RendezvousError,
+    RunTimeout,
     SchemaMismatch,
     WorkerError,
     WorkerFailure,
@@ -287,10 +288,13 @@ def stage_canceller(sc: Any) -> Callable[[int, str], None]:
 
 
 #: Reported failures a re-run of the stage would repeat: a worker's own error (user code
-#: raised), an output that does not fit its schema.  The driver cancels the stage at the
-#: first one, sparing Spark's re-runs (each a partial one, refused: seconds each).  A
-#: peer's death (WorkerFailure) is not one: Spark re-runs the stage after an executor loss.
-REPEATED_FAILURES = (WorkerError, SchemaMismatch)
+#: raised), an output that does not fit its schema, a run past its ``timeout`` (each
+#: re-run would take the timeout again).  The driver cancels the stage at the first one,
+#: sparing Spark's three re-runs (seconds each; a partial one is refused) -- at a timeout,
+#: once every task of the stage attempt reported its own, so the error names what each
+#: worker was doing.  A peer's death
+#: (WorkerFailure) is not one: Spark re-runs the stage after an executor loss.
+REPEATED_FAILURES = (WorkerError, SchemaMismatch, RunTimeout)
 
 
 #: The stage attempt of a task Spark's scheduler could not place (before any task it could).
@@ -505,7 +509,10 @@ class DriverRendezvous:
             failure = rebuild_error(request["error"])        # plain data: nothing is unpickled
             with self._cond:
                 self._failures.append(((job.id, stage, attempt), task, failure))
-            if job.cancel_stage is not None and isinstance(failure, REPEATED_FAILURES):
+                group = self._groups.get((token, stage, attempt))
+                waiting = (isinstance(failure, RunTimeout) and group is not None    # each says what it was doing
+                           and sum(k == (job.id, stage, attempt) for k, _, _ in self._failures) < group.workers)
+            if job.cancel_stage is not None and isinstance(failure, REPEATED_FAILURES) and not waiting:
                 job.cancel_stage(stage, f"{_marker(job.id, stage, task)} failed: {type(failure).__name__} "
                                          "(Spark does not re-run the stage: it would fail the same way)")
             return {"ok": True}
