@@ -138,9 +138,9 @@ def test_bench_graph_spark_writes_large_results_as_parquet(tmp_path):
     # above --collect-up-to edges a Spark method's result is written by Spark's executors
     # (not collected on the driver with toArrow), and still checked against scipy's
     out = run_job("benchmarks/bench_graph.py", "--sizes", "3000", "--collect-up-to", "0", "--warm-up-to", "0",
-                  "--only", "cc-scipy,cc-spark,paths-scipy,paths-spark", "--data", str(tmp_path), timeout=180)
+                  "--only", "cc-scipy,cc-spark", "--data", str(tmp_path), timeout=180)
     assert "all methods agree" in out
-    assert out.count("result via Spark's Parquet writer") == 2
+    assert out.count("result via Spark's Parquet writer") == 1
     assert (tmp_path / "edges-3000-1.parquet.cc-spark.result.parquet").is_dir()
 
 
@@ -162,11 +162,11 @@ def test_bench_tpch_runs_small():
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_bench_streaming_runs_small():
-    """ts.spark.stream and the Spark-only peer at 200 records/s for 15 s (records withdrawn 5 files
-    later), one sweep rate: every line the 10-minute run prints is there, and the final entities
-    equal the batch algorithm's on the records still held."""
-    out = run_job("benchmarks/bench_streaming.py", "--seconds", "15", "--rate", "200", "--window", "5",
-                  "--sweep", "400", "--sweep-seconds", "10", timeout=540)
+    """ts.spark.stream and the Spark-only peer at 200 records/s for 8 s (records withdrawn 5 files
+    later), one sweep rate for 5 s: every line the 10-minute run prints is there, and the final
+    entities equal the batch algorithm's on the records still held."""
+    out = run_job("benchmarks/bench_streaming.py", "--seconds", "8", "--rate", "200", "--window", "5",
+                  "--sweep", "400", "--sweep-seconds", "5", timeout=540)
     assert "timely ts.spark.stream, input file -> output row (foreachBatch): median" in out
     assert "Spark-only groupBy().count() update mode, input file -> foreachBatch: median" in out
     assert "output log commit -> output query's foreachBatch" in out and "all of it" in out

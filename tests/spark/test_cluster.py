@@ -1,7 +1,8 @@
 """On local-cluster[2,1,1024]: two executor JVMs, so the timely workers live in
-separate executor processes.  Runs in fresh Python processes (one SparkContext each): the
-components job as a program, and one application (``CLUSTER``, started once for the module)
-for a run across the executors and the graph algorithms."""
+separate executor processes.  One application in a fresh Python process (``CLUSTER``, started
+once for the module) for a run across the executors and the graph algorithms.  (The
+components job as a program runs on local-cluster in ``test_shipping.py``, shipped as the
+guide says.)"""
 
 import json
 import os
@@ -61,25 +62,6 @@ def run_program(args: list, what: str) -> tuple[int, str, str]:
     where = f"in stage {stages[-1]!r}" if stages else "(it names no stages)"
     pytest.fail(f"{what} did not finish within {PROGRAM_TIMEOUT} s (of the test's {TEST_TIMEOUT} s): timed out "
                 f"{where}; its last stderr:\n{err[-3000:]}")
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(TEST_TIMEOUT)
-def test_connected_components_job_on_separate_executors(tmp_path):
-    edges = [(1, 2), (2, 3), (4, 5), (5, 6), (7, 7), (8, 9), (3, 11), (12, 4)]
-    path = [100 + (37 * i) % 200 for i in range(200)]             # a path whose ids jump about
-    edges += list(zip(path[:-1], path[1:]))[::-1]                 # rows reversed: it crosses both workers
-    edges += [(999, 500 + i) for i in range(60)]                  # a star, its hub the largest id
-    csv = tmp_path / "edges.csv"
-    csv.write_text("src,dst\n" + "".join(f"{a},{b}\n" for a, b in edges))
-    out = tmp_path / "cc"
-    code, stdout, stderr = run_program([str(ROOT / "jobs" / "examples" / "connected_components.py"),
-                                        "--edges-path", str(csv), "--out", str(out),
-                                        "--master", "local-cluster[2,1,1024]"], "the components job")
-    assert code == 0, stderr[-3000:]
-    assert "272 vertices, 6 components, largest 200 vertices" in stdout
-    table = pq.read_table(out)
-    assert dict(zip(table.column("vertex").to_pylist(), table.column("component").to_pylist())) == components(edges)
 
 
 CLUSTER = r"""

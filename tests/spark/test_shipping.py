@@ -1,6 +1,7 @@
 """Shipping the package to executors whose Python does not have it: the guide's own
 recipe lines, run on local-cluster (separate executor JVMs and Pythons), and, shipping
-nothing, the one clear error saying so.
+nothing, the one clear error saying so.  The recipes run the components job as a program
+(``jobs/examples/connected_components.py``) on a graph whose components cross both workers.
 
 The recipes are the ``bash`` block of the guide's "Shipping the package to a cluster" (docs/running.md),
 run as written by bash in a copy of the repository (what a fresh clone holds), after
@@ -30,7 +31,10 @@ from timely_spark.graph import union_find
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBMIT = Path(sys.executable).with_name("spark-submit")
-EDGES = [(1, 2), (2, 3), (4, 5), (5, 6), (7, 7), (8, 9), (3, 11), (12, 4)]
+_PATH = [100 + (37 * i) % 200 for i in range(200)]                # a path whose ids jump about
+EDGES = ([(1, 2), (2, 3), (4, 5), (5, 6), (7, 7), (8, 9), (3, 11), (12, 4)]
+         + list(zip(_PATH[:-1], _PATH[1:]))[::-1]                  # rows reversed: it crosses both workers
+         + [(999, 500 + i) for i in range(60)])                    # a star, its hub the largest id
 
 GUIDE_REWRITES = {
     "spark://host:7077": shlex.quote("local-cluster[2,2,1024]"),
@@ -101,7 +105,7 @@ def run_recipe(number, tmp_path, executor_python, timeout):
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True,
                           timeout=timeout, env=cluster_env(executor_python), cwd=clone)
     assert done.returncode == 0, f"{script}\n{done.stderr[-3000:]}"
-    assert "11 vertices, 4 components, largest 4 vertices" in done.stdout
+    assert "272 vertices, 6 components, largest 200 vertices" in done.stdout
     table = pq.read_table(clone / "out" / "cc")
     assert dict(zip(table.column("vertex").to_pylist(), table.column("component").to_pylist())) == union_find(EDGES)
     return clone
