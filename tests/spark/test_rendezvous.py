@@ -329,6 +329,21 @@ def test_greetings_that_are_not_the_protocols_use_up_none_of_the_warnings(servic
     service.close(ticket)
 
 
+def test_a_reported_error_a_re_run_would_repeat_cancels_only_a_stage_the_job_met_in(service):
+    cancelled = []
+    ticket = service.open(b"c" * 32, wait=5, cancel_stage=lambda stage, reason: cancelled.append((stage, reason)))
+    error = ts.WorkerError(1, ZeroDivisionError("division by zero"), "Map", "the traceback")
+    report_failure(ticket, 9, 3, error)                   # stage 9: no task of this job met in it
+    assert cancelled == []
+    assert meet(ticket, 4, 3, 0, 1, "127.0.0.1", 7)[0] == [("127.0.0.1", 7)]
+    report_failure(ticket, 4, 3, ts.WorkerFailure("process 1 closed the connection"))    # left to Spark's re-run
+    assert cancelled == []
+    report_failure(ticket, 4, 3, error)       # answered after the cancel: the task raises only then
+    assert cancelled == [(4, f"{failure_marker(ticket, 4, 3)} failed: WorkerError (Spark does not re-run the "
+                             "stage: it would fail the same way)")]
+    service.close(ticket)
+
+
 def test_a_task_meeting_a_driver_of_another_version_is_told_so():
     # the driver of another version, written from the protocol: it answers "!" and its own prefix
     with socket.create_server(("127.0.0.1", 0)) as listener:

@@ -80,9 +80,9 @@ naming it while the busy worker computes, and its goodbye or error is seen as su
 
 A large frame is read into a buffer of the connection's pool (:mod:`.buffer_pool`) and
 opened where it lies; its Arrow batches use that memory as it is, and the buffer is read
-into again only once nothing refers to it.  A watchdog thread per connection reads what waits while
-no worker does (a quarter of ``peer_timeout`` at most apart: a peer's error, goodbye
-or closing is seen while the workers compute) and watches for silence.
+into again only once nothing refers to it.  A watchdog thread per connection reads what
+waits while no worker does (a quarter of ``peer_timeout`` at most apart: a peer's error,
+goodbye or closing is seen while the workers compute) and watches for silence.
 
 The listener gives each connection one deadline for its whole handshake, handshakes
 at most :data:`~timely_spark.communication.tcp.MAX_HANDSHAKES` at once (one more drops the

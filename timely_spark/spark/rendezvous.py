@@ -292,7 +292,7 @@ def stage_canceller(sc: Any) -> Callable[[int, str], None]:
 #: re-run would take the timeout again).  The driver cancels the stage at the first one,
 #: sparing Spark's three re-runs (seconds each; a partial one is refused) -- at a timeout,
 #: once every task of the stage attempt reported its own, so the error names what each
-#: worker was doing.  A peer's death
+#: worker was doing.  Only a stage the job's tasks met in is cancelled.  A peer's death
 #: (WorkerFailure) is not one: Spark re-runs the stage after an executor loss.
 REPEATED_FAILURES = (WorkerError, SchemaMismatch, RunTimeout)
 
@@ -509,10 +509,11 @@ class DriverRendezvous:
             failure = rebuild_error(request["error"])        # plain data: nothing is unpickled
             with self._cond:
                 self._failures.append(((job.id, stage, attempt), task, failure))
-                group = self._groups.get((token, stage, attempt))
+                group = self._groups.get((token, stage, attempt))    # None: no task of this job met in it
                 waiting = (isinstance(failure, RunTimeout) and group is not None    # each says what it was doing
                            and sum(k == (job.id, stage, attempt) for k, _, _ in self._failures) < group.workers)
-            if job.cancel_stage is not None and isinstance(failure, REPEATED_FAILURES) and not waiting:
+            if (job.cancel_stage is not None and group is not None and isinstance(failure, REPEATED_FAILURES)
+                    and not waiting):      # (only a stage this job's tasks met in: no other job's)
                 job.cancel_stage(stage, f"{_marker(job.id, stage, task)} failed: {type(failure).__name__} "
                                          "(Spark does not re-run the stage: it would fail the same way)")
             return {"ok": True}
