@@ -107,7 +107,8 @@ def job(out: str, epochs: int, vertices: int, per_epoch: int, seed: int, kill_at
     return work
 
 
-def main(argv: Optional[list] = None) -> None:
+def parse(argv: Optional[list] = None) -> argparse.Namespace:
+    """The job's arguments, from ``argv`` (the command line's when None)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="directory of the output log (<out>/labels)")
     parser.add_argument("--checkpoint", help="checkpoint directory (every executor and the driver reach it)")
@@ -125,10 +126,13 @@ def main(argv: Optional[list] = None) -> None:
     args = parser.parse_args(argv)
     if args.kill_at is not None and (args.checkpoint is None or not SNAPSHOT_AT < args.kill_at < args.epochs):
         parser.error(f"--kill-at needs --checkpoint and an epoch after {SNAPSHOT_AT} and before --epochs")
+    return args
 
+
+def run(spark: Any, args: argparse.Namespace) -> dict:
+    """The job on ``spark``'s session: its report (what :func:`main` prints as JSON)."""
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
-    spark = ts.spark.get_session("timely components recovery", master=args.master)
     stats: dict = {}
     restored = ts.spark.run(spark, job(out, args.epochs, args.vertices, args.per_epoch, args.seed, args.kill_at),
                             workers=args.workers, max_attempts=args.max_attempts, timeout=args.timeout,
@@ -136,7 +140,6 @@ def main(argv: Optional[list] = None) -> None:
                             stats=stats)
     log = ts.spark.read_event_log(spark, os.path.join(out, "labels"))
     rows = sorted(tuple(r) for r in log.select("time", "vertex", "component", "diff").collect())
-    spark.stop()
     folded: dict = {}
     for _, vertex, component, diff in rows:
         folded[(vertex, component)] = folded.get((vertex, component), 0) + diff
@@ -145,9 +148,18 @@ def main(argv: Optional[list] = None) -> None:
     live = live_edges(args.seed, args.epochs, args.vertices, args.per_epoch)
     want = ts.graph.connected_components(live).to_pydict()
     assert labels == dict(zip(want["vertex"], want["component"])), "the components differ from the reference's"
-    print(json.dumps({"rows": rows, "components": len(set(labels.values())), "vertices": len(labels),
-                      "attempts": stats["attempts"], "restored": restored,
-                      "killed": os.path.exists(os.path.join(out, "killed"))}))
+    return {"rows": rows, "components": len(set(labels.values())), "vertices": len(labels),
+            "attempts": stats["attempts"], "restored": restored, "killed": os.path.exists(os.path.join(out, "killed"))}
+
+
+def main(argv: Optional[list] = None) -> None:
+    args = parse(argv)
+    spark = ts.spark.get_session("timely components recovery", master=args.master)
+    try:
+        report = run(spark, args)
+    finally:
+        spark.stop()
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":

@@ -76,11 +76,15 @@ def test_a_worker_error_ends_the_stage_without_spark_re_running_it(spark):
     assert last_stage_attempt(spark.sparkContext, "a worker error", fails) == 0
 
 
-@pytest.mark.slow
-def test_wrong_output_records_are_a_clear_error(spark):
-    df = spark.createDataFrame([(1,)], "x long")
-    with pytest.raises(TypeError, match="^ts.spark.transform: the output stream must carry pyarrow.RecordBatch"):
-        ts.spark.transform(df, lambda scope, s: s.map(lambda rb: "nope"), "x long").collect()
+def test_wrong_output_records_are_a_clear_error_and_end_the_stage(spark):
+    # a re-run would make the same records: the stage ends at the first report, as for a worker error
+    def fails():
+        with pytest.raises(ts.spark.SchemaMismatch, match=r"^worker \d: ts.spark.transform's output stream must carry "
+                           r"pyarrow.RecordBatch records \(or pass rows=True\), got str"):
+            ts.spark.transform(spark.createDataFrame([(1,)], "x long"), lambda scope, s: s.map(lambda rb: "nope"),
+                               "x long").collect()
+
+    assert last_stage_attempt(spark.sparkContext, "wrong output records", fails) == 0
 
 
 @pytest.mark.slow

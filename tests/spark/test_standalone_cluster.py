@@ -4,8 +4,10 @@ ports, every process ended whatever happens) -- ``spark-submit --master spark://
 ``jobs/examples/components_recovery.py`` (incremental components captured into a
 Parquet log, a checkpoint, ``max_attempts=2``, the last worker's Python process
 SIGKILLed mid-run) restores the last snapshot and leaves the log, row for row, that the
-same job leaves on ``local[2]`` without a kill: every epoch's changes exactly once."""
+same job leaves without a kill on the test session's ``local[2]`` (its :func:`run`, with
+the same arguments): every epoch's changes exactly once."""
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -18,6 +20,13 @@ ROOT = Path(__file__).resolve().parents[2]
 JOB = ROOT / "jobs" / "examples" / "components_recovery.py"
 KILL_AT = 6
 SUBMIT_TIMEOUT = 300.0     # seconds a spark-submit of the job may take (its run: 180)
+
+
+def load_job():
+    spec = importlib.util.spec_from_file_location("components_recovery", JOB)
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    return job
 
 
 def run_job(master: str, env: dict, out: Path, *extra: str) -> dict:
@@ -34,13 +43,15 @@ def run_job(master: str, env: dict, out: Path, *extra: str) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_spark_submit_to_a_standalone_cluster_restores_after_a_sigkill(tmp_path):
+def test_spark_submit_to_a_standalone_cluster_restores_after_a_sigkill(spark, tmp_path):
     env = dict(spark_env(tmp_path / "cluster"), PYTHONPATH=str(ROOT))
     with standalone_cluster(tmp_path / "cluster", workers=2) as master:
         assert master.startswith("spark://127.0.0.1:")
         got = run_job(master, env, tmp_path / "cluster-out", "--checkpoint", str(tmp_path / "ckpt"),
                       "--snapshot-every", "5", "--max-attempts", "2", "--kill-at", str(KILL_AT))
-    want = run_job("local[2]", env, tmp_path / "local-out")
+    job = load_job()
+    report = job.run(spark, job.parse(["--out", str(tmp_path / "local-out"), "--timeout", "180"]))
+    want = json.loads(json.dumps(report))                           # as the submitted job prints it
     assert got["killed"] and got["attempts"] == 2                   # the kill happened; the retry finished
     restored = set(got["restored"])
     assert len(restored) == 1 and 0 < restored.pop() <= KILL_AT      # every worker restored one snapshot

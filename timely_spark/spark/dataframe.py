@@ -44,8 +44,8 @@ def _to_batches(taken: list, schema: Any, rows: bool, worker: int) -> Iterator[A
     for records in taken:
         for rb in records:
             if not isinstance(rb, pa.RecordBatch):
-                raise TypeError(f"ts.spark.transform: the output stream must carry pyarrow.RecordBatch records "
-                                f"(or pass rows=True), got {type(rb).__name__}")
+                raise SchemaMismatch(f"worker {worker}: ts.spark.transform's output stream must carry "
+                                     f"pyarrow.RecordBatch records (or pass rows=True), got {type(rb).__name__}")
             yield conform(rb, schema, worker)
 
 
@@ -131,8 +131,8 @@ def transform(df: Any, build: Callable[[Any, Any], Any], schema: Any, rows: bool
     dict per row); the returned stream's records -- record batches, or (with
     ``rows=True``) dicts, tuples or Rows -- become the result's rows, which must match
     ``schema`` (a StructType or a DDL string) by column name, with types that cast
-    without changing a value; otherwise the job fails with ``SchemaMismatch`` naming
-    the column and the worker.
+    without changing a value; otherwise (or for records of any other kind) the job fails
+    with ``SchemaMismatch`` naming the worker and the column.
 
     The result is an ordinary DataFrame: ``show``, ``first``, ``take``, ``limit``,
     ``coalesce``, ``union`` all work, because the barrier stage ends in a shuffle that
