@@ -17,7 +17,9 @@ a user waits for. Each row is printed with its raw baseline, measured in the sam
    its parts (operator logic, from the engine's ``schedule`` events; the rest: the engine and
    the exchange); baseline: the batch form recomputing the whole graph.  Beside it, from the
    ``"graph"`` logging stream: the median rounds of the labels loop per epoch, and of the split
-   search the visits per epoch (both workers) and the vertices they reached; with ``--parts``,
+   search the visits per epoch (both workers) and the vertices they reached; below it, the same
+   epochs on 1 worker thread (a small epoch's operator work is mostly numpy's fixed cost a call,
+   which every worker pays: it does not divide between workers); with ``--parts``,
    a second run with the methods doing each part wrapped prints each part's thread CPU
    (both workers, median of the epochs: ``PARTS``).
 5. ``pagerank``: ``ts.graph.pagerank_stream`` output rows per changed edge in the same epochs, at its
@@ -410,6 +412,11 @@ def graph_rows(args, rng) -> None:
                   f"(max {max(r for r, _, _ in search)}), split search visits per epoch "
                   f"{statistics.median(v for _, v, _ in search):,.0f} reaching "
                   f"{statistics.median(n for _, _, n in search):,.0f} vertices")
+            if args.threads > 1:      # a small epoch's operator work is numpy's fixed cost a call: it does not divide
+                times, logic, _, cpu, _ = stream_epochs(ts.graph.components, base, epochs, 1)
+                print(f"  the same epochs on 1 worker thread: median {statistics.median(times) * 1e3:.1f} ms "
+                      f"({statistics.median(cpu) * 1e3:.1f} ms of CPU; operator logic "
+                      f"{statistics.median(logic) * 1e3:.1f} ms)")
             if args.parts:
                 with counted_parts(PARTS) as spent:
                     stream_epochs(ts.graph.components, base, epochs, args.threads, parts=spent)
