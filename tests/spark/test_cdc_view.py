@@ -2,25 +2,15 @@
 read by readStream, kept by upsert, joined with a dimension and aggregated through
 ts.spark.stream; the view read back equals pandas on the files."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_job():
-    spec = importlib.util.spec_from_file_location("cdc_view", ROOT / "jobs" / "examples" / "cdc_view.py")
-    job = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(job)
-    return job
+from ..example_jobs import example_job
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_the_cdc_view_equals_pandas_on_the_change_files(spark, tmp_path):
-    job = load_job()
+    job = example_job("cdc_view")
     source = tmp_path / "input"
     job.write_changes(source, files=6, per_file=300, customers=200, seed=11)
     got = job.run(spark, source, tmp_path, workers=1, files=6).toPandas()

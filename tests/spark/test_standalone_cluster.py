@@ -7,26 +7,19 @@ SIGKILLed mid-run) restores the last snapshot and leaves the log, row for row, t
 same job leaves without a kill on the test session's ``local[2]`` (its :func:`run`, with
 the same arguments): every epoch's changes exactly once."""
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
+from ..example_jobs import example_job
 from .standalone import spark_env, standalone_cluster, submit
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = ROOT / "jobs" / "examples" / "components_recovery.py"
 KILL_AT = 6
 SUBMIT_TIMEOUT = 300.0     # seconds a spark-submit of the job may take (its run: 180)
-
-
-def load_job():
-    spec = importlib.util.spec_from_file_location("components_recovery", JOB)
-    job = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(job)
-    return job
 
 
 def run_job(master: str, env: dict, out: Path, *extra: str) -> dict:
@@ -49,7 +42,7 @@ def test_spark_submit_to_a_standalone_cluster_restores_after_a_sigkill(spark, tm
         assert master.startswith("spark://127.0.0.1:")
         got = run_job(master, env, tmp_path / "cluster-out", "--checkpoint", str(tmp_path / "ckpt"),
                       "--snapshot-every", "5", "--max-attempts", "2", "--kill-at", str(KILL_AT))
-    job = load_job()
+    job = example_job("components_recovery")
     report = job.run(spark, job.parse(["--out", str(tmp_path / "local-out"), "--timeout", "180"]))
     want = json.loads(json.dumps(report))                           # as the submitted job prints it
     assert got["killed"] and got["attempts"] == 2                   # the kill happened; the retry finished
