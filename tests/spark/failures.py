@@ -43,6 +43,7 @@ OUTPUTS = {
 }
 ROWS = 6            # input rows per epoch
 HOLD_WAIT = 120.0   # seconds the feeder waits for a committed snapshot at most
+GATE_WAIT = 3.0     # seconds the feeder waits to be allowed an epoch: an idle run commits no snapshot
 KEYS = 3
 
 
@@ -67,7 +68,8 @@ class InputFeeder(threading.Thread):
         self.gate = threading.Condition()
 
     def allow(self, epochs: int) -> None:
-        """Let the feeder write up to ``epochs`` epochs (it waits for more at the last allowed)."""
+        """Let the feeder write up to ``epochs`` epochs (past the last allowed it waits up to
+        ``GATE_WAIT`` seconds an epoch, so a run left idle without a snapshot goes on)."""
         with self.gate:
             self.allowed = max(self.allowed, epochs)
             self.gate.notify_all()
@@ -83,7 +85,7 @@ class InputFeeder(threading.Thread):
                     while not committed(self.hold[1]) and time.monotonic() < deadline:
                         time.sleep(0.02)
                 with self.gate:
-                    self.gate.wait_for(lambda: e < self.allowed, timeout=HOLD_WAIT)
+                    self.gate.wait_for(lambda: e < self.allowed, timeout=GATE_WAIT)
                 w.push(Messages(e, epoch_table(e).to_batches()))
                 w.push(Progress([(e, -1), (e + 1, 1)]))
                 time.sleep(self.interval)
