@@ -1,5 +1,7 @@
 """The DataFrame bridge (mapInArrow, barrier): Arrow batches and plain rows, both directions."""
 
+import uuid
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -38,7 +40,6 @@ def test_connected_components_through_the_bridge(spark):
     assert got == components(edges)
 
 
-@pytest.mark.slow
 def test_worker_errors_in_the_bridge_name_the_worker(any_spark):
     df = any_spark.createDataFrame([(i,) for i in range(4)], "x long").repartition(2)
 
@@ -74,6 +75,21 @@ def test_a_worker_error_ends_the_stage_without_spark_re_running_it(spark):
                                "id long").collect()
 
     assert last_stage_attempt(spark.sparkContext, "a worker error", fails) == 0
+
+
+def test_a_worker_error_does_not_run_the_users_code_again(any_spark, tmp_path):
+    # classic: the driver cancels the stage; over Connect the client cannot, so Spark re-runs it,
+    # but the rendezvous refuses the re-runs' tasks: worker 1's failing code ran once, not four times
+    def build(scope, s):
+        def fail(rb):
+            (tmp_path / f"ran-{uuid.uuid4().hex}").touch()
+            return 1 // 0
+
+        return s.map(lambda rb: rb if scope.index == 0 else fail(rb))
+
+    with pytest.raises(Exception, match="ZeroDivisionError"):
+        ts.spark.transform(any_spark.range(4).repartition(2), build, "id long").collect()
+    assert len(list(tmp_path.glob("ran-*"))) == 1
 
 
 def test_wrong_output_records_are_a_clear_error_and_end_the_stage(spark):

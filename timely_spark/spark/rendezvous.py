@@ -292,8 +292,10 @@ def stage_canceller(sc: Any) -> Callable[[int, str], None]:
 #: re-run would take the timeout again).  The driver cancels the stage at the first one,
 #: sparing Spark's three re-runs (seconds each; a partial one is refused) -- at a timeout,
 #: once every task of the stage attempt reported its own, so the error names what each
-#: worker was doing.  Only a stage the job's tasks met in is cancelled.  A peer's death
-#: (WorkerFailure) is not one: Spark re-runs the stage after an executor loss.
+#: worker was doing.  Only a stage the job's tasks met in is cancelled.  Where it cannot
+#: cancel (over Spark Connect), the tasks of the stage's re-runs are refused as they
+#: register, so the user's code is not run again.  A peer's death (WorkerFailure) is not
+#: one: Spark re-runs the stage after an executor loss.
 REPEATED_FAILURES = (WorkerError, SchemaMismatch, RunTimeout)
 
 
@@ -520,8 +522,25 @@ class DriverRendezvous:
         index, workers = int(request["index"]), int(request["workers"])
         if not 0 <= index < workers:
             return {"error": f"task index {index} is not in 0..{workers - 1}"}
+        refused = self._failed_already(job.id, stage)
+        if refused is not None:
+            return {"error": refused}
         return self._meet(token, job.wait, stage, attempt, index, workers,
                           [str(request["host"]), int(request["port"])])
+
+    def _failed_already(self, job: str, stage: int) -> Optional[str]:
+        """Why a task of ``stage`` may not meet: an attempt of the stage already failed
+        with one of :data:`REPEATED_FAILURES`, so a re-run would fail the same way (its
+        tasks are refused at once, and the user's code does not run again; where the
+        driver cannot cancel the stage -- over Spark Connect -- Spark's re-runs of it then
+        end in moments); None when it may."""
+        with self._cond:
+            for (failed_job, failed_stage, _), task, failure in self._failures:
+                if failed_job == job and failed_stage == stage and isinstance(failure, REPEATED_FAILURES):
+                    first = (str(failure).splitlines() or [""])[0]
+                    return (f"stage {stage} is not run again: task attempt {task} failed with {type(failure).__name__}"
+                            f" ({first}), and a re-run would fail the same way")
+        return None
 
     def _meet(self, token: bytes, wait: float, stage: int, attempt: int, index: int, workers: int,
               address: list) -> dict:
