@@ -67,8 +67,9 @@ def test_bench_rounds_runs_small():
     assert "2 threads of one process (the same dataflow), switch interval 1 ms" in out
     assert "steps, " in out and " frames sent, " in out       # the epoch's parts
     assert " wake-ups, " in out and " preemptions)" in out
-    assert out.count("ms of CPU, both workers") == 6 and "batch form from scratch" in out
+    assert out.count("ms of CPU, both workers") == 8 and "batch form from scratch" in out
     assert out.count("  the same epochs on 1 worker thread: median ") == 2
+    assert out.count("  the same epochs on 2 worker processes: median ") == 2
     assert out.count("rows emitted per changed edge") == 4 and "output_tolerance=0" in out
     # the components rows' rounds and search, and their parts (a second run, methods wrapped)
     assert out.count("rounds per epoch 2 (max 2)") == 1 and out.count("split search visits per epoch") == 2

@@ -19,7 +19,8 @@ a user waits for. Each row is printed with its raw baseline, measured in the sam
    ``"graph"`` logging stream: the median rounds of the labels loop per epoch, and of the split
    search the visits per epoch (both workers) and the vertices they reached; below it, the same
    epochs on 1 worker thread (a small epoch's operator work is mostly numpy's fixed cost a call,
-   which every worker pays: it does not divide between workers); with ``--parts``,
+   which every worker pays: it does not divide between workers) and on ``--threads`` worker processes
+   (each worker's Python on a GIL of its own); with ``--parts``,
    a second run with the methods doing each part wrapped prints each part's thread CPU
    (both workers, median of the epochs: ``PARTS``).
 5. ``pagerank``: ``ts.graph.pagerank_stream`` output rows per changed edge in the same epochs, at its
@@ -313,13 +314,15 @@ def counted_parts(parts: list):
 
 
 def stream_epochs(algorithm, base: pa.Table, epochs: list, threads: int = 2,
-                  loop: str = "Components", parts: Optional[dict] = None) -> tuple[list, list, list, list, list]:
+                  loop: str = "Components", parts: Optional[dict] = None,
+                  processes: int = 1) -> tuple[list, list, list, list, list]:
     """Per small epoch: seconds, seconds in operator logic (worker 0), rows emitted, CPU seconds
     of all the worker threads together, and ``(rounds, visits, reached)``: the rounds at which
     the ``loop`` operator ran on some worker, the visits its split search took on all of them
     and the vertices they reached (``ts.graph.GRAPH_LOG`` events; zeros for an algorithm that
     reports none).  With ``parts`` (of :func:`counted_parts`), the CPU seconds of each part per
-    epoch and worker are appended to its ``"epochs"`` list."""
+    epoch and worker are appended to its ``"epochs"`` list (``threads`` workers in each of ``processes``
+    processes; ``parts`` needs one process)."""
     def work(worker):
         rows: list = [0] * (len(epochs) + 1)
         busy = [0.0]
@@ -382,7 +385,7 @@ def stream_epochs(algorithm, base: pa.Table, epochs: list, threads: int = 2,
         worker.log_register().flush()
         return times[1:], logic[1:], rows[1:], cpu[1:], rounds[1:], visits[1:]
 
-    parts = ts.execute(work, threads=threads, timeout=7200)
+    parts = ts.execute(work, threads=threads, processes=processes, timeout=7200)
     times = [max(p[0][i] for p in parts) for i in range(len(epochs))]
     rows = [sum(p[2][i] for p in parts) for i in range(len(epochs))]
     cpu = [sum(p[3][i] for p in parts) for i in range(len(epochs))]
@@ -417,6 +420,10 @@ def graph_rows(args, rng) -> None:
                 print(f"  the same epochs on 1 worker thread: median {statistics.median(times) * 1e3:.1f} ms "
                       f"({statistics.median(cpu) * 1e3:.1f} ms of CPU; operator logic "
                       f"{statistics.median(logic) * 1e3:.1f} ms)")
+                times, _, _, cpu, _ = stream_epochs(ts.graph.components, base, epochs, 1, processes=args.threads)
+                print(f"  the same epochs on {args.threads} worker processes: median "
+                      f"{statistics.median(times) * 1e3:.1f} ms ({statistics.median(cpu) * 1e3:.1f} ms of CPU, "
+                      "both workers; no GIL shared)")
             if args.parts:
                 with counted_parts(PARTS) as spent:
                     stream_epochs(ts.graph.components, base, epochs, args.threads, parts=spent)
