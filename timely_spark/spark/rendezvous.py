@@ -432,8 +432,8 @@ class DriverRendezvous:
             hello = bytes(recv_exact(sock, len(MAGIC) + TOKEN + NONCE, deadline))
             magic = hello[:len(MAGIC)]
             if not magic.startswith(PREFIX) or mode(magic) is None or not mode(magic)[1]:   # type: ignore[index]
+                self._other_version(magic[:len(PREFIX)], source)    # (logged before the task can know)
                 sock.sendall(OTHER_VERSION + PREFIX)      # so that the task can say so (nothing secret)
-                self._other_version(magic[:len(PREFIX)], source)
                 return
             token, task_nonce = hello[len(MAGIC):len(MAGIC) + TOKEN], hello[len(MAGIC) + TOKEN:]
             job = self._job(token)
