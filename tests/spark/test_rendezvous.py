@@ -344,6 +344,31 @@ def test_a_reported_error_a_re_run_would_repeat_cancels_only_a_stage_the_job_met
     service.close(ticket)
 
 
+def test_the_reports_of_a_timeout_are_answered_only_after_the_last_worker_s_ended_the_stage(service):
+    # a task ends when its report is answered; a task that ended before the cancel would fail
+    # the stage attempt, and Spark would start the next one: so the first report waits
+    order = []
+    ticket = service.open(b"t" * 32, wait=10, cancel_stage=lambda stage, reason: order.append(("cancel", stage)))
+    met = [threading.Thread(target=meet, args=(ticket, 6, 10 + i, i, 2, "127.0.0.1", 7 + i)) for i in (0, 1)]
+    for t in met:
+        t.start()
+    for t in met:
+        t.join(15)
+
+    def report(index):
+        report_failure(ticket, 6, 10 + index, ts.RunTimeout(5, {index: "Dataflow0 at (3,)"}))
+        order.append(("answered", index))
+
+    first = threading.Thread(target=report, args=(0,))
+    first.start()
+    time.sleep(0.5)            # worker 1 reports later (order only: either way the first waits)
+    report(1)
+    first.join(15)
+    assert order[0] == ("cancel", 6) and sorted(order[1:]) == [("answered", 0), ("answered", 1)]
+    assert order.count(("cancel", 6)) == 1
+    service.close(ticket)
+
+
 def test_a_task_meeting_a_driver_of_another_version_is_told_so():
     # the driver of another version, written from the protocol: it answers "!" and its own prefix
     with socket.create_server(("127.0.0.1", 0)) as listener:

@@ -133,6 +133,10 @@ proved the job's secret."""
 OTHER_VERSIONS_LOGGED = 16
 """How many distinct greetings of another protocol version the driver warns of (once each)."""
 
+#: Seconds the driver holds a task's report of a timeout for the other workers' (each says
+#: what it was doing): below the task's wait for the answer (HANDSHAKE_TIMEOUT).
+TIMEOUT_REPORTS_WAIT = 5.0
+
 REMEMBERED_FAILURES = 256
 """How many reported task failures the driver keeps for :mod:`.job_errors` to claim."""
 
@@ -291,8 +295,9 @@ def stage_canceller(sc: Any) -> Callable[[int, str], None]:
 #: raised), an output that does not fit its schema, a run past its ``timeout`` (each
 #: re-run would take the timeout again).  The driver cancels the stage at the first one,
 #: sparing Spark's three re-runs (seconds each; a partial one is refused) -- at a timeout,
-#: once every task of the stage attempt reported its own, so the error names what each
-#: worker was doing.  Only a stage the job's tasks met in is cancelled.  Where it cannot
+#: once every task of the stage attempt reported its own (the earlier reports' answers
+#: held until then, up to TIMEOUT_REPORTS_WAIT), so the error names what each worker was
+#: doing.  Only a stage the job's tasks met in is cancelled.  Where it cannot
 #: cancel (over Spark Connect), the tasks of the stage's re-runs are refused as they
 #: register, so the user's code is not run again.  A peer's death (WorkerFailure) is not
 #: one: Spark re-runs the stage after an executor loss.
@@ -336,6 +341,7 @@ class DriverRendezvous:
         self._groups: dict[tuple[bytes, int, int], _Group] = {}
         self._attempts: dict[tuple[bytes, int], int] = {}        # (token, stage) -> newest attempt
         self._failures: deque[tuple[tuple[str, int, int], int, BaseException]] = deque(maxlen=REMEMBERED_FAILURES)
+        self._ended: deque[tuple[str, int, int]] = deque(maxlen=REMEMBERED_FAILURES)   # stage attempts ended
         self._cond = threading.Condition()
         self._pending = PendingHandshakes(RENDEZVOUS_PENDING)      # not yet authenticated
         self._versions_logged: set[bytes] = set()        # greetings of another version already warned of
@@ -509,15 +515,17 @@ class DriverRendezvous:
             attempt = known if known is not None else self._attempts.get((token, stage), _UNKNOWN)
         if request["kind"] == "failed":
             failure = rebuild_error(request["error"])        # plain data: nothing is unpickled
+            key = (job.id, stage, attempt)
             with self._cond:
-                self._failures.append(((job.id, stage, attempt), task, failure))
+                self._failures.append((key, task, failure))
                 group = self._groups.get((token, stage, attempt))    # None: no task of this job met in it
-                waiting = (isinstance(failure, RunTimeout) and group is not None    # each says what it was doing
-                           and sum(k == (job.id, stage, attempt) for k, _, _ in self._failures) < group.workers)
-            if (job.cancel_stage is not None and group is not None and isinstance(failure, REPEATED_FAILURES)
-                    and not waiting):      # (only a stage this job's tasks met in: no other job's)
-                job.cancel_stage(stage, f"{_marker(job.id, stage, task)} failed: {type(failure).__name__} "
-                                         "(Spark does not re-run the stage: it would fail the same way)")
+                reported = sum(k == key for k, _, _ in self._failures)
+            if group is None or not isinstance(failure, REPEATED_FAILURES):   # (no other job's stage is ended)
+                return {"ok": True}
+            if isinstance(failure, RunTimeout) and reported < group.workers and \
+                    self._wait_ended(key, TIMEOUT_REPORTS_WAIT):
+                return {"ok": True}            # the last worker's report ended it
+            self._end_stage(job, key, task, failure)
             return {"ok": True}
         index, workers = int(request["index"]), int(request["workers"])
         if not 0 <= index < workers:
@@ -527,6 +535,31 @@ class DriverRendezvous:
             return {"error": refused}
         return self._meet(token, job.wait, stage, attempt, index, workers,
                           [str(request["host"]), int(request["port"])])
+
+    def _end_stage(self, job: _Job, key: tuple[str, int, int], task: int, failure: BaseException) -> None:
+        """Cancel the stage attempt ``key`` (where the driver can), whose task ``task``
+        reported ``failure`` (one of :data:`REPEATED_FAILURES`), and answer the reports
+        held by :meth:`_wait_ended`."""
+        if job.cancel_stage is not None:
+            job.cancel_stage(key[1], f"{_marker(job.id, key[1], task)} failed: {type(failure).__name__} "
+                                     "(Spark does not re-run the stage: it would fail the same way)")
+        with self._cond:
+            self._ended.append(key)
+            self._cond.notify_all()
+
+    def _wait_ended(self, key: tuple[str, int, int], seconds: float) -> bool:
+        """Hold a task's report of a timeout up to ``seconds`` until the stage attempt
+        ``key`` was ended (:meth:`_end_stage`, at its last worker's report); whether it
+        was.  The task waits for its answer, so it does not end first: a failed task
+        would fail the attempt, and Spark would start the next one before the cancel."""
+        deadline = time.monotonic() + seconds
+        with self._cond:
+            while key not in self._ended:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, POLL_INTERVAL))
+        return True
 
     def _failed_already(self, job: str, stage: int) -> Optional[str]:
         """Why a task of ``stage`` may not meet: an attempt of the stage already failed
