@@ -82,12 +82,11 @@ class Recorder:
 
 
 def run_recorded(tmp_path, env_extra):
-    ports = []
-    for _ in range(2):
-        s = bind_listener("127.0.0.1", 0)
-        ports.append(s.getsockname()[1])
-        s.close()
+    probes = [bind_listener("127.0.0.1", 0) for _ in range(2)]      # held while the recorder binds: 3 ports
+    ports = [s.getsockname()[1] for s in probes]
     recorder = Recorder(ports[0])
+    for s in probes:
+        s.close()
     (tmp_path / "hosts0").write_text(f"127.0.0.1:{ports[0]}\n127.0.0.1:{ports[1]}\n")
     (tmp_path / "hosts1").write_text(f"127.0.0.1:{recorder.port}\n127.0.0.1:{ports[1]}\n")
     env = dict(os.environ, TIMELY_SPARK_SECRET="s3cret", PYTHONPATH=str(ROOT), **env_extra)
@@ -96,8 +95,8 @@ def run_recorded(tmp_path, env_extra):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for p in (0, 1)]
     outs = [p.communicate(timeout=90) for p in procs]
     recorder.close()
-    for p, (out, err) in zip(procs, outs):
-        assert p.returncode == 0, err[-3000:]
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(f"process {i}:\n{err[-3000:]}"
+                                                             for i, (_, err) in enumerate(outs))
     received = json.loads(outs[1][0].strip().splitlines()[-1])[0]
     assert received == {"marker": True, "column": True}, received      # the payloads did cross the recorder
     return bytes(recorder.captured)
