@@ -125,6 +125,37 @@ def test_parent_sees_only_the_projection_of_the_loop():
     assert all(frontier == [0] for _, frontier in seen)
 
 
+@pytest.mark.timeout(60)
+def test_a_step_returns_while_a_loop_circulates_a_record_forever():
+    """A scope's run passes over its children while they activate one another (a loop's
+    rounds) for a bounded while only: each step returns, with rounds done, though the
+    loop never ends."""
+    rounds = []
+
+    def work(worker):
+        def build(scope):
+            def loop(inner):
+                handle, cycle = inner.feedback(1)
+                x = scope.to_stream(["x"]).enter(inner).concat(cycle).inspect_time(lambda t, v: rounds.append(t))
+                x.connect_loop(handle)                   # no exit: it circulates forever
+                return x.filter(lambda v: False).leave()
+
+            return scope.iterative(loop).probe()
+
+        index = worker.next_dataflow_index()
+        probe = worker.dataflow(build)
+        seen = []
+        for _ in range(3):
+            assert worker.step()                         # incomplete, and it returned
+            seen.append(len(rounds))
+        worker.drop_dataflow(index)
+        return seen, probe.done()
+
+    (seen, done), = ts.execute(work, timeout=30)
+    assert not done and 0 < seen[0] < seen[1] < seen[2]
+    assert rounds == [Product(0, r) for r in range(len(rounds))]
+
+
 def test_bounded_feedback_summary_ends_a_loop():
     from timely_spark.progress import Add, ProductSummary
 
