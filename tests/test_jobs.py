@@ -1,5 +1,7 @@
 """The local jobs (``jobs/examples``) and benchmarks (``jobs/benchmarks``) run as the docs show them."""
 
+import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +13,19 @@ from .machine_paths import machine_folders
 JOBS = Path(__file__).resolve().parent.parent / "jobs"
 
 
-def run_job(name, *args, timeout=90):
+def run_job(name, *args, timeout=90, env=None):
     done = subprocess.run([sys.executable, str(JOBS / name), *args], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def job_module(name):
+    """A job's module, loaded from its file (its constants: what a test runs of it)."""
+    spec = importlib.util.spec_from_file_location(Path(name).stem, JOBS / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_hello_timely_counts_each_epoch():
@@ -58,11 +68,11 @@ def test_bench_mesh_runs_small():
 
 @pytest.mark.slow
 @pytest.mark.timeout(330)
-def test_bench_rounds_runs_small():
-    out = run_job("benchmarks/bench_rounds.py", "--only", "loop,epoch,epoch_threads,components,pagerank",
+def test_bench_rounds_runs_small(tmp_path):
+    out = run_job("benchmarks/bench_rounds.py", "--only", "loop,epoch,epoch_threads,components,pagerank,spark",
                   "--rounds", "200", "--trips", "50", "--edges", "3000", "--changes", "20", "--epochs", "3",
-                  "--switch-interval", "0.001", "--parts",
-                  timeout=300)
+                  "--switch-interval", "0.001", "--parts", "--spark-edges", "3000",
+                  timeout=300, env=dict(os.environ, TMPDIR=str(tmp_path)))   # (the spark row's graph file)
     assert "us a round (" in out and "us of CPU" in out and "us of CPU, both workers" in out
     assert "2 threads of one process (the same dataflow), switch interval 1 ms" in out
     assert "steps, " in out and " frames sent, " in out       # the epoch's parts
@@ -74,6 +84,9 @@ def test_bench_rounds_runs_small():
     # the components rows' rounds and search, and their parts (a second run, methods wrapped)
     assert out.count("rounds per epoch 2 (max 2)") == 1 and out.count("split search visits per epoch") == 2
     assert out.count("its parts (") == 2 and out.count("the labels operator (ComponentLabels.step): ") == 2
+    # the spark row: bench_graph.py's Spark methods (checked against scipy) beside local threads
+    spark = [line for line in out.splitlines() if line.startswith("components of 3,000 edges, warm runs: ")]
+    assert len(spark) == 1 and "from a cached DataFrame" in spark[0] and spark[0].count("(ratio ") == 2
 
 
 @pytest.mark.slow
@@ -119,10 +132,15 @@ def test_bench_capture_runs_small():
 @pytest.mark.slow
 @pytest.mark.timeout(330)
 def test_bench_graph_runs_small_and_every_method_agrees(tmp_path):
-    out = run_job("benchmarks/bench_graph.py", "--sizes", "3000", "--skip-slow-above", "0", "--data", str(tmp_path),
-                  timeout=300)
+    # every quick method but cc-spark and cc-spark-cached, which the spark row of bench_rounds.py runs
+    # (test_bench_rounds_runs_small)
+    methods = [m for m, slow in job_module("benchmarks/bench_graph.py").METHODS
+               if not slow and m not in ("cc-spark", "cc-spark-cached")]
+    out = run_job("benchmarks/bench_graph.py", "--sizes", "3000", "--only", ",".join(methods),
+                  "--data", str(tmp_path), timeout=300)
     assert "all methods agree" in out      # the benchmark checks each method's result against the references
-    for method in ("cc-spark", "pagerank-local", "paths-scipy", "warm run phases", "worker 3: peak rows kept"):
+    for method in ("cc-spark-cached-workers", "pagerank-local", "paths-scipy", "warm run phases",
+                   "worker 3: peak rows kept"):
         assert method in out
 
 

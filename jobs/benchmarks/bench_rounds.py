@@ -25,10 +25,15 @@ a user waits for. Each row is printed with its raw baseline, measured in the sam
    (both workers, median of the epochs: ``PARTS``).
 5. ``pagerank``: ``ts.graph.pagerank_stream`` output rows per changed edge in the same epochs, at its
    default output tolerance and beside it with ``output_tolerance=0`` (every rank it changes re-emitted).
+6. ``spark``: ``connected_components`` of ``--spark-edges`` random edges (20,000,000) on Spark
+   ``local[2]``, its input read from Parquet files and from a cached DataFrame, each warm run
+   against the same graph on 2 local worker threads; baseline: scipy on one core.  These are
+   ``bench_graph.py``'s methods (each in a process of its own, its result checked against
+   scipy's), run by this script for their ratios.
 
-    python jobs/benchmarks/bench_rounds.py [--only loop,epoch,epoch_threads,arrow,components,pagerank]
+    python jobs/benchmarks/bench_rounds.py [--only loop,epoch,epoch_threads,arrow,components,pagerank,spark]
                                            [--edges N] [--changes N] [--epochs N] [--threads N]
-                                           [--switch-interval S] [--parts]
+                                           [--switch-interval S] [--parts] [--spark-edges N]
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import threading
 import time
 from collections import deque
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -446,9 +452,36 @@ def graph_rows(args, rng) -> None:
                       f"{statistics.median(rows) / args.changes:.1f} rows emitted per changed edge")
 
 
+#: ``bench_graph.py``'s methods of the ``spark`` row: the reference, local threads, Spark from files, from a cache.
+SPARK_METHODS = ("cc-scipy", "cc-local", "cc-spark", "cc-spark-cached")
+
+
+def spark_row(edges: int) -> str:
+    """The ``spark`` row: ``bench_graph.py --sizes edges`` for :data:`SPARK_METHODS` (each warm run, in a
+    process of its own, checked against scipy), summed up as one line of seconds and ratios."""
+    script = Path(__file__).with_name("bench_graph.py")
+    run = subprocess.run([sys.executable, str(script), "--sizes", str(edges), "--only", ",".join(SPARK_METHODS)],
+                         capture_output=True, text=True, timeout=7200)
+    seconds = {}
+    for line in run.stdout.splitlines():
+        words = line.split()
+        if len(words) > 2 and words[0] in SPARK_METHODS and words[2] == "s":
+            seconds[words[0]] = float(words[1])
+    missing = [m for m in SPARK_METHODS if m not in seconds]
+    if run.returncode or "all methods agree" not in run.stdout or missing:
+        raise SystemExit(f"spark row: {script.name} exited {run.returncode}, "
+                         + (f"no time for {', '.join(missing)}" if missing else "a method failed or disagrees")
+                         + f":\n{run.stdout}\n{run.stderr[-3000:]}")
+    local = seconds["cc-local"]
+    return (f"components of {edges:,} edges, warm runs: 2 local worker threads {local:.2f} s; Spark local[2] from "
+            f"Parquet files {seconds['cc-spark']:.2f} s (ratio {seconds['cc-spark'] / local:.2f}), from a cached "
+            f"DataFrame {seconds['cc-spark-cached']:.2f} s (ratio {seconds['cc-spark-cached'] / local:.2f}); "
+            f"scipy on one core {seconds['cc-scipy']:.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="loop,epoch,epoch_threads,arrow,components,pagerank")
+    parser.add_argument("--only", default="loop,epoch,epoch_threads,arrow,components,pagerank,spark")
     parser.add_argument("--rounds", type=int, default=100_000)
     parser.add_argument("--trips", type=int, default=2_000)
     parser.add_argument("--arrow-mb", type=int, default=2_048)
@@ -460,6 +493,7 @@ def main() -> None:
                         help="components: also the CPU of an epoch's parts (a second run, methods wrapped)")
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="sys.setswitchinterval (seconds) for the whole run (default: Python's, 0.005)")
+    parser.add_argument("--spark-edges", type=int, default=20_000_000, help="edges of the spark row's graph")
     args = parser.parse_args()
     args.only = set(args.only.split(","))
     if args.switch_interval is not None:
@@ -488,6 +522,8 @@ def main() -> None:
             f"{name} seals {seal:.1f} GB/s, opens {open_:.1f} GB/s" for name, (seal, open_) in aead_rates().items()))
     if args.only & {"components", "pagerank"}:
         graph_rows(args, np.random.default_rng(7))
+    if "spark" in args.only:
+        print(spark_row(args.spark_edges))
 
 
 if __name__ == "__main__":
