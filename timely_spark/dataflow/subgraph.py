@@ -325,7 +325,7 @@ class Subgraph(Operate):
         ports = self._child_ports
         self._in_pass = True
         passes = PASSES if self.peers > 1 else 0       # 0: passes while the budget lasts
-        until = perf_counter() + PASS_BUDGET
+        until = 0.0 if passes else perf_counter() + PASS_BUDGET
         try:
             while self._pending:
                 heap = self._heap = [*self._pending]
