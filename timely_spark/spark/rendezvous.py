@@ -544,7 +544,8 @@ class DriverRendezvous:
             job.cancel_stage(key[1], f"{_marker(job.id, key[1], task)} failed: {type(failure).__name__} "
                                      "(Spark does not re-run the stage: it would fail the same way)")
         with self._cond:
-            self._ended.append(key)
+            if key not in self._ended:        # (each worker's error ends the attempt: remembered once)
+                self._ended.append(key)
             self._cond.notify_all()
 
     def _wait_ended(self, key: tuple[str, int, int], seconds: float) -> bool:
