@@ -49,7 +49,7 @@ PASSES = 8  # passes over activated children per run (see _run_children)
 #: progress, so a loop of cheap rounds goes many rounds a run, its progress applied once (a
 #: round of one record costs ~2 µs less than at 8 passes a run).  With peers, a run ends
 #: after PASSES passes: its progress is what they wait for (in two alternations of
-#: bench_incremental.py, epochs on 2 workers took 7-17 % longer when their runs went on
+#: bench_incremental.py, most epochs on 2 workers took 7-28 % longer when their runs went on
 #: for this long).
 PASS_BUDGET = 0.001
 RERUNS = 1  # more runs of the children that this run's own progress activated (see _apply_local)
